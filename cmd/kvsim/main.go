@@ -1,0 +1,94 @@
+// Command kvsim compares KV-cache placement policies across a memory
+// hierarchy, in virtual time (run, mrc) and on real hardware (replay).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode prints err (one line) and maps it to the process status:
+// 0 success, 2 bad input (flags, files, scenarios, traces), 1 anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "kvsim: %v\n", err)
+	var bi *inputError
+	if errors.As(err, &bi) {
+		return 2
+	}
+	return 1
+}
+
+// inputError marks an error caused by what the user gave us.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// badInput wraps err so that kvsim exits with status 2.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &inputError{err}
+}
+
+// badInputf is fmt.Errorf for bad input.
+func badInputf(format string, args ...any) error {
+	return badInput(fmt.Errorf(format, args...))
+}
+
+type command struct {
+	name  string
+	brief string
+	fn    func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "simulate scenarios in virtual time and write results", runRun},
+		{"size", "KV-cache size arithmetic for a model", runSize},
+		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: kvsim <command> [flags] [args]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.brief)
+	}
+	fmt.Fprintln(w, "\nRun 'kvsim <command> -h' for a command's flags.")
+}
+
+// run is the whole program minus process plumbing, so tests can call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return badInputf("no command given")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.fn(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return badInputf("unknown command %q (try 'kvsim help')", args[0])
+}

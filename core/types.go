@@ -1,0 +1,99 @@
+package core
+
+import "kvsim/policy"
+
+// Block is a dense block index (see policy.Block).
+type Block = policy.Block
+
+// Tier is one level of the hierarchy as the core sees it: a name and a byte
+// capacity. Tier 0 is GPU HBM, where a request's KV must be to run.
+type Tier struct {
+	Name     string
+	Capacity int64
+}
+
+// Config is what the core needs; bodies add their own timing models.
+type Config struct {
+	Tiers         []Tier
+	BytesPerToken int64
+	BlockTokens   int
+	// NewPolicy builds the eviction policy of one tier.
+	NewPolicy func(tier int, capacity int64) (policy.Policy, error)
+}
+
+// Request is one arrival. Blocks holds dense ids of the request's prefix
+// blocks in order; the core copies what it keeps.
+type Request struct {
+	Seq          int64 // position in the trace
+	Arrival      int64 // ns
+	InputTokens  int
+	OutputTokens int
+	Blocks       []Block
+}
+
+// ReqID names a request admitted or queued in the core (a slot index).
+type ReqID = int32
+
+// Background is the ReqID of moves no request waits for.
+const Background ReqID = -1
+
+// Mover carries out the core's commands. Implementations must not call back
+// into the core from inside these methods; they report completions later
+// through Core.PrefillDone and Core.DecodeDone.
+type Mover interface {
+	// Move copies a block between tiers. req is the request whose prefill
+	// needs it, or Background (demotion, write-through).
+	Move(now int64, req ReqID, b Block, bytes int64, from, to int)
+	// Drop discards a block's copy in a tier.
+	Drop(now int64, b Block, tier int)
+	// Prefill computes computeTokens uncached tokens of req after
+	// cachedTokens cached ones. It is issued after every Move of req and
+	// must complete no earlier than they do.
+	Prefill(now int64, req ReqID, cachedTokens, computeTokens int)
+	// Decode generates the request's output tokens.
+	Decode(now int64, req ReqID, tokens int)
+}
+
+// Timing is what a body reports about a finished prefill.
+type Timing struct {
+	LoadNs    int64 // time spent bringing cached KV into HBM
+	ComputeNs int64 // time spent computing the uncached tokens
+}
+
+// Record describes one finished (or rejected) request. Slices are owned by
+// the core and valid only during the Observer call.
+type Record struct {
+	Seq              int64
+	Arrival          int64
+	Admitted         int64 // left the queue, HBM reserved
+	PrefillStart     int64 // prefill issued (after waiting for blocks other requests produce)
+	FirstToken       int64
+	Done             int64
+	LoadNs           int64
+	ComputeNs        int64
+	InputTokens      int
+	OutputTokens     int
+	Blocks           int
+	HitBlocks        []int64 // usable-prefix hits per tier
+	BlockHits        int     // blocks resident anywhere, prefix or not
+	RecomputedTokens int
+	Rejected         bool // larger than HBM: never runs
+}
+
+// QueueNs is the wait for HBM space.
+func (r *Record) QueueNs() int64 { return r.Admitted - r.Arrival }
+
+// DepWaitNs is the wait for blocks that other running requests were producing.
+func (r *Record) DepWaitNs() int64 { return r.PrefillStart - r.Admitted }
+
+// TTFT is the time to first token.
+func (r *Record) TTFT() int64 { return r.FirstToken - r.Arrival }
+
+// Observer receives each request's record when it finishes.
+type Observer func(r *Record)
+
+// Source yields requests in arrival order; io.EOF ends the stream. The
+// Request (and its Blocks slice) may be reused by the next call.
+type Source interface {
+	Next(r *Request) error
+}

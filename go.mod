@@ -1,0 +1,8 @@
+module kvsim
+
+go 1.26.0
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,127 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Block is a dense block index.
+type Block = int32
+
+// None is the "no block" sentinel used by intrusive links.
+const None Block = -1
+
+// Pinned tells a policy which resident blocks are in use and must not be
+// evicted. The hierarchy core implements it; block-mode simulations pass
+// NoPins.
+type Pinned interface {
+	Pinned(b Block) bool
+}
+
+type noPins struct{}
+
+func (noPins) Pinned(Block) bool { return false }
+
+// NoPins is a Pinned that pins nothing.
+var NoPins Pinned = noPins{}
+
+// Policy is the eviction contract. The caller owns residency and capacity;
+// the policy only orders blocks.
+//
+//   - Insert: b became resident (size in bytes, or 1 for unit-size blocks).
+//     b is never resident already.
+//   - Access: b was referenced while resident.
+//   - Evict: choose an unpinned resident block, forget it, and return it;
+//     ok is false when every resident block is pinned (or none is resident).
+//   - Remove: b left for another reason (the caller dropped it).
+//
+// None of them may allocate in steady state.
+type Policy interface {
+	Insert(b Block, size int64, now int64)
+	Access(b Block, now int64)
+	Evict(now int64, pinned Pinned) (b Block, ok bool)
+	Remove(b Block)
+	Len() int
+}
+
+// Params are the numeric knobs of one policy (keys of its [[policy]] entry).
+type Params map[string]float64
+
+// Config is what a factory gets: the capacity of the tier the policy
+// orders (bytes, or blocks in unit-size mode) and its parameters.
+type Config struct {
+	Capacity int64
+	Params   Params
+}
+
+// Get returns p[key] or def.
+func (p Params) Get(key string, def float64) float64 {
+	if v, ok := p[key]; ok {
+		return v
+	}
+	return def
+}
+
+// Factory builds a policy.
+type Factory func(c Config) (Policy, error)
+
+// Spec describes a registered policy.
+type Spec struct {
+	Name   string
+	Brief  string
+	Params []string // accepted parameter keys
+	New    Factory
+}
+
+var registry = map[string]Spec{}
+
+// Register adds a policy; called from init functions of this package.
+func Register(s Spec) {
+	if _, dup := registry[s.Name]; dup {
+		panic("policy: duplicate " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// Names lists registered policies, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the spec of a policy.
+func Lookup(name string) (Spec, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+// New builds the named policy after checking its parameters.
+func New(name string, c Config) (Policy, error) {
+	s, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown eviction policy %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	for k := range c.Params {
+		if !contains(s.Params, k) {
+			if len(s.Params) == 0 {
+				return nil, fmt.Errorf("policy %q takes no parameter %q", name, k)
+			}
+			return nil, fmt.Errorf("policy %q has no parameter %q (known: %s)", name, k, strings.Join(s.Params, ", "))
+		}
+	}
+	return s.New(c)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package sim
+
+type evKind uint8
+
+const (
+	evArrival evKind = iota
+	evPrefillDone
+	evDecodeDone
+)
+
+type event struct {
+	t    int64
+	seq  uint64
+	kind evKind
+	req  int32
+}
+
+func (a *event) before(b *event) bool {
+	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
+}
+
+// evHeap is a binary min-heap on (t, seq), written out to avoid the
+// interface boxing of container/heap.
+type evHeap struct {
+	ev  []event
+	seq uint64
+}
+
+func (h *evHeap) push(t int64, kind evKind, req int32) {
+	h.seq++
+	h.ev = append(h.ev, event{t: t, seq: h.seq, kind: kind, req: req})
+	i := len(h.ev) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.ev[i].before(&h.ev[p]) {
+			break
+		}
+		h.ev[i], h.ev[p] = h.ev[p], h.ev[i]
+		i = p
+	}
+}
+
+func (h *evHeap) pop() event {
+	top := h.ev[0]
+	n := len(h.ev) - 1
+	h.ev[0] = h.ev[n]
+	h.ev = h.ev[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.ev[r].before(&h.ev[l]) {
+			m = r
+		}
+		if !h.ev[m].before(&h.ev[i]) {
+			break
+		}
+		h.ev[i], h.ev[m] = h.ev[m], h.ev[i]
+		i = m
+	}
+	return top
+}
+
+func (h *evHeap) len() int { return len(h.ev) }

@@ -1,0 +1,306 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"kvsim/core"
+)
+
+// LinkSpec joins tiers From and To; each direction gets its own queue.
+type LinkSpec struct {
+	From, To         int
+	Bandwidth        float64 // bytes/s, From->To
+	ReverseBandwidth float64 // bytes/s, To->From (0: same as Bandwidth)
+	Latency          int64   // ns
+	Lanes            int     // parallel transfers per direction (0: 1)
+}
+
+// GPUSpec is the compute model.
+type GPUSpec struct {
+	PrefillTokensPerSec  float64
+	AttentionNsPerToken2 float64 // extra ns per (new token x context token) pair
+	DecodeTokensPerSec   float64 // per running request
+	Layers               int     // pipeline depth of layer-wise loading
+	Serial               bool    // load all cached KV before computing
+}
+
+// Config is a whole simulated system.
+type Config struct {
+	Core  core.Config
+	Links []LinkSpec
+	GPU   GPUSpec
+}
+
+// LinkStats describes one direction of one link after a run.
+type LinkStats struct {
+	Name      string // "from->to"
+	From, To  int
+	Lanes     int
+	Bytes     int64
+	Transfers int64
+	BusyNs    int64 // summed over lanes
+}
+
+// Result is what a run produced. Everything in it is a function of the
+// inputs: no wall-clock figure lives here.
+type Result struct {
+	Stats core.Stats
+	Links []LinkStats
+	End   int64 // virtual time of the last event
+	TTFT  core.Hist
+	Queue core.Hist
+}
+
+type reqTiming struct {
+	loadStart, loadDone int64
+	loads               bool
+	timing              core.Timing
+}
+
+// Sim is the virtual-time body.
+type Sim struct {
+	cfg    Config
+	core   *core.Core
+	heap   evHeap
+	now    int64
+	links  []*link
+	route  [][][]int // route[from][to]: link indices, hop by hop
+	nt     int
+	gpu    int64 // when the GPU finishes its current prefill
+	req    []reqTiming
+	landed []int64 // [block*nt+tier]: when that copy finished arriving
+	obs    core.Observer
+	res    Result
+	hook   func(s *Sim)
+}
+
+// New builds a simulator. obs (optional) sees every finished request.
+func New(cfg Config, obs core.Observer) (*Sim, error) {
+	s := &Sim{cfg: cfg, nt: len(cfg.Core.Tiers), obs: obs}
+	g := cfg.GPU
+	if g.PrefillTokensPerSec <= 0 || g.DecodeTokensPerSec <= 0 {
+		return nil, errors.New("sim: gpu rates must be > 0")
+	}
+	if s.cfg.GPU.Layers <= 0 {
+		s.cfg.GPU.Layers = 1
+	}
+	for _, ls := range cfg.Links {
+		if ls.From < 0 || ls.From >= s.nt || ls.To < 0 || ls.To >= s.nt || ls.From == ls.To {
+			return nil, fmt.Errorf("sim: bad link %d->%d", ls.From, ls.To)
+		}
+		rev := ls.ReverseBandwidth
+		if rev == 0 {
+			rev = ls.Bandwidth
+		}
+		lanes := max(ls.Lanes, 1)
+		for _, d := range [2]struct {
+			a, b int
+			bw   float64
+		}{{ls.From, ls.To, ls.Bandwidth}, {ls.To, ls.From, rev}} {
+			if d.bw <= 0 {
+				return nil, fmt.Errorf("sim: link %d->%d: bandwidth must be > 0", d.a, d.b)
+			}
+			s.links = append(s.links, &link{
+				name: cfg.Core.Tiers[d.a].Name + "->" + cfg.Core.Tiers[d.b].Name,
+				from: d.a, to: d.b, bw: d.bw / float64(lanes), latency: ls.Latency,
+				lanes: make([]int64, lanes),
+			})
+		}
+	}
+	if err := s.buildRoutes(); err != nil {
+		return nil, err
+	}
+	c, err := core.New(cfg.Core, s, s.observe)
+	if err != nil {
+		return nil, err
+	}
+	s.core = c
+	return s, nil
+}
+
+// buildRoutes finds fewest-hop paths between every pair of tiers (BFS in
+// link order, so ties resolve the same way every run).
+func (s *Sim) buildRoutes() error {
+	s.route = make([][][]int, s.nt)
+	for a := 0; a < s.nt; a++ {
+		s.route[a] = make([][]int, s.nt)
+		via := make([]int, s.nt) // link used to reach tier
+		for i := range via {
+			via[i] = -1
+		}
+		seen := make([]bool, s.nt)
+		seen[a] = true
+		q := []int{a}
+		for len(q) > 0 {
+			t := q[0]
+			q = q[1:]
+			for i, l := range s.links {
+				if l.from == t && !seen[l.to] {
+					seen[l.to] = true
+					via[l.to] = i
+					q = append(q, l.to)
+				}
+			}
+		}
+		for b := 0; b < s.nt; b++ {
+			if b == a {
+				continue
+			}
+			if !seen[b] {
+				return fmt.Errorf("sim: no link path from tier %q to %q", s.cfg.Core.Tiers[a].Name, s.cfg.Core.Tiers[b].Name)
+			}
+			var path []int
+			for t := b; t != a; t = s.links[via[t]].from {
+				path = append([]int{via[t]}, path...)
+			}
+			s.route[a][b] = path
+		}
+	}
+	return nil
+}
+
+// Core exposes the hierarchy state (tests inspect it).
+func (s *Sim) Core() *core.Core { return s.core }
+
+// Now is the current virtual time.
+func (s *Sim) Now() int64 { return s.now }
+
+func (s *Sim) observe(r *core.Record) {
+	if !r.Rejected {
+		s.res.TTFT.Add(r.TTFT())
+		s.res.Queue.Add(r.QueueNs())
+	}
+	if s.obs != nil {
+		s.obs(r)
+	}
+}
+
+func (s *Sim) timing(id core.ReqID) *reqTiming {
+	for int(id) >= len(s.req) {
+		s.req = append(s.req, reqTiming{})
+	}
+	return &s.req[id]
+}
+
+// Move implements core.Mover: store-and-forward over the route, starting
+// once the source copy has landed.
+func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int) {
+	need := (int(b) + 1) * s.nt
+	for len(s.landed) < need {
+		s.landed = append(s.landed, make([]int64, max(need-len(s.landed), len(s.landed)))...)
+	}
+	t := max(now, s.landed[int(b)*s.nt+from])
+	for _, li := range s.route[from][to] {
+		t = s.links[li].transfer(t, bytes)
+	}
+	s.landed[int(b)*s.nt+to] = t
+	if req >= 0 {
+		rt := s.timing(req)
+		if !rt.loads {
+			rt.loads, rt.loadStart, rt.loadDone = true, now, now
+		}
+		rt.loadDone = max(rt.loadDone, t)
+	}
+}
+
+// Drop implements core.Mover; dropping costs nothing in the model.
+func (s *Sim) Drop(int64, core.Block, int) {}
+
+// ComputeNs is the prefill time of n new tokens after c cached ones.
+func (g *GPUSpec) ComputeNs(c, n int) int64 {
+	lin := float64(n) / g.PrefillTokensPerSec * 1e9
+	quad := g.AttentionNsPerToken2 * (float64(n)*float64(c) + float64(n)*float64(n+1)/2)
+	return int64(math.Round(lin + quad))
+}
+
+// Prefill implements core.Mover. The GPU runs one prefill at a time. With
+// serial loading, compute starts once every load landed; layer-wise, layer
+// i computes as soon as its share of the KV arrived (a two-stage pipeline).
+func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
+	rt := s.timing(req)
+	g := &s.cfg.GPU
+	cn := g.ComputeNs(cached, compute)
+	ld := now
+	if rt.loads {
+		ld = max(now, rt.loadDone)
+	}
+	start := max(now, s.gpu)
+	var end int64
+	if g.Serial {
+		end = max(start, ld) + cn
+	} else {
+		L := float64(g.Layers)
+		tl := float64(ld - now)
+		c := float64(cn) / L
+		end = max(start+cn, now+int64(math.Round(tl/L+float64(cn))), now+int64(math.Round(tl+c)))
+	}
+	s.gpu = end
+	rt.timing = core.Timing{ComputeNs: cn}
+	if rt.loads {
+		rt.timing.LoadNs = rt.loadDone - rt.loadStart
+	}
+	rt.loads = false
+	s.heap.push(end, evPrefillDone, req)
+}
+
+// Decode implements core.Mover: decoding runs beside prefills at a fixed
+// per-request rate and holds the request's HBM until it ends.
+func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
+	d := int64(math.Round(float64(tokens) / s.cfg.GPU.DecodeTokensPerSec * 1e9))
+	s.heap.push(now+d, evDecodeDone, req)
+}
+
+// OnEvent installs a function called after every event (samplers use it).
+func (s *Sim) OnEvent(f func(s *Sim)) { s.hook = f }
+
+// Run replays src to the end.
+func (s *Sim) Run(src core.Source) (*Result, error) {
+	var next core.Request
+	have := false
+	read := func() error {
+		err := src.Next(&next)
+		if err == io.EOF {
+			have = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		have = true
+		s.heap.push(next.Arrival, evArrival, -1)
+		return nil
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	for s.heap.len() > 0 {
+		e := s.heap.pop()
+		s.now = e.t
+		switch e.kind {
+		case evArrival:
+			if have {
+				s.core.Arrive(s.now, &next)
+			}
+			if err := read(); err != nil {
+				return nil, err
+			}
+		case evPrefillDone:
+			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
+		case evDecodeDone:
+			s.core.DecodeDone(s.now, e.req)
+		}
+		if s.hook != nil {
+			s.hook(s)
+		}
+	}
+	s.res.Stats = s.core.Stats
+	s.res.End = s.now
+	for _, l := range s.links {
+		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),
+			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy})
+	}
+	return &s.res, nil
+}
