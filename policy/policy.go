@@ -53,6 +53,15 @@ type Params map[string]float64
 type Config struct {
 	Capacity int64
 	Params   Params
+	// Future is the oracle of offline policies (Belady); nil elsewhere.
+	Future Future
+}
+
+// Future answers "when is b referenced next after now" for offline
+// policies; math.MaxInt64 means never. The caller that feeds accesses
+// builds it from the trace, on the same clock it passes as now.
+type Future interface {
+	NextUse(b Block, now int64) int64
 }
 
 // Get returns p[key] or def.
