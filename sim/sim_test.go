@@ -124,3 +124,43 @@ func TestTinyByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitsByHand pins dependency waits, a rejection and a queue wait on
+// the tiny system (serial loading).
+func TestWaitsByHand(t *testing.T) {
+	const A, B, C, D, E, F, G, H, I = 0, 1, 2, 3, 4, 5, 6, 7, 8
+	reqs := []core.Request{
+		// R0 computes A, B (2 ms); R1 arrives at 1 ms and needs them: it
+		// waits for R0's prefill (2 ms) instead of recomputing, then computes C.
+		{Seq: 0, Arrival: 0, InputTokens: 20, Blocks: []core.Block{A, B}},
+		{Seq: 1, Arrival: 1 * ms, InputTokens: 30, Blocks: []core.Block{A, B, C}},
+		// 40 input + 20 output tokens = 60 kB > 50 kB of HBM: never runs.
+		{Seq: 2, Arrival: 10 * ms, InputTokens: 40, OutputTokens: 20, Blocks: []core.Block{D, E, F, G}},
+		// R3 pins 40 kB until 23 ms (3 ms prefill + 10 ms decode); R4 needs
+		// 20 kB with only 10 kB unpinned, so it queues 13 ms.
+		{Seq: 3, Arrival: 10 * ms, InputTokens: 30, OutputTokens: 10, Blocks: []core.Block{D, E, F}},
+		{Seq: 4, Arrival: 10 * ms, InputTokens: 20, Blocks: []core.Block{H, I}},
+	}
+	res, recs := runTiny(t, tiny(true, 1, "lru"), reqs)
+	type row struct{ seq, queue, dep, ttft int64 }
+	var got []row
+	for _, r := range recs {
+		got = append(got, row{r.Seq, r.QueueNs(), r.DepWaitNs(), r.TTFT()})
+		if r.Seq == 2 && !r.Rejected {
+			t.Errorf("request 2 should be rejected")
+		}
+	}
+	want := []row{{0, 0, 0, 2 * ms}, {1, 0, 1 * ms, 2 * ms}, {2, 0, 0, 0}, {3, 0, 0, 3 * ms}, {4, 13 * ms, 0, 15 * ms}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("(seq queue dep ttft)\n got %v\nwant %v", got, want)
+	}
+	st := res.Stats
+	if st.Rejected != 1 || st.Requests != 4 || st.DepWaits != 1 || st.Hits[0] != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	// A and B were demoted to make room for R3; C (10 kB of 40 kB used,
+	// 20 kB needed) for R4.
+	if fmt.Sprint(st.Demotions) != "[3 0]" {
+		t.Errorf("demotions %v", st.Demotions)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"kvsim/core"
+	"kvsim/policy"
+	"kvsim/scenario"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+// traceOptions are the reader options a scenario asks for.
+func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options {
+	o := trace.Options{BlockTokens: sc.Model.BlockTokens, SkipBadLines: sc.Workload.SkipBadLines || skipBad, Limit: sc.Workload.Limit}
+	if limit > 0 {
+		o.Limit = limit
+	}
+	return o
+}
+
+// coreConfig builds the hierarchy the core manages for one policy entry.
+// future may be nil unless the policy is offline.
+func coreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
+	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens}
+	for _, t := range sc.Tiers {
+		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})
+	}
+	cc.NewPolicy = func(_ int, capacity int64) (policy.Policy, error) {
+		return policy.New(p.Eviction, policy.Config{Capacity: capacity, Params: p.Params, Future: future})
+	}
+	return cc
+}
+
+// simConfig adds the timing models.
+func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) sim.Config {
+	cfg := sim.Config{Core: coreConfig(sc, p, future)}
+	for _, l := range sc.Links {
+		cfg.Links = append(cfg.Links, sim.LinkSpec{From: l.From, To: l.To, Bandwidth: l.Bandwidth,
+			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, Lanes: l.Lanes})
+	}
+	g := sc.GPU
+	cfg.GPU = sim.GPUSpec{PrefillTokensPerSec: g.PrefillTokensPerSec, AttentionNsPerToken2: g.AttentionNsPerToken2,
+		DecodeTokensPerSec: g.DecodeTokensPerSec, Layers: sc.Model.Layers, Serial: g.Load == "serial"}
+	return cfg
+}
+
+// needsFuture reports whether a policy is offline.
+func needsFuture(name string) bool { return name == "belady" }
+
+// buildFuture reads the whole trace once for offline policies.
+func buildFuture(sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
+	r, err := trace.Open(sc.Workload.Trace, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := workload.BuildFuture(workload.NewSource(r, trace.NewDict()))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// isTraceError tells bad trace input from other failures.
+func isTraceError(err error) bool {
+	var le *trace.LineError
+	return errors.As(err, &le)
+}
+
+func wrapTrace(sc *scenario.Scenario, err error) error {
+	if isTraceError(err) {
+		return badInput(err)
+	}
+	return badInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
+}

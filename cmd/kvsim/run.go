@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"kvsim/core"
+	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+type runOptions struct {
+	out     string
+	skipBad bool
+	limit   int
+	workers int
+	quiet   bool
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	var o runOptions
+	fs.StringVar(&o.out, "out", "results", "write results under `DIR`/<scenario>/")
+	fs.BoolVar(&o.skipBad, "skip-bad-lines", false, "skip malformed trace lines (counted and reported) instead of failing")
+	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
+	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kvsim run [--out DIR] [flags] SCENARIO.toml...")
+		fs.PrintDefaults()
+	}
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		fs.Usage()
+		return badInputf("run: no scenario given")
+	}
+	if o.workers < 1 {
+		return badInputf("run: --parallel must be >= 1")
+	}
+	if o.limit < 0 {
+		return badInputf("run: --limit must be >= 0")
+	}
+	// Validate every scenario before simulating any.
+	var scs []*scenario.Scenario
+	seen := map[string]string{}
+	for _, p := range paths {
+		sc, err := scenario.Load(p)
+		if err != nil {
+			return badInput(err)
+		}
+		if prev, dup := seen[sc.Name]; dup {
+			return badInputf("%s: scenario name %q already used by %s (results would collide)", p, sc.Name, prev)
+		}
+		seen[sc.Name] = p
+		scs = append(scs, sc)
+	}
+	for _, sc := range scs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sum, err := simulateScenario(ctx, sc, o, stderr)
+		if err != nil {
+			return err
+		}
+		if !o.quiet {
+			printTable(stdout, sum)
+		}
+	}
+	return nil
+}
+
+// policyRun is one [[policy]] entry's simulation.
+type policyRun struct {
+	res   *sim.Result
+	src   *workload.Source
+	csv   string // temporary file with this policy's requests.csv rows
+	err   error
+	wallS float64
+}
+
+func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
+	dir := filepath.Join(o.out, sc.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	opt := traceOptions(sc, o.skipBad, o.limit)
+	start := time.Now()
+	runs := make([]policyRun, len(sc.Policies))
+	sem := make(chan struct{}, o.workers)
+	var wg sync.WaitGroup
+	for i := range sc.Policies {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			t0 := time.Now()
+			runs[i] = simulatePolicy(ctx, sc, i, opt, dir)
+			runs[i].wallS = time.Since(t0).Seconds()
+		}(i)
+	}
+	wg.Wait()
+	wall := time.Since(start).Seconds()
+	defer func() {
+		for _, r := range runs {
+			if r.csv != "" {
+				os.Remove(r.csv)
+			}
+		}
+	}()
+	for _, r := range runs {
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	sum := summarize(sc, runs)
+	var accesses int64
+	for _, p := range sum.Policies {
+		accesses += p.BlockAccesses
+	}
+	sum.Run = results.Run{WallSeconds: wall, Workers: o.workers}
+	if wall > 0 {
+		sum.Run.BlockAccessesPerSecond = float64(accesses) / wall
+		sum.Run.RequestsPerSecond = float64(sum.Trace.Requests*int64(len(runs))) / wall
+	}
+	if err := writeRequestsCSV(filepath.Join(dir, "requests.csv"), sc, runs); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), sum); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return sum, nil
+}
+
+func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir string) (pr policyRun) {
+	p := sc.Policies[i]
+	var fut *workload.Future
+	if needsFuture(p.Eviction) {
+		f, err := buildFuture(sc, opt)
+		if err != nil {
+			pr.err = wrapTrace(sc, err)
+			return
+		}
+		fut = f.(*workload.Future)
+	}
+	cfg := simConfig(sc, p, nil)
+	if fut != nil {
+		cfg = simConfig(sc, p, fut)
+	}
+	tmp, err := os.CreateTemp(dir, ".requests-*.csv")
+	if err != nil {
+		pr.err = fmt.Errorf("run: %w", err)
+		return
+	}
+	pr.csv = tmp.Name()
+	w := bufio.NewWriterSize(tmp, 1<<16)
+	var buf []byte
+	obs := func(r *core.Record) {
+		buf = appendCSVRow(buf[:0], p.Name, r)
+		w.Write(buf)
+	}
+	s, err := sim.New(cfg, obs)
+	if err != nil {
+		tmp.Close()
+		pr.err = badInputf("%s: policy %q: %v", sc.Path, p.Name, err)
+		return
+	}
+	rd, err := trace.Open(sc.Workload.Trace, opt)
+	if err != nil {
+		tmp.Close()
+		pr.err = wrapTrace(sc, err)
+		return
+	}
+	defer rd.Close()
+	pr.src = workload.NewSource(rd, trace.NewDict())
+	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: pr.src})
+	if ferr := w.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			pr.err = err
+		} else {
+			pr.err = wrapTrace(sc, err)
+		}
+	}
+	return
+}
+
+// ctxSource stops a run when the context is cancelled (checked every 4096
+// requests to keep the hot path cheap).
+type ctxSource struct {
+	ctx context.Context
+	src core.Source
+	n   int
+}
+
+func (c *ctxSource) Next(r *core.Request) error {
+	if c.n++; c.n&4095 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return c.src.Next(r)
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func quantiles(h *core.Hist) results.Quantiles {
+	return results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)),
+		P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
+}
+
+func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
+	m := sc.Model
+	sum := &results.Summary{Scenario: sc.Name, Description: sc.Describe(), Seed: sc.Seed,
+		Model: results.Model{Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
+			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
+	for _, t := range sc.Tiers {
+		sum.Tiers = append(sum.Tiers, results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
+			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB})
+	}
+	src := runs[0].src
+	sum.Trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
+		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped()}
+	perTier := func(xs []int64) map[string]int64 {
+		out := map[string]int64{}
+		for i, x := range xs {
+			out[sc.Tiers[i].Name] = x
+		}
+		return out
+	}
+	for i, r := range runs {
+		p, st := sc.Policies[i], r.res.Stats
+		pol := results.Policy{Name: p.Name, Eviction: p.Eviction, Requests: st.Requests, Rejected: st.Rejected,
+			BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses,
+			RecomputedTokens: st.RecomputedTokens, TTFTms: quantiles(&r.res.TTFT), QueueMs: quantiles(&r.res.Queue),
+			DepWaits: st.DepWaits, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
+			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
+			Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(r.res.End) / 1e9}
+		if st.BlockAccesses > 0 {
+			var hits int64
+			for _, h := range st.Hits {
+				hits += h
+			}
+			pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
+			pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
+		}
+		for _, l := range r.res.Links {
+			pol.BytesMoved[l.Name] = l.Bytes
+			u := 0.0
+			if r.res.End > 0 {
+				u = float64(l.BusyNs) / (float64(l.Lanes) * float64(r.res.End))
+			}
+			pol.Links[l.Name] = results.Link{Bytes: l.Bytes, Transfers: l.Transfers, Utilization: u}
+		}
+		sum.Policies = append(sum.Policies, pol)
+	}
+	return sum
+}
+
+// csvHeader names requests.csv's columns; hit columns follow the tiers.
+func csvHeader(sc *scenario.Scenario) string {
+	var b strings.Builder
+	b.WriteString("policy,seq,arrival_ms,queue_ms,dependency_wait_ms,load_ms,compute_ms,ttft_ms,done_ms,input_tokens,output_tokens,blocks")
+	for _, t := range sc.Tiers {
+		b.WriteString(",hit_blocks_" + t.Name)
+	}
+	b.WriteString(",block_hits,recomputed_tokens,rejected\n")
+	return b.String()
+}
+
+func appendMS(b []byte, ns int64) []byte {
+	return strconv.AppendFloat(b, float64(ns)/1e6, 'f', -1, 64)
+}
+
+func appendCSVRow(b []byte, policy string, r *core.Record) []byte {
+	b = append(b, policy...)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, r.Seq, 10)
+	for _, v := range [...]int64{r.Arrival, r.QueueNs(), r.DepWaitNs(), r.LoadNs, r.ComputeNs, r.TTFT(), r.Done} {
+		b = append(b, ',')
+		b = appendMS(b, v)
+	}
+	for _, v := range [...]int{r.InputTokens, r.OutputTokens, r.Blocks} {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	for _, h := range r.HitBlocks {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, h, 10)
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.BlockHits), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
+	b = append(b, ',')
+	b = strconv.AppendBool(b, r.Rejected)
+	return append(b, '\n')
+}
+
+// writeRequestsCSV joins the policies' rows, in scenario order, under one header.
+func writeRequestsCSV(path string, sc *scenario.Scenario, runs []policyRun) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".requests.csv.*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = io.WriteString(f, csvHeader(sc))
+	for _, r := range runs {
+		if err != nil {
+			break
+		}
+		var in *os.File
+		if in, err = os.Open(r.csv); err == nil {
+			_, err = io.Copy(f, in)
+			in.Close()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return err
+}
+
+func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
+
+func printTable(w io.Writer, s *results.Summary) {
+	t := s.Trace
+	fmt.Fprintf(w, "scenario %s: %d requests, %d block accesses, %d distinct blocks", s.Scenario, t.Requests, t.BlockAccesses, t.DistinctBlocks)
+	if t.SkippedLines > 0 {
+		fmt.Fprintf(w, ", %d bad lines skipped", t.SkippedLines)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := "policy\thit\tblock-hit\t"
+	for _, ti := range s.Tiers {
+		hdr += "from " + ti.Name + "\t"
+	}
+	hdr += "recomputed tok\tTTFT p50 ms\tp90\tp99\tqueue p99 ms\tmoved GiB\trejected\t"
+	fmt.Fprintln(tw, hdr)
+	for _, p := range s.Policies {
+		row := p.Name + "\t" + pct(p.HitRatio) + "\t" + pct(p.BlockHitRatio) + "\t"
+		for _, ti := range s.Tiers {
+			row += strconv.FormatInt(p.Hits[ti.Name], 10) + "\t"
+		}
+		var moved int64
+		for _, b := range p.BytesMoved {
+			moved += b
+		}
+		row += fmt.Sprintf("%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t", p.RecomputedTokens, p.TTFTms.P50, p.TTFTms.P90,
+			p.TTFTms.P99, p.QueueMs.P99, float64(moved)/(1<<30), p.Rejected)
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
+}
+

@@ -1,0 +1,115 @@
+// Package workload turns trace files into the core's request stream: raw
+// hash ids become dense block indices (in order of first appearance), and
+// offline policies get their view of the future.
+//
+// workload imports trace and core; never sim or hw, so both bodies share it.
+package workload
+
+import (
+	"io"
+	"math"
+	"sort"
+
+	"kvsim/core"
+	"kvsim/policy"
+	"kvsim/trace"
+)
+
+// Source adapts a trace.Reader to core.Source and counts what it saw.
+type Source struct {
+	r    *trace.Reader
+	dict *trace.Dict
+	tr   trace.Request
+
+	Requests      int64
+	BlockAccesses int64
+	InputTokens   int64
+	LastArrival   int64
+}
+
+// NewSource reads requests from r, mapping ids through dict (which may be
+// shared so several passes give the same dense ids).
+func NewSource(r *trace.Reader, dict *trace.Dict) *Source {
+	return &Source{r: r, dict: dict}
+}
+
+// Next implements core.Source.
+func (s *Source) Next(out *core.Request) error {
+	if err := s.r.Next(&s.tr); err != nil {
+		return err
+	}
+	out.Seq = s.Requests
+	out.Arrival = s.tr.Arrival
+	out.InputTokens = s.tr.InputTokens
+	out.OutputTokens = s.tr.OutputTokens
+	out.Blocks = out.Blocks[:0]
+	for _, h := range s.tr.HashIDs {
+		out.Blocks = append(out.Blocks, s.dict.ID(h))
+	}
+	s.Requests++
+	s.BlockAccesses += int64(len(out.Blocks))
+	s.InputTokens += int64(s.tr.InputTokens)
+	s.LastArrival = s.tr.Arrival
+	return nil
+}
+
+// Distinct is the number of distinct blocks seen so far.
+func (s *Source) Distinct() int { return s.dict.Len() }
+
+// Skipped is the number of malformed lines skipped.
+func (s *Source) Skipped() int { return s.r.Skipped() }
+
+// Future knows, for every block, the arrival times of the requests that
+// reference it: what Belady needs when the clock is the trace's.
+type Future struct {
+	start []int32 // CSR offsets per block
+	times []int64
+}
+
+// BuildFuture reads src to the end. Memory is proportional to the number of
+// block references: this is an offline oracle.
+func BuildFuture(src core.Source) (*Future, error) {
+	var r core.Request
+	type ref struct {
+		b core.Block
+		t int64
+	}
+	var refs []ref
+	nb := 0
+	for {
+		err := src.Next(&r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range r.Blocks {
+			refs = append(refs, ref{b, r.Arrival})
+			nb = max(nb, int(b)+1)
+		}
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].b < refs[j].b })
+	f := &Future{start: make([]int32, nb+1), times: make([]int64, len(refs))}
+	for i, x := range refs {
+		f.start[x.b+1]++
+		f.times[i] = x.t
+	}
+	for b := 0; b < nb; b++ {
+		f.start[b+1] += f.start[b]
+	}
+	return f, nil
+}
+
+// NextUse implements policy.Future: the first reference of b after now.
+func (f *Future) NextUse(b policy.Block, now int64) int64 {
+	if int(b)+1 >= len(f.start) {
+		return math.MaxInt64
+	}
+	ts := f.times[f.start[b]:f.start[b+1]]
+	i := sort.Search(len(ts), func(i int) bool { return ts[i] > now })
+	if i == len(ts) {
+		return math.MaxInt64
+	}
+	return ts[i]
+}
