@@ -34,7 +34,7 @@ type runOptions struct {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	var o runOptions
-	fs.StringVar(&o.out, "out", "results", "write results under `DIR`/<scenario>/")
+	fs.StringVar(&o.out, "out", "out", "write results under `DIR`/<scenario>/")
 	fs.BoolVar(&o.skipBad, "skip-bad-lines", false, "skip malformed trace lines (counted and reported) instead of failing")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")

@@ -1,0 +1,162 @@
+// Package results defines the files a run leaves behind (summary.json,
+// requests.csv) so that writers and the report renderer agree on them.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Summary is summary.json.
+type Summary struct {
+	Scenario    string       `json:"scenario"`
+	Description string       `json:"description"`
+	Seed        int64        `json:"seed"`
+	Model       Model        `json:"model"`
+	Tiers       []Tier       `json:"tiers"`
+	Trace       Trace        `json:"trace"`
+	Policies    []Policy     `json:"policies"`
+	Run         Run          `json:"run"`
+	Series      []TimeSeries `json:"series,omitempty"`
+}
+
+// Model is the KV arithmetic the run used.
+type Model struct {
+	Layers        int    `json:"layers"`
+	KVHeads       int    `json:"kv_heads"`
+	HeadDim       int    `json:"head_dim"`
+	DType         string `json:"dtype"`
+	BlockTokens   int    `json:"block_tokens"`
+	BytesPerToken int64  `json:"bytes_per_token"`
+	BytesPerBlock int64  `json:"bytes_per_block"`
+}
+
+// Tier is one level of the hierarchy.
+type Tier struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	CapacityBytes int64   `json:"capacity_bytes"`
+	Bandwidth     float64 `json:"bandwidth_bytes_per_s"`
+	LatencyNs     int64   `json:"latency_ns"`
+	CostPerGB     float64 `json:"cost_per_gb"`
+}
+
+// Trace describes the workload as read.
+type Trace struct {
+	Path           string  `json:"path"`
+	Requests       int64   `json:"requests"`
+	BlockAccesses  int64   `json:"block_accesses"`
+	DistinctBlocks int64   `json:"distinct_blocks"`
+	InputTokens    int64   `json:"input_tokens"`
+	DurationS      float64 `json:"duration_s"`
+	SkippedLines   int     `json:"skipped_lines"`
+}
+
+// Quantiles of a latency distribution, in milliseconds.
+type Quantiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Link is one direction of a link after a run.
+type Link struct {
+	Bytes       int64   `json:"bytes"`
+	Transfers   int64   `json:"transfers"`
+	Utilization float64 `json:"utilization"` // busy lane-time / (lanes x simulated time)
+}
+
+// Policy is one [[policy]] entry's outcome.
+type Policy struct {
+	Name             string           `json:"name"`
+	Eviction         string           `json:"eviction"`
+	Requests         int64            `json:"requests"`
+	Rejected         int64            `json:"rejected"`
+	BlockAccesses    int64            `json:"block_accesses"`
+	Hits             map[string]int64 `json:"hits"`
+	Misses           int64            `json:"misses"`
+	HitRatio         float64          `json:"hit_ratio"`
+	BlockHitRatio    float64          `json:"block_hit_ratio"`
+	RecomputedTokens int64            `json:"recomputed_tokens"`
+	TTFTms           Quantiles        `json:"ttft_ms"`
+	QueueMs          Quantiles        `json:"queue_ms"`
+	DepWaits         int64            `json:"dependency_waits"`
+	BytesMoved       map[string]int64 `json:"bytes_moved"`
+	Links            map[string]Link  `json:"links"`
+	Evictions        map[string]int64 `json:"evictions"`
+	Demotions        map[string]int64 `json:"demotions"`
+	Promotions       map[string]int64 `json:"promotions"`
+	Drops            map[string]int64 `json:"drops"`
+	PeakUsedBytes    map[string]int64 `json:"peak_used_bytes"`
+	SimulatedSeconds float64          `json:"simulated_seconds"`
+}
+
+// Run holds wall-clock figures, the only part that differs between two
+// runs of the same inputs.
+type Run struct {
+	WallSeconds            float64 `json:"wall_seconds"`
+	BlockAccessesPerSecond float64 `json:"block_accesses_per_second"`
+	RequestsPerSecond      float64 `json:"requests_per_second"`
+	Workers                int     `json:"workers"`
+}
+
+// TimeSeries is sampled state of one policy's run over virtual time.
+type TimeSeries struct {
+	Policy   string               `json:"policy"`
+	TimesS   []float64            `json:"times_s"`
+	TierUsed map[string][]float64 `json:"tier_used_fraction"`
+	LinkUtil map[string][]float64 `json:"link_utilization"`
+	Queued   []int                `json:"queued_requests"`
+	Running  []int                `json:"running_requests"`
+}
+
+// WriteFileAtomic writes data to path through a temporary file and a
+// rename, so a failure never leaves a half-written file behind.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}
+
+// WriteSummary writes summary.json (indented, trailing newline).
+func WriteSummary(path string, s *Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// ReadSummary loads a summary.json, with errors that name the file.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: not a kvsim summary: %v", path, err)
+	}
+	if s.Scenario == "" || s.Policies == nil {
+		return nil, fmt.Errorf("%s: not a kvsim summary: no scenario or policies", path)
+	}
+	return &s, nil
+}
