@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"strings"
 )
 
-// newFlags returns a FlagSet that reports errors instead of exiting.
+// newFlags returns a FlagSet that reports errors instead of exiting. Its
+// output is the help text of -h; errors are returned, one line each.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvsim "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -18,12 +21,17 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // errHelp is returned as-is so callers can exit 0 after -h.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the error comes back as one line instead
+	defer fs.SetOutput(out)
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(out)
+				fs.Usage()
 				return nil, err
 			}
-			return nil, badInput(err)
+			return nil, badInput(fmt.Errorf("%s: %w", strings.TrimPrefix(fs.Name(), "kvsim "), err))
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -40,7 +40,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kvsim run [--out DIR] [flags] SCENARIO.toml...")
+		fmt.Fprintln(fs.Output(), "usage: kvsim run [--out DIR] [flags] SCENARIO.toml...")
 		fs.PrintDefaults()
 	}
 	paths, err := parseFlags(fs, args)
@@ -48,8 +48,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return badInputf("run: no scenario given")
+		return badInputf("run: no scenario given (usage: kvsim run [--out DIR] SCENARIO.toml...)")
 	}
 	if o.workers < 1 {
 		return badInputf("run: --parallel must be >= 1")

@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"os"
+	"testing"
+
+	"kvsim/core"
+	"kvsim/policy"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+const conversation = "../../shared/traces/conversation_trace.jsonl"
+
+// needTrace skips (or fails under KVSIM_REQUIRE_ALL) when the shared
+// Mooncake trace is not beside the checkout.
+func needTrace(tb testing.TB) string {
+	tb.Helper()
+	if _, err := os.Stat(conversation); err != nil {
+		if os.Getenv("KVSIM_REQUIRE_ALL") != "" {
+			tb.Fatalf("shared trace missing: %v", err)
+		}
+		tb.Skipf("shared Mooncake trace not found at %s (it is not part of the repository)", conversation)
+	}
+	return conversation
+}
+
+// conversationConfig is a 60 GiB HBM + 512 GiB DRAM system for an 8B-class
+// GQA model (128 KiB per token), served by a cluster's worth of prefill.
+func conversationConfig(evict string) Config {
+	return Config{
+		Core: core.Config{
+			Tiers:         []core.Tier{{Name: "hbm", Capacity: 60 << 30}, {Name: "dram", Capacity: 512 << 30}},
+			BytesPerToken: 128 << 10, BlockTokens: 512,
+			NewPolicy: func(_ int, c int64) (policy.Policy, error) {
+				return policy.New(evict, policy.Config{Capacity: c})
+			},
+		},
+		Links: []LinkSpec{{From: 0, To: 1, Bandwidth: 25e9, Latency: 10_000}},
+		GPU:   GPUSpec{PrefillTokensPerSec: 200_000, DecodeTokensPerSec: 50, Layers: 32},
+	}
+}
+
+// BenchmarkRunConversation is a whole `kvsim run` of the conversation trace
+// with LRU: trace parsing, id remapping, core, links and GPU model.
+func BenchmarkRunConversation(b *testing.B) {
+	path := needTrace(b)
+	b.ReportAllocs()
+	var accesses int64
+	for b.Loop() {
+		r, err := trace.Open(path, trace.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := New(conversationConfig("lru"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := workload.NewSource(r, trace.NewDict())
+		if _, err := s.Run(src); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		accesses += src.BlockAccesses
+	}
+	b.ReportMetric(float64(accesses)/b.Elapsed().Seconds(), "accesses/s")
+	b.ReportMetric(float64(accesses)/float64(b.N)/1, "accesses/op")
+}
