@@ -376,4 +376,3 @@ func printTable(w io.Writer, s *results.Summary) {
 	}
 	tw.Flush()
 }
-
