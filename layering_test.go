@@ -1,0 +1,75 @@
+package kvsim_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// allowed lists, per package, the project packages it may import; policy
+// may import nothing of ours and no third-party code at all. sim and hw
+// never see each other: the core is the one brain, they are its bodies.
+var allowed = map[string][]string{
+	"policy":   {},
+	"core":     {"policy"},
+	"trace":    {},
+	"scenario": {"policy"},
+	"workload": {"core", "policy", "trace"},
+	"sim":      {"core", "policy"},
+	"hw":       {"core", "policy"},
+	"results":  {},
+	"mrc":      {"policy", "trace"},
+	"report":   {"results"},
+}
+
+func TestLayering(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		pkg := strings.Split(filepath.ToSlash(path), "/")[0]
+		ok, known := allowed[pkg]
+		if !known {
+			return nil // cmd and other leaves may import anything
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			switch {
+			case strings.HasPrefix(p, "kvsim/"):
+				dep := strings.Split(strings.TrimPrefix(p, "kvsim/"), "/")[0]
+				if dep != pkg && !contains(ok, dep) {
+					t.Errorf("%s imports %s: %s may only import %v of kvsim", path, p, pkg, ok)
+				}
+			case pkg == "policy" && strings.Contains(strings.Split(p, "/")[0], "."):
+				t.Errorf("%s imports %s: policy is standard library only", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
