@@ -25,24 +25,33 @@ type Stats struct {
 	Demotions        []int64 // by source tier
 	Drops            []int64
 	Promotions       []int64 // by source tier (lower-tier hits copied to HBM)
+	AdmissionDenied  []int64 // by the tier that refused the block
+	WriteThroughs    int64
+	TransientLoads   int64   // lower-tier hits not kept in HBM (promotion policy)
+	Prefetches       int64   // blocks prefetched for queued requests
+	PrefetchLate     int64   // still in flight when their request was admitted
 	PeakUsed         []int64 // bytes
 }
 
 type reqState struct {
 	Request
-	src       []int8 // per block: tier found in (-1 miss), decided at admission
-	produced  []Block
-	waiters   []ReqID
-	deps      int32
-	scratch   int64 // HBM bytes for the KV of generated tokens
-	rec       Record
-	hitBlocks []int64
+	src        []int8 // per block: tier found in (-1 miss), decided at admission
+	produced   []Block
+	prefetched []Block
+	waiters    []ReqID
+	deps       int32
+	pf         int32 // prefetches still in flight
+	queuedAt   int64
+	scratch    int64 // HBM bytes for the KV of generated tokens
+	rec        Record
+	hitBlocks  []int64
 }
 
 // Core is the hierarchy state machine. Not safe for concurrent use: the body
 // calls it from one goroutine.
 type Core struct {
 	cfg   Config
+	st    Strategy
 	mv    Mover
 	obs   Observer
 	pol   []policy.Policy
@@ -52,17 +61,21 @@ type Core struct {
 	pinnd int64 // HBM bytes not evictable: pinned blocks + scratch
 
 	// per block
-	size     []int64
-	where    []uint8 // bitmask of tiers holding a copy
-	pins     []int32 // running requests using the block
-	producer []ReqID // request computing or loading it into HBM, or -1
-	mark     []uint32
-	stamp    uint32
+	size      []int64
+	where     []uint8 // bitmask of tiers holding a copy
+	pins      []int32 // requests using (or prefetching) the block
+	producer  []ReqID // request computing or loading it into HBM, or -1
+	refs      []int32 // requests that referenced it so far
+	lowHits   []uint8 // hits served from a lower tier (saturating)
+	transient []bool  // HBM copy to drop when unpinned (promotion policy)
+	inflight  []bool  // tier-1 copy still arriving (prefetch)
+	pfOwner   []ReqID // queued request waiting for that prefetch, or -1
+	mark      []uint32
+	stamp     uint32
 
 	reqs  []reqState
 	free  []ReqID
-	queue []ReqID // FIFO of requests waiting for HBM; head at qh
-	qh    int
+	queue []ReqID // requests waiting for HBM, in arrival order
 
 	Stats Stats
 }
@@ -77,7 +90,7 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	if cfg.BytesPerToken <= 0 || cfg.BlockTokens <= 0 {
 		return nil, errors.New("core: bytes per token and block tokens must be > 0")
 	}
-	c := &Core{cfg: cfg, mv: mv, obs: obs, nt: nt}
+	c := &Core{cfg: cfg, st: cfg.Strategy, mv: mv, obs: obs, nt: nt}
 	for i, t := range cfg.Tiers {
 		if t.Capacity <= 0 {
 			return nil, fmt.Errorf("core: tier %q: capacity must be > 0", t.Name)
@@ -91,17 +104,21 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	}
 	c.used = make([]int64, nt)
 	s := &c.Stats
-	s.Hits, s.Evictions, s.Demotions = make([]int64, nt), make([]int64, nt), make([]int64, nt)
-	s.Drops, s.Promotions, s.PeakUsed = make([]int64, nt), make([]int64, nt), make([]int64, nt)
+	for _, p := range []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.PeakUsed} {
+		*p = make([]int64, nt)
+	}
 	return c, nil
 }
 
-// Pinned implements policy.Pinned: blocks used by a running request stay
-// put in every tier that holds them.
+// Pinned implements policy.Pinned: blocks used by a running request (or
+// being prefetched for a queued one) stay put in every tier holding them.
 func (c *Core) Pinned(b Block) bool { return c.pins[b] > 0 }
 
 // Used returns the bytes resident in a tier.
 func (c *Core) Used(tier int) int64 { return c.used[tier] }
+
+// Capacity returns a tier's capacity in bytes.
+func (c *Core) Capacity(tier int) int64 { return c.cap[tier] }
 
 // Resident reports whether tier holds a copy of b.
 func (c *Core) Resident(b Block, tier int) bool {
@@ -109,10 +126,10 @@ func (c *Core) Resident(b Block, tier int) bool {
 }
 
 // Queued is the number of requests waiting for HBM.
-func (c *Core) Queued() int { return len(c.queue) - c.qh }
+func (c *Core) Queued() int { return len(c.queue) }
 
 // Running is the number of admitted, unfinished requests.
-func (c *Core) Running() int { return len(c.reqs) - len(c.free) - c.Queued() }
+func (c *Core) Running() int { return len(c.reqs) - len(c.free) - len(c.queue) }
 
 // Request returns a live request's data (valid until it finishes).
 func (c *Core) Request(id ReqID) *Request { return &c.reqs[id].Request }
@@ -125,6 +142,11 @@ func (c *Core) growBlocks(b Block) {
 			c.where = append(c.where, 0)
 			c.pins = append(c.pins, 0)
 			c.producer = append(c.producer, -1)
+			c.refs = append(c.refs, 0)
+			c.lowHits = append(c.lowHits, 0)
+			c.transient = append(c.transient, false)
+			c.inflight = append(c.inflight, false)
+			c.pfOwner = append(c.pfOwner, -1)
 			c.mark = append(c.mark, 0)
 		}
 	}
@@ -147,6 +169,57 @@ func (c *Core) newStamp() uint32 {
 	return c.stamp
 }
 
+// pin and unpin keep pinnd equal to the bytes of pinned HBM-resident blocks
+// plus the scratch of running requests.
+func (c *Core) pin(b Block) {
+	if c.pins[b] == 0 && c.where[b]&1 != 0 {
+		c.pinnd += c.size[b]
+	}
+	c.pins[b]++
+}
+
+func (c *Core) unpin(now int64, b Block) {
+	if c.pins[b]--; c.pins[b] > 0 {
+		return
+	}
+	if c.where[b]&1 == 0 {
+		return
+	}
+	c.pinnd -= c.size[b]
+	if c.transient[b] { // served from HBM, not kept there
+		c.transient[b] = false
+		c.pol[0].Remove(b)
+		c.remove(0, b)
+		c.mv.Drop(now, b, 0)
+	}
+}
+
+// insert makes b resident in tier t; the caller has made room.
+func (c *Core) insert(now int64, t int, b Block) {
+	c.where[b] |= 1 << t
+	c.used[t] += c.size[b]
+	if t == 0 && c.pins[b] > 0 {
+		c.pinnd += c.size[b]
+	}
+	c.pol[t].Insert(b, c.size[b], now)
+	c.peak(t)
+}
+
+// remove forgets b's copy in tier t (the policy already let go of it).
+func (c *Core) remove(t int, b Block) {
+	c.where[b] &^= 1 << t
+	c.used[t] -= c.size[b]
+}
+
+func (c *Core) peak(t int) {
+	if c.used[t] > c.Stats.PeakUsed[t] {
+		c.Stats.PeakUsed[t] = c.used[t]
+	}
+	if c.used[t] > c.cap[t] {
+		panic(fmt.Sprintf("core: tier %d over capacity: %d > %d", t, c.used[t], c.cap[t]))
+	}
+}
+
 // Arrive hands the core a new request at time now.
 func (c *Core) Arrive(now int64, in *Request) {
 	var id ReqID
@@ -161,22 +234,32 @@ func (c *Core) Arrive(now int64, in *Request) {
 	blocks := append(r.Blocks[:0], in.Blocks...)
 	r.Request = *in
 	r.Blocks = blocks
-	r.produced, r.waiters, r.deps = r.produced[:0], r.waiters[:0], 0
+	r.produced, r.prefetched, r.waiters, r.deps, r.pf = r.produced[:0], r.prefetched[:0], r.waiters[:0], 0, 0
 	r.scratch = int64(in.OutputTokens) * c.cfg.BytesPerToken
+	st := c.newStamp()
 	for i, b := range r.Blocks {
 		c.growBlocks(b)
 		if c.size[b] == 0 { // a block's size is fixed when first seen
 			c.size[b] = int64(c.tokens(&r.Request, i)) * c.cfg.BytesPerToken
 		}
+		if c.mark[b] != st {
+			c.mark[b] = st
+			c.refs[b]++
+		}
 	}
-	if c.Queued() == 0 && c.tryAdmit(now, id) {
+	if len(c.queue) == 0 && c.tryAdmit(now, id) {
 		return
 	}
 	if c.footprint(r) > c.cap[0] {
 		c.reject(now, id)
 		return
 	}
+	r.queuedAt = now
 	c.queue = append(c.queue, id)
+	c.prefetch(now, id)
+	if len(c.queue) > 1 {
+		c.drainQueue(now) // requests ahead may be waiting on prefetches
+	}
 }
 
 // footprint is the HBM a request needs with nothing else resident.
@@ -210,6 +293,27 @@ func (c *Core) hitSlice(r *reqState) []int64 {
 	}
 	clear(r.hitBlocks)
 	return r.hitBlocks
+}
+
+// visible is the residency admission may use: a tier-1 copy still being
+// prefetched does not count until it lands.
+func (c *Core) visible(b Block) uint8 {
+	w := c.where[b]
+	if c.inflight[b] {
+		w &^= 2
+	}
+	return w
+}
+
+// keepPromoted says whether a lower-tier hit stays cached in HBM.
+func (c *Core) keepPromoted(b Block) bool {
+	switch c.st.Promotion {
+	case PromoteNever:
+		return false
+	case PromoteSecondHit:
+		return c.lowHits[b] >= 2
+	}
+	return true
 }
 
 // tryAdmit admits request id if HBM can hold it now, evicting as needed.
@@ -252,7 +356,7 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 		}
 		c.mark[b] = st
 		src := int8(-1)
-		if w := c.where[b]; w != 0 {
+		if w := c.visible(b); w != 0 {
 			src = int8(bits.TrailingZeros8(w))
 		}
 		if src < 0 {
@@ -262,11 +366,19 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 			src = -4 - src // resident but past the usable prefix: recomputed
 		}
 		r.src = append(r.src, src)
-		if c.pins[b] == 0 && c.where[b]&1 != 0 {
-			c.pinnd += c.size[b]
-		}
-		c.pins[b]++
+		c.pin(b)
 	}
+	// The request's own pins now hold its prefetched blocks.
+	for _, b := range r.prefetched {
+		if c.pfOwner[b] == id {
+			c.pfOwner[b] = -1
+			if c.inflight[b] {
+				c.Stats.PrefetchLate++
+			}
+		}
+		c.unpin(now, b)
+	}
+	r.prefetched, r.pf = r.prefetched[:0], 0
 	for c.cap[0]-c.used[0] < need {
 		v, ok := c.pol[0].Evict(now, c)
 		if !ok {
@@ -279,38 +391,43 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	rec := &r.rec
 	*rec = Record{Seq: r.Seq, Arrival: r.Arrival, Admitted: now, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, Blocks: len(r.Blocks), HitBlocks: c.hitSlice(r)}
-	cached := 0
 	for i, b := range r.Blocks {
 		tok := c.tokens(&r.Request, i)
 		src := r.src[i]
 		switch {
-		case src == -2: // repeat inside the prefix: already counted, in HBM by now
+		case src == -2: // repeat inside the prefix: in HBM by now
 			rec.HitBlocks[0]++
 			rec.BlockHits++
-			cached += tok
 		case src == -3:
 			rec.BlockHits++
 			rec.RecomputedTokens += tok
 		case src == 0:
 			rec.HitBlocks[0]++
 			rec.BlockHits++
-			cached += tok
 			c.pol[0].Access(b, now)
 			if p := c.producer[b]; p >= 0 && p != id {
 				c.addDep(id, p)
 			}
+			if c.transient[b] && c.keepPromoted(b) {
+				c.transient[b] = false
+			}
 		case src > 0:
 			t := int(src)
+			if c.lowHits[b] < 255 {
+				c.lowHits[b]++
+			}
 			rec.HitBlocks[t]++
 			rec.BlockHits++
-			cached += tok
 			c.pol[t].Access(b, now)
 			c.insert(now, 0, b)
-			c.pinnd += c.size[b]
 			c.producer[b] = id
 			r.produced = append(r.produced, b)
 			c.Stats.Promotions[t]++
-			c.mv.Move(now, id, b, c.size[b], t, 0)
+			if !c.keepPromoted(b) {
+				c.transient[b] = true
+				c.Stats.TransientLoads++
+			}
+			c.mv.Move(now, id, b, c.size[b], t, 0, Load)
 		default: // -1 miss, or <= -4 resident past the prefix
 			if src <= -4 {
 				rec.BlockHits++
@@ -320,7 +437,6 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 				c.pol[0].Access(b, now)
 			} else {
 				c.insert(now, 0, b)
-				c.pinnd += c.size[b]
 				c.producer[b] = id
 				r.produced = append(r.produced, b)
 			}
@@ -353,23 +469,6 @@ func (c *Core) startPrefill(now int64, id ReqID) {
 	c.mv.Prefill(now, id, cached, r.rec.RecomputedTokens)
 }
 
-// insert makes b resident in tier t; the caller has made room.
-func (c *Core) insert(now int64, t int, b Block) {
-	c.where[b] |= 1 << t
-	c.used[t] += c.size[b]
-	c.pol[t].Insert(b, c.size[b], now)
-	c.peak(t)
-}
-
-func (c *Core) peak(t int) {
-	if c.used[t] > c.Stats.PeakUsed[t] {
-		c.Stats.PeakUsed[t] = c.used[t]
-	}
-	if c.used[t] > c.cap[t] {
-		panic(fmt.Sprintf("core: tier %d over capacity: %d > %d", t, c.used[t], c.cap[t]))
-	}
-}
-
 // makeRoom evicts from tier t until need bytes are free.
 func (c *Core) makeRoom(now int64, t int, need int64) bool {
 	if need > c.cap[t] {
@@ -385,12 +484,19 @@ func (c *Core) makeRoom(now int64, t int, need int64) bool {
 	return true
 }
 
+// admits applies the admission policy to a block entering lower tier t.
+func (c *Core) admits(t int, b Block) bool {
+	if c.st.AdmitAfter > 1 && int(c.refs[b]) < c.st.AdmitAfter {
+		c.Stats.AdmissionDenied[t]++
+		return false
+	}
+	return true
+}
+
 // evicted handles a victim the policy of tier t gave up: demote it to the
 // next tier down unless a copy is already there, else drop it.
 func (c *Core) evicted(now int64, t int, b Block) {
-	sz := c.size[b]
-	c.where[b] &^= 1 << t
-	c.used[t] -= sz
+	c.remove(t, b)
 	c.Stats.Evictions[t]++
 	n := t + 1
 	if n < c.nt {
@@ -398,16 +504,86 @@ func (c *Core) evicted(now int64, t int, b Block) {
 			c.mv.Drop(now, b, t) // clean: the copy below is current
 			return
 		}
-		if c.makeRoom(now, n, sz) {
+		if c.admits(n, b) && c.makeRoom(now, n, c.size[b]) {
 			c.insert(now, n, b)
 			c.Stats.Demotions[t]++
-			c.mv.Move(now, Background, b, sz, t, n)
+			c.mv.Move(now, Background, b, c.size[b], t, n, Demote)
 			c.mv.Drop(now, b, t)
 			return
 		}
 	}
 	c.Stats.Drops[t]++
 	c.mv.Drop(now, b, t)
+}
+
+// prefetch starts copying the storage-tier part of a queued request's
+// usable prefix into tier 1, so that admission later loads it from there.
+func (c *Core) prefetch(now int64, id ReqID) {
+	if c.st.Prefetch == PrefetchOff || c.nt < 3 {
+		return
+	}
+	r := &c.reqs[id]
+	st := c.newStamp()
+	for _, b := range r.Blocks {
+		if c.mark[b] == st {
+			continue
+		}
+		c.mark[b] = st
+		w := c.where[b]
+		if w == 0 {
+			break // the usable prefix ends here
+		}
+		if w&3 != 0 {
+			continue // already in HBM or tier 1
+		}
+		src := bits.TrailingZeros8(w)
+		c.pin(b) // so making room in tier 1 cannot evict the source
+		if !c.admits(1, b) || !c.makeRoom(now, 1, c.size[b]) {
+			c.unpin(now, b)
+			break
+		}
+		c.insert(now, 1, b)
+		c.inflight[b], c.pfOwner[b] = true, id
+		r.prefetched = append(r.prefetched, b)
+		r.pf++
+		c.Stats.Prefetches++
+		c.mv.Move(now, id, b, c.size[b], src, 1, PrefetchMove)
+	}
+	if r.pf > 0 && c.st.Prefetch == PrefetchTimeout {
+		c.mv.Wake(now+c.st.PrefetchTimeout, id)
+	}
+}
+
+// MoveDone reports that a PrefetchMove of b for req has landed.
+func (c *Core) MoveDone(now int64, req ReqID, b Block) {
+	c.inflight[b] = false
+	if c.pfOwner[b] != req {
+		return // its request was admitted before it landed
+	}
+	c.pfOwner[b] = -1
+	if r := &c.reqs[req]; r.pf > 0 {
+		if r.pf--; r.pf == 0 {
+			c.drainQueue(now)
+		}
+	}
+}
+
+// Wake is the body's answer to Mover.Wake.
+func (c *Core) Wake(now int64, _ ReqID) { c.drainQueue(now) }
+
+// ready says whether a queued request may be admitted as far as its
+// prefetch is concerned.
+func (c *Core) ready(now int64, r *reqState) bool {
+	if r.pf == 0 {
+		return true
+	}
+	switch c.st.Prefetch {
+	case PrefetchWaitComplete:
+		return false
+	case PrefetchTimeout:
+		return now >= r.queuedAt+c.st.PrefetchTimeout
+	}
+	return true
 }
 
 // PrefillDone reports that request id's prefill finished: its first token
@@ -419,6 +595,11 @@ func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
 	for _, b := range r.produced {
 		if c.producer[b] == id {
 			c.producer[b] = -1
+		}
+		if c.st.WriteThrough && c.nt > 1 && c.where[b] == 1 && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
+			c.insert(now, 1, b)
+			c.Stats.WriteThroughs++
+			c.mv.Move(now, Background, b, c.size[b], 0, 1, WriteThrough)
 		}
 	}
 	for _, w := range r.waiters {
@@ -438,12 +619,9 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	r := &c.reqs[id]
 	st := c.newStamp()
 	for _, b := range r.Blocks {
-		if c.mark[b] == st {
-			continue
-		}
-		c.mark[b] = st
-		if c.pins[b]--; c.pins[b] == 0 && c.where[b]&1 != 0 {
-			c.pinnd -= c.size[b]
+		if c.mark[b] != st {
+			c.mark[b] = st
+			c.unpin(now, b)
 		}
 	}
 	c.used[0] -= r.scratch
@@ -466,15 +644,23 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	c.drainQueue(now)
 }
 
+// drainQueue admits queued requests in arrival order. A request still
+// waiting for its prefetch is passed over; the first ready one that does
+// not fit stops the scan (first come, first served for HBM).
 func (c *Core) drainQueue(now int64) {
-	for c.qh < len(c.queue) {
-		id := c.queue[c.qh]
-		if !c.tryAdmit(now, id) {
-			return
+	k := 0
+	stop := false
+	for _, id := range c.queue {
+		if !stop && c.ready(now, &c.reqs[id]) {
+			if c.tryAdmit(now, id) {
+				continue
+			}
+			stop = true
 		}
-		c.qh++
+		c.queue[k] = id
+		k++
 	}
-	c.queue, c.qh = c.queue[:0], 0
+	c.queue = c.queue[:k]
 }
 
 func sum(xs []int64) int64 {
@@ -485,18 +671,26 @@ func sum(xs []int64) int64 {
 	return n
 }
 
-// Check verifies internal accounting (tests and debug builds call it).
+// Check verifies internal accounting (tests call it between events).
 func (c *Core) Check() error {
 	used := make([]int64, c.nt)
+	var pinnd int64
 	for b, w := range c.where {
 		for t := 0; t < c.nt; t++ {
 			if w&(1<<t) != 0 {
 				used[t] += c.size[b]
 			}
 		}
+		if w&1 != 0 && c.pins[b] > 0 {
+			pinnd += c.size[b]
+		}
 	}
 	for _, id := range c.running() {
 		used[0] += c.reqs[id].scratch
+		pinnd += c.reqs[id].scratch
+	}
+	if pinnd != c.pinnd {
+		return fmt.Errorf("pinned HBM bytes %d, blocks add to %d", c.pinnd, pinnd)
 	}
 	for t := range used {
 		if used[t] != c.used[t] {
@@ -504,6 +698,17 @@ func (c *Core) Check() error {
 		}
 		if used[t] > c.cap[t] {
 			return fmt.Errorf("tier %d: used %d over capacity %d", t, used[t], c.cap[t])
+		}
+	}
+	for t, p := range c.pol {
+		n := 0
+		for _, w := range c.where {
+			if w&(1<<t) != 0 {
+				n++
+			}
+		}
+		if p.Len() != n {
+			return fmt.Errorf("tier %d: policy holds %d blocks, tier %d", t, p.Len(), n)
 		}
 	}
 	return nil
@@ -514,7 +719,7 @@ func (c *Core) running() []ReqID {
 	for _, id := range c.free {
 		idle[id] = true
 	}
-	for _, id := range c.queue[c.qh:] {
+	for _, id := range c.queue {
 		idle[id] = true
 	}
 	var out []ReqID

@@ -19,6 +19,8 @@ type Config struct {
 	BlockTokens   int
 	// NewPolicy builds the eviction policy of one tier.
 	NewPolicy func(tier int, capacity int64) (policy.Policy, error)
+	// Strategy: admission, write, promotion and prefetch.
+	Strategy Strategy
 }
 
 // Request is one arrival. Blocks holds dense ids of the request's prefix
@@ -37,13 +39,24 @@ type ReqID = int32
 // Background is the ReqID of moves no request waits for.
 const Background ReqID = -1
 
+// MoveKind says why a block moves.
+type MoveKind uint8
+
+const (
+	Load         MoveKind = iota // lower tier -> HBM for a request's prefill
+	Demote                       // eviction to the next tier down
+	WriteThrough                 // copy down on creation
+	PrefetchMove                 // a queued request's prefix toward HBM
+)
+
 // Mover carries out the core's commands. Implementations must not call back
 // into the core from inside these methods; they report completions later
-// through Core.PrefillDone and Core.DecodeDone.
+// through Core.PrefillDone, Core.DecodeDone, Core.MoveDone (prefetch moves
+// only) and Core.Wake.
 type Mover interface {
 	// Move copies a block between tiers. req is the request whose prefill
-	// needs it, or Background (demotion, write-through).
-	Move(now int64, req ReqID, b Block, bytes int64, from, to int)
+	// needs it (Load, PrefetchMove), or Background.
+	Move(now int64, req ReqID, b Block, bytes int64, from, to int, kind MoveKind)
 	// Drop discards a block's copy in a tier.
 	Drop(now int64, b Block, tier int)
 	// Prefill computes computeTokens uncached tokens of req after
@@ -52,6 +65,8 @@ type Mover interface {
 	Prefill(now int64, req ReqID, cachedTokens, computeTokens int)
 	// Decode generates the request's output tokens.
 	Decode(now int64, req ReqID, tokens int)
+	// Wake asks for Core.Wake(at, req) at time at (prefetch timeouts).
+	Wake(at int64, req ReqID)
 }
 
 // Timing is what a body reports about a finished prefill.

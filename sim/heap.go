@@ -6,13 +6,16 @@ const (
 	evArrival evKind = iota
 	evPrefillDone
 	evDecodeDone
+	evMoveDone
+	evWake
 )
 
 type event struct {
-	t    int64
-	seq  uint64
-	kind evKind
-	req  int32
+	t     int64
+	seq   uint64
+	kind  evKind
+	req   int32
+	block int32
 }
 
 func (a *event) before(b *event) bool {
@@ -27,8 +30,17 @@ type evHeap struct {
 }
 
 func (h *evHeap) push(t int64, kind evKind, req int32) {
+	h.add(event{t: t, kind: kind, req: req})
+}
+
+func (h *evHeap) pushMove(t int64, req, block int32) {
+	h.add(event{t: t, kind: evMoveDone, req: req, block: block})
+}
+
+func (h *evHeap) add(e event) {
 	h.seq++
-	h.ev = append(h.ev, event{t: t, seq: h.seq, kind: kind, req: req})
+	e.seq = h.seq
+	h.ev = append(h.ev, e)
 	i := len(h.ev) - 1
 	for i > 0 {
 		p := (i - 1) / 2

@@ -52,6 +52,9 @@ type Result struct {
 	End   int64 // virtual time of the last event
 	TTFT  core.Hist
 	Queue core.Hist
+	// MovedByKind is bytes moved (counted once per move, not per hop) by
+	// core.MoveKind: load, demote, write-through, prefetch.
+	MovedByKind [4]int64
 }
 
 type reqTiming struct {
@@ -73,6 +76,7 @@ type Sim struct {
 	req    []reqTiming
 	landed []int64 // [block*nt+tier]: when that copy finished arriving
 	obs    core.Observer
+	moved  [4]int64 // bytes by core.MoveKind
 	res    Result
 	hook   func(s *Sim)
 }
@@ -187,7 +191,7 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 
 // Move implements core.Mover: store-and-forward over the route, starting
 // once the source copy has landed.
-func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int) {
+func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
 	need := (int(b) + 1) * s.nt
 	for len(s.landed) < need {
 		s.landed = append(s.landed, make([]int64, max(need-len(s.landed), len(s.landed)))...)
@@ -197,6 +201,11 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		t = s.links[li].transfer(t, bytes)
 	}
 	s.landed[int(b)*s.nt+to] = t
+	s.moved[kind] += bytes
+	if kind == core.PrefetchMove {
+		s.heap.pushMove(t, req, b)
+		return
+	}
 	if req >= 0 {
 		rt := s.timing(req)
 		if !rt.loads {
@@ -253,6 +262,9 @@ func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 	s.heap.push(now+d, evDecodeDone, req)
 }
 
+// Wake implements core.Mover.
+func (s *Sim) Wake(at int64, req core.ReqID) { s.heap.push(at, evWake, req) }
+
 // OnEvent installs a function called after every event (samplers use it).
 func (s *Sim) OnEvent(f func(s *Sim)) { s.hook = f }
 
@@ -291,6 +303,10 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
 			s.core.DecodeDone(s.now, e.req)
+		case evMoveDone:
+			s.core.MoveDone(s.now, e.req, e.block)
+		case evWake:
+			s.core.Wake(s.now, e.req)
 		}
 		if s.hook != nil {
 			s.hook(s)
@@ -298,6 +314,7 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 	}
 	s.res.Stats = s.core.Stats
 	s.res.End = s.now
+	s.res.MovedByKind = s.moved
 	for _, l := range s.links {
 		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),
 			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy})

@@ -1,0 +1,236 @@
+package core
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"kvsim/policy"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata scripts with the actual output")
+
+// recorder is a Mover that writes every command as a line.
+type recorder struct {
+	c     *Core
+	names []string // block id -> name
+	out   *strings.Builder
+}
+
+func (r *recorder) req(id ReqID) string { return "R" + strconv.FormatInt(r.c.Request(id).Seq, 10) }
+func (r *recorder) tier(t int) string  { return r.c.cfg.Tiers[t].Name }
+
+var kinds = [...]string{"load", "demote", "write-through", "prefetch"}
+
+func (r *recorder) Move(now int64, req ReqID, b Block, bytes int64, from, to int, kind MoveKind) {
+	who := ""
+	if req >= 0 {
+		who = " for " + r.req(req)
+	}
+	fmt.Fprintf(r.out, "move %s %s->%s %s %dB%s\n", r.names[b], r.tier(from), r.tier(to), kinds[kind], bytes, who)
+}
+func (r *recorder) Drop(now int64, b Block, t int) { fmt.Fprintf(r.out, "drop %s@%s\n", r.names[b], r.tier(t)) }
+func (r *recorder) Prefill(now int64, req ReqID, cached, compute int) {
+	fmt.Fprintf(r.out, "prefill %s cached=%d compute=%d\n", r.req(req), cached, compute)
+}
+func (r *recorder) Decode(now int64, req ReqID, tokens int) {
+	fmt.Fprintf(r.out, "decode %s %d\n", r.req(req), tokens)
+}
+func (r *recorder) Wake(at int64, req ReqID) { fmt.Fprintf(r.out, "wake %s at %d\n", r.req(req), at) }
+
+// scriptState is one script's world.
+type scriptState struct {
+	cfg   Config
+	c     *Core
+	rec   *recorder
+	ids   map[string]Block
+	reqs  map[string]ReqID // "R0" -> slot, while live
+	seq   int64
+	notes []string
+}
+
+func (s *scriptState) block(name string) Block {
+	if id, ok := s.ids[name]; ok {
+		return id
+	}
+	id := Block(len(s.ids))
+	s.ids[name] = id
+	s.rec.names = append(s.rec.names, name)
+	return id
+}
+
+func kv(args []string) map[string]string {
+	m := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func atoi(t *testing.T, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("bad number %q", s)
+	}
+	return n
+}
+
+// run executes one command and returns its output.
+func (s *scriptState) run(t *testing.T, line string) string {
+	f := strings.Fields(line)
+	a := kv(f[1:])
+	var out strings.Builder
+	if s.rec != nil {
+		s.rec.out = &out
+	}
+	now := int64(0)
+	if v, ok := a["t"]; ok {
+		now = atoi(t, v)
+	}
+	switch f[0] {
+	case "config":
+		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout=]
+		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
+		for _, tv := range strings.Split(a["tiers"], ",") {
+			n, c, _ := strings.Cut(tv, ":")
+			s.cfg.Tiers = append(s.cfg.Tiers, Tier{Name: n, Capacity: atoi(t, c)})
+		}
+		evict := a["evict"]
+		s.cfg.NewPolicy = func(int, int64) (policy.Policy, error) { return policy.New(evict, policy.Config{}) }
+		var err error
+		st := &s.cfg.Strategy
+		if st.AdmitAfter, err = ParseAdmission(a["admission"]); err == nil {
+			if st.WriteThrough, err = ParseWrite(a["write"]); err == nil {
+				if st.Promotion, err = ParsePromotion(a["promotion"]); err == nil {
+					st.Prefetch, err = ParsePrefetch(a["prefetch"])
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := a["timeout"]; ok {
+			st.PrefetchTimeout = atoi(t, v)
+		}
+		s.rec = &recorder{out: &out}
+		s.c, err = New(s.cfg, s.rec, func(r *Record) {
+			fmt.Fprintf(s.rec.out, "done R%d hits=%v block-hits=%d recomputed=%d rejected=%v\n", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.rec.c = s.c
+		s.ids, s.reqs, s.seq = map[string]Block{}, map[string]ReqID{}, 0
+	case "arrive":
+		// arrive t=0 in=20 out=0 blocks=A,B
+		r := Request{Seq: s.seq, Arrival: now, InputTokens: int(atoi(t, a["in"])), OutputTokens: int(atoi(t, a["out"]))}
+		for _, n := range strings.Split(a["blocks"], ",") {
+			r.Blocks = append(r.Blocks, s.block(n))
+		}
+		name := "R" + strconv.FormatInt(s.seq, 10)
+		s.seq++
+		before := len(s.c.free)
+		slot := ReqID(len(s.c.reqs))
+		if before > 0 {
+			slot = s.c.free[before-1]
+		}
+		s.reqs[name] = slot
+		s.c.Arrive(now, &r)
+	case "prefill-done":
+		s.c.PrefillDone(now, s.reqs[f[1]], Timing{})
+	case "decode-done":
+		s.c.DecodeDone(now, s.reqs[f[1]])
+	case "move-done":
+		s.c.MoveDone(now, s.reqs[f[1]], s.ids[f[2]])
+	case "wake":
+		s.c.Wake(now, s.reqs[f[1]])
+	case "state":
+		for ti, tier := range s.cfg.Tiers {
+			var names []string
+			for n, id := range s.ids {
+				if s.c.Resident(id, ti) {
+					if s.c.pins[id] > 0 {
+						n += "*"
+					}
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+			fmt.Fprintf(&out, "%s %d/%d:%s\n", tier.Name, s.c.Used(ti), s.c.Capacity(ti), strings.Join(append([]string{""}, names...), " "))
+		}
+		fmt.Fprintf(&out, "queued %d running %d\n", s.c.Queued(), s.c.Running())
+	case "stats":
+		st := s.c.Stats
+		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d\n",
+			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate)
+	default:
+		t.Fatalf("unknown command %q", f[0])
+	}
+	if s.c != nil {
+		if err := s.c.Check(); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+	return out.String()
+}
+
+// TestScripts runs testdata/*.txt: each "command\n----\noutput\n" block must
+// print exactly its output. go test ./core -rewrite refreshes them.
+func TestScripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s scriptState
+			var rewritten strings.Builder
+			blocks := strings.Split(string(data), "\n\n")
+			for _, blk := range blocks {
+				blk = strings.Trim(blk, "\n")
+				if blk == "" {
+					continue
+				}
+				var comments []string
+				lines := strings.Split(blk, "\n")
+				for len(lines) > 0 && strings.HasPrefix(lines[0], "#") {
+					comments = append(comments, lines[0])
+					lines = lines[1:]
+				}
+				for _, c := range comments {
+					rewritten.WriteString(c + "\n")
+				}
+				if len(lines) == 0 {
+					rewritten.WriteString("\n")
+					continue
+				}
+				cmd := lines[0]
+				want := ""
+				if len(lines) > 1 && lines[1] == "----" {
+					want = strings.Join(lines[2:], "\n")
+				}
+				got := strings.TrimRight(s.run(t, cmd), "\n")
+				if got != want && !*rewrite {
+					t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", file, cmd, got, want)
+				}
+				if got != "" {
+					got += "\n"
+				}
+				fmt.Fprintf(&rewritten, "%s\n----\n%s\n", cmd, got)
+			}
+			if *rewrite {
+				os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644)
+			}
+		})
+	}
+}
