@@ -23,7 +23,7 @@ type recorder struct {
 }
 
 func (r *recorder) req(id ReqID) string { return "R" + strconv.FormatInt(r.c.Request(id).Seq, 10) }
-func (r *recorder) tier(t int) string  { return r.c.cfg.Tiers[t].Name }
+func (r *recorder) tier(t int) string   { return r.c.cfg.Tiers[t].Name }
 
 var kinds = [...]string{"load", "demote", "write-through", "prefetch"}
 
@@ -34,7 +34,9 @@ func (r *recorder) Move(now int64, req ReqID, b Block, bytes int64, from, to int
 	}
 	fmt.Fprintf(r.out, "move %s %s->%s %s %dB%s\n", r.names[b], r.tier(from), r.tier(to), kinds[kind], bytes, who)
 }
-func (r *recorder) Drop(now int64, b Block, t int) { fmt.Fprintf(r.out, "drop %s@%s\n", r.names[b], r.tier(t)) }
+func (r *recorder) Drop(now int64, b Block, t int) {
+	fmt.Fprintf(r.out, "drop %s@%s\n", r.names[b], r.tier(t))
+}
 func (r *recorder) Prefill(now int64, req ReqID, cached, compute int) {
 	fmt.Fprintf(r.out, "prefill %s cached=%d compute=%d\n", r.req(req), cached, compute)
 }

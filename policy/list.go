@@ -106,3 +106,17 @@ func (l *List) PopBack() Block {
 	}
 	return b
 }
+
+// InsertAfter adds b (not a member) right behind member mark, toward the back.
+func (l *List) InsertAfter(b, mark Block) {
+	l.grow(b)
+	n := l.next[mark]
+	l.prev[b], l.next[b] = mark, n
+	l.next[mark] = b
+	if n != None {
+		l.prev[n] = b
+	} else {
+		l.tail = b
+	}
+	l.n++
+}
