@@ -64,6 +64,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return badInput(err)
 		}
+		if err := checkScenario(sc); err != nil {
+			return badInput(err)
+		}
 		if prev, dup := seen[sc.Name]; dup {
 			return badInputf("%s: scenario name %q already used by %s (results would collide)", p, sc.Name, prev)
 		}
