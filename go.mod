@@ -2,7 +2,4 @@ module kvsim
 
 go 1.26.0
 
-require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-)
+require github.com/BurntSushi/toml v1.6.0

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"strings"
+
+	"kvsim/scenario"
+)
+
+// sizeReport is what kvsim size prints; --json writes it as is. Request
+// figures need --tokens and fit figures an HBM budget, so both are optional.
+type sizeReport struct {
+	Layers        int    `json:"layers"`
+	KVHeads       int    `json:"kv_heads"`
+	HeadDim       int    `json:"head_dim"`
+	DType         string `json:"dtype"`
+	DTypeBytes    int    `json:"dtype_bytes"`
+	BlockTokens   int    `json:"block_tokens"`
+	BytesPerToken int64  `json:"bytes_per_token"`
+	BytesPerBlock int64  `json:"bytes_per_block"`
+
+	Tokens           int64  `json:"tokens,omitempty"`
+	BlocksPerRequest *int64 `json:"blocks_per_request,omitempty"`
+	BytesPerRequest  *int64 `json:"bytes_per_request,omitempty"`
+	// A request occupies whole blocks; this is what it takes in a cache.
+	BlockBytesPerRequest *int64 `json:"block_bytes_per_request,omitempty"`
+
+	HBMBytes    *int64 `json:"hbm_bytes,omitempty"`
+	TokensFit   *int64 `json:"tokens_fit,omitempty"`
+	BlocksFit   *int64 `json:"blocks_fit,omitempty"`
+	RequestsFit *int64 `json:"requests_fit,omitempty"`
+}
+
+func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("size", stderr)
+	scen := fs.String("scenario", "", "take the model and the hbm tier's capacity from this scenario `file`")
+	layers := fs.Int("layers", 0, "transformer layers")
+	kvHeads := fs.Int("kv-heads", 0, "KV heads per layer")
+	headDim := fs.Int("head-dim", 0, "head dimension")
+	dtype := fs.String("dtype", "bf16", "element type: "+strings.Join(scenario.DTypes(), ", "))
+	blockTokens := fs.Int("block-tokens", 512, "tokens per KV block")
+	tokens := fs.Int64("tokens", 0, "tokens per request (0: no per-request figures)")
+	hbm := fs.String("hbm", "", "HBM budget for KV, e.g. 60GiB (default: the scenario's hbm tier)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsim size [--scenario FILE] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInputf("size: unexpected argument %q", pos[0])
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	m := scenario.Model{DType: *dtype, BlockTokens: *blockTokens}
+	var budget int64
+	haveBudget := false
+	if *scen != "" {
+		s, err := scenario.Load(*scen)
+		if err != nil {
+			return badInput(err)
+		}
+		m, budget, haveBudget = s.Model, s.Tiers[0].Capacity, true
+	}
+	// Explicit flags override the scenario.
+	for _, f := range []struct {
+		name string
+		dst  *int
+		val  int
+	}{{"layers", &m.Layers, *layers}, {"kv-heads", &m.KVHeads, *kvHeads}, {"head-dim", &m.HeadDim, *headDim}, {"block-tokens", &m.BlockTokens, *blockTokens}} {
+		if set[f.name] {
+			*f.dst = f.val
+		}
+		if *f.dst <= 0 {
+			if !set[f.name] && *scen == "" {
+				return badInputf("--%s is required (or --scenario)", f.name)
+			}
+			return badInputf("--%s: must be > 0", f.name)
+		}
+	}
+	if set["dtype"] {
+		m.DType = *dtype
+	}
+	if m.DTypeBytes() == 0 {
+		return badInputf("--dtype: unknown dtype %q (known: %s)", m.DType, strings.Join(scenario.DTypes(), ", "))
+	}
+	if set["hbm"] {
+		if budget, err = scenario.ParseBytes(*hbm); err != nil {
+			return badInputf("--hbm: %v", err)
+		}
+		haveBudget = true
+	}
+	if haveBudget && budget <= 0 {
+		return badInputf("--hbm: must be > 0")
+	}
+	if *tokens < 0 {
+		return badInputf("--tokens: must be >= 0")
+	}
+
+	r := sizeReport{
+		Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
+		DTypeBytes: m.DTypeBytes(), BlockTokens: m.BlockTokens, Tokens: *tokens,
+	}
+	var ok bool
+	if r.BytesPerToken, ok = sizeMul(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim)); !ok {
+		return badInputf("size: bytes per token overflow int64")
+	}
+	if r.BytesPerBlock, ok = sizeMul(r.BytesPerToken, int64(m.BlockTokens)); !ok {
+		return badInputf("size: bytes per block overflow int64")
+	}
+	if *tokens > 0 {
+		blocks := (*tokens + int64(m.BlockTokens) - 1) / int64(m.BlockTokens)
+		exact, ok1 := sizeMul(*tokens, r.BytesPerToken)
+		whole, ok2 := sizeMul(blocks, r.BytesPerBlock)
+		if !ok1 || !ok2 {
+			return badInputf("size: bytes per request overflow int64")
+		}
+		r.BlocksPerRequest, r.BytesPerRequest, r.BlockBytesPerRequest = &blocks, &exact, &whole
+	}
+	if haveBudget {
+		tf, bf := budget/r.BytesPerToken, budget/r.BytesPerBlock
+		r.HBMBytes, r.TokensFit, r.BlocksFit = &budget, &tf, &bf
+		if r.BlockBytesPerRequest != nil {
+			rf := budget / *r.BlockBytesPerRequest
+			r.RequestsFit = &rf
+		}
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return printSize(stdout, r)
+}
+
+func printSize(w io.Writer, r sizeReport) error {
+	b := func(n int64) string { return fmt.Sprintf("%s (%d bytes)", scenario.FormatBytes(n), n) }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "model:        %d layers x %d kv heads x head_dim %d, %s (%d bytes/element)\n",
+		r.Layers, r.KVHeads, r.HeadDim, r.DType, r.DTypeBytes)
+	fmt.Fprintf(&sb, "per token:    %s\n", b(r.BytesPerToken))
+	fmt.Fprintf(&sb, "per block:    %s, %d tokens\n", b(r.BytesPerBlock), r.BlockTokens)
+	if r.BytesPerRequest != nil {
+		fmt.Fprintf(&sb, "per request:  %s, %d tokens", b(*r.BytesPerRequest), r.Tokens)
+		if *r.BlockBytesPerRequest != *r.BytesPerRequest {
+			fmt.Fprintf(&sb, "; %d whole blocks take %s", *r.BlocksPerRequest, b(*r.BlockBytesPerRequest))
+		} else {
+			fmt.Fprintf(&sb, " = %d blocks", *r.BlocksPerRequest)
+		}
+		sb.WriteByte('\n')
+	}
+	if r.HBMBytes != nil {
+		fmt.Fprintf(&sb, "HBM budget:   %s holds %d tokens, %d blocks\n", b(*r.HBMBytes), *r.TokensFit, *r.BlocksFit)
+		if r.RequestsFit != nil {
+			fmt.Fprintf(&sb, "requests fit: %d of %d tokens\n", *r.RequestsFit, r.Tokens)
+		}
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// sizeMul multiplies non-negative numbers, reporting int64 overflow.
+func sizeMul(xs ...int64) (int64, bool) {
+	v := int64(1)
+	for _, x := range xs {
+		hi, lo := bits.Mul64(uint64(v), uint64(x))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		v = int64(lo)
+	}
+	return v, true
+}

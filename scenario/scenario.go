@@ -1,0 +1,1047 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"kvsim/policy"
+)
+
+// Scenario is one validated scenario file with every default filled in.
+type Scenario struct {
+	Path     string // as given to Load or Parse
+	Name     string // key name; default: the file's base name without .toml
+	Seed     int64  // key seed; default 1
+	Model    Model
+	GPU      GPU
+	Tiers    []Tier // Tiers[0] is the one hbm tier
+	Links    []Link
+	Workload Workload
+	Policies []Policy
+}
+
+// Model is the KV geometry of the served model.
+type Model struct {
+	Layers      int
+	KVHeads     int    // key kv_heads
+	HeadDim     int    // key head_dim
+	DType       string // fp32, bf16 (default), fp16, fp8, int8
+	BlockTokens int    // key block_tokens; default 512, Mooncake's block
+}
+
+var dtypeBytes = map[string]int{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+// DTypes lists the accepted element types.
+func DTypes() []string { return []string{"fp32", "bf16", "fp16", "fp8", "int8"} }
+
+// DTypeBytes is the size of one element, 0 for an unknown dtype.
+func (m Model) DTypeBytes() int { return dtypeBytes[m.DType] }
+
+// BytesPerToken is 2 (K and V) x layers x kv_heads x head_dim x element size.
+func (m Model) BytesPerToken() int64 {
+	return 2 * int64(m.Layers) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes())
+}
+
+// BytesPerBlock is BytesPerToken x BlockTokens.
+func (m Model) BytesPerBlock() int64 { return m.BytesPerToken() * int64(m.BlockTokens) }
+
+// GPU is the compute model.
+type GPU struct {
+	PrefillTokensPerSec  float64 // key prefill_tokens_per_s; default 20000
+	AttentionNsPerToken2 float64 // key attention_ns_per_token2: quadratic attention cost; default 0
+	DecodeTokensPerSec   float64 // key decode_tokens_per_s, per running request; default 50
+	Load                 string  // key load: "layerwise" (default, loads overlap compute layer by layer) or "serial"
+}
+
+// Tier is one level of the memory hierarchy.
+type Tier struct {
+	Name      string
+	Kind      string  // hbm, pinned, dram, ssd, nvmeof, remote_dram
+	Capacity  int64   // bytes
+	Bandwidth float64 // bytes/s
+	Latency   int64   // ns
+	CostPerGB float64 // key cost_per_gb, dollars per 1e9 bytes
+}
+
+// Link connects two tiers; data moves both ways.
+type Link struct {
+	From, To         int     // indices into Scenario.Tiers
+	Bandwidth        float64 // bytes/s, From -> To
+	ReverseBandwidth float64 // bytes/s, To -> From; default Bandwidth
+	Latency          int64   // ns
+	Lanes            int     // parallel transfers; default 1
+}
+
+// Workload names the trace to replay.
+type Workload struct {
+	Trace        string // absolute, or joined to the scenario file's directory
+	Format       string // "mooncake" (default)
+	Limit        int    // requests to read; 0 = all
+	SkipBadLines bool   // key skip_bad_lines
+}
+
+// Policy is one [[policy]] entry: an eviction strategy and its knobs.
+type Policy struct {
+	Name     string // label in results; default Eviction
+	Eviction string // a policy.Names() entry
+	Params   map[string]float64
+
+	// Reserved for strategies beyond eviction; "" / 0 mean the default.
+	Admission       string
+	Promotion       string
+	Write           string
+	Prefetch        string
+	PrefetchTimeout int64 // ns; key prefetch_timeout
+}
+
+// Kinds lists the tier kinds in hierarchy order.
+func Kinds() []string { return []string{"hbm", "pinned", "dram", "ssd", "nvmeof", "remote_dram"} }
+
+// kindDefaults follow the background document's table (section 1).
+var kindDefaults = map[string]Tier{
+	"hbm":         {Kind: "hbm", Capacity: 60 << 30, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
+	"pinned":      {Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
+	"dram":        {Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
+	"ssd":         {Kind: "ssd", Capacity: 3_840_000_000_000, Bandwidth: 7e9, Latency: 10_000, CostPerGB: 0.3},
+	"nvmeof":      {Kind: "nvmeof", Capacity: 15_360_000_000_000, Bandwidth: 6e9, Latency: 20_000, CostPerGB: 0.1},
+	"remote_dram": {Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3_000, CostPerGB: 5},
+}
+
+// KindDefaults returns the defaults of a tier kind (Name is empty).
+func KindDefaults(kind string) (Tier, bool) {
+	t, ok := kindDefaults[kind]
+	return t, ok
+}
+
+// PageableBandwidth is the default hbm<->dram link rate: a D2H copy from
+// pageable host memory (background section 1: ~1 GB/s vs ~25 GB/s pinned).
+const PageableBandwidth = 1e9
+
+// DefaultLink is the link Parse fills in between tiers a and b: the slower
+// tier's bandwidth (PageableBandwidth between hbm and dram) and the larger
+// latency, both ways, one lane.
+func DefaultLink(tiers []Tier, a, b int) Link {
+	ta, tb := tiers[a], tiers[b]
+	bw := min(ta.Bandwidth, tb.Bandwidth)
+	if pair(ta.Kind, tb.Kind, "hbm", "dram") {
+		bw = PageableBandwidth
+	}
+	return Link{From: a, To: b, Bandwidth: bw, ReverseBandwidth: bw, Latency: max(ta.Latency, tb.Latency), Lanes: 1}
+}
+
+func pair(a, b, x, y string) bool { return a == x && b == y || a == y && b == x }
+
+// Formats lists the accepted workload formats.
+func Formats() []string { return []string{"mooncake"} }
+
+// Error is a scenario problem on one line: file, line when known, key.
+type Error struct {
+	Path string
+	Line int // 0 when unknown
+	Msg  string
+	Err  error // underlying cause (a toml.ParseError, an os error), if any
+}
+
+func (e *Error) Error() string {
+	s := e.Path + ": " + e.Msg
+	if e.Line > 0 {
+		s = fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads and parses a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error()
+		}
+		return nil, &Error{Path: path, Msg: msg, Err: err}
+	}
+	return Parse(data, path)
+}
+
+// Parse parses scenario text. path names the file in messages, gives the
+// default name and anchors a relative trace path.
+func Parse(data []byte, path string) (*Scenario, error) {
+	p := &parser{path: path, file: path}
+	if p.path == "" {
+		p.path = "scenario"
+	}
+	src := string(data)
+	var root map[string]any
+	if _, err := toml.Decode(src, &root); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			// Position.Line is one too far when the offending byte is a
+			// newline; the byte offset is exact.
+			line := pe.Position.Line
+			if st := pe.Position.Start; st >= 0 && st <= len(src) {
+				line = strings.Count(src[:st], "\n") + 1
+			}
+			return nil, &Error{Path: p.path, Line: line, Msg: "toml: " + pe.Message, Err: err}
+		}
+		return nil, &Error{Path: p.path, Msg: err.Error(), Err: err}
+	}
+	p.lines = indexLines(src)
+	s := &Scenario{Path: path}
+	if err := p.parse(root, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type parser struct {
+	path  string // for messages
+	file  string // as given; anchors relative traces
+	lines lineIndex
+}
+
+// table is one instance of a TOML table together with what messages need.
+type table struct {
+	p     *parser
+	name  string // schema name: "", "model", "tier", ...
+	idx   int    // instance of an array of tables
+	label string // message prefix: "", "model", `tier "dram"`, "link 2"
+	m     map[string]any
+}
+
+func (t *table) line(key string) int { return t.p.lines.line(t.name, t.idx, key) }
+
+// errf reports a problem with key ("" for the table itself).
+func (t *table) errf(key, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if key != "" {
+		msg = key + ": " + msg
+	}
+	if t.label != "" {
+		msg = t.label + ": " + msg
+	}
+	return &Error{Path: t.p.path, Line: t.line(key), Msg: msg}
+}
+
+// where names the table in unknown-key messages.
+func (t *table) where() string {
+	switch t.name {
+	case "":
+		return "the top level"
+	case "tier", "link", "policy":
+		return "[[" + t.name + "]]"
+	}
+	return "[" + t.name + "]"
+}
+
+// unknown reports the earliest key of t not accepted by ok.
+func (t *table) unknown(ok func(string) bool) *Error {
+	var bad []string
+	for k := range t.m {
+		if !ok(k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	k := t.byLine(bad)[0]
+	msg := fmt.Sprintf("unknown key %q in %s", k, t.where())
+	if t.name == "" {
+		switch t.m[k].(type) {
+		case map[string]any:
+			msg = fmt.Sprintf("unknown table [%s]", k)
+		case []map[string]any:
+			msg = fmt.Sprintf("unknown table [[%s]]", k)
+		}
+	}
+	return &Error{Path: t.p.path, Line: t.line(k), Msg: msg}
+}
+
+// byLine sorts keys in file order (keys without a known line last).
+func (t *table) byLine(keys []string) []string {
+	sort.Slice(keys, func(i, j int) bool {
+		li, lj := t.line(keys[i]), t.line(keys[j])
+		if (li == 0) != (lj == 0) {
+			return lj == 0
+		}
+		if li != lj {
+			return li < lj
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func allow(keys ...string) func(string) bool {
+	return func(k string) bool { return slices.Contains(keys, k) }
+}
+
+// describe renders a decoded TOML value for type errors.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case int64:
+		return fmt.Sprintf("integer %d", v)
+	case float64:
+		return fmt.Sprintf("float %v", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case time.Time:
+		return "datetime"
+	case map[string]any:
+		return "table"
+	case []any, []map[string]any:
+		return "array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (t *table) str(key, def string) (string, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", t.errf(key, "must be a string, got %s", describe(v))
+	}
+	return s, nil
+}
+
+func (t *table) integer(key string, def int64) (int64, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, t.errf(key, "must be an integer, got %s", describe(v))
+	}
+	return n, nil
+}
+
+func (t *table) number(key string, def float64) (float64, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	switch n := v.(type) {
+	case int64:
+		return float64(n), nil
+	case float64:
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return 0, t.errf(key, "must be a finite number, got %v", n)
+		}
+		return n, nil
+	}
+	return 0, t.errf(key, "must be a number, got %s", describe(v))
+}
+
+func (t *table) boolean(key string, def bool) (bool, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, t.errf(key, "must be true or false, got %s", describe(v))
+	}
+	return b, nil
+}
+
+// bytes takes "60GiB"-style strings or an integer byte count.
+func (t *table) bytes(key string, def int64) (int64, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, nil
+	case string:
+		b, err := ParseBytes(n)
+		if err != nil {
+			return 0, t.errf(key, "%v", err)
+		}
+		return b, nil
+	}
+	return 0, t.errf(key, `must be a size like "60GiB" or a byte count, got %s`, describe(v))
+}
+
+// bandwidth takes "25GB/s"-style strings or a number of bytes/s.
+func (t *table) bandwidth(key string, def float64) (float64, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	if s, ok := v.(string); ok {
+		b, err := ParseBandwidth(s)
+		if err != nil {
+			return 0, t.errf(key, "%v", err)
+		}
+		return b, nil
+	}
+	if _, ok := v.(int64); !ok {
+		if _, ok := v.(float64); !ok {
+			return 0, t.errf(key, `must be a rate like "25GB/s" or a number of bytes/s, got %s`, describe(v))
+		}
+	}
+	return t.number(key, def)
+}
+
+// duration takes "10us"-style strings; a bare integer would hide its unit,
+// so only 0 is accepted.
+func (t *table) duration(key string, def int64) (int64, error) {
+	v, ok := t.m[key]
+	if !ok {
+		return def, nil
+	}
+	switch n := v.(type) {
+	case string:
+		d, err := ParseDuration(n)
+		if err != nil {
+			return 0, t.errf(key, "%v", err)
+		}
+		return d, nil
+	case int64:
+		if n == 0 {
+			return 0, nil
+		}
+	}
+	return 0, t.errf(key, `must be a duration like "10us", got %s`, describe(v))
+}
+
+func (t *table) positive(key string, v float64) error {
+	if !(v > 0) {
+		return t.errf(key, "must be > 0")
+	}
+	return nil
+}
+
+// section returns root[name] as a table; nil when absent and optional.
+func (p *parser) section(root map[string]any, name string, required bool) (*table, error) {
+	v, ok := root[name]
+	if !ok {
+		if required {
+			return nil, &Error{Path: p.path, Msg: fmt.Sprintf("missing [%s] table", name)}
+		}
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, name), Msg: fmt.Sprintf("%s: must be a table ([%s]), got %s", name, name, describe(v))}
+	}
+	return &table{p: p, name: name, label: name, m: m}, nil
+}
+
+// array returns root[name] as an array of tables; given is false when absent.
+func (p *parser) array(root map[string]any, name string) (ts []*table, given bool, err error) {
+	v, ok := root[name]
+	if !ok {
+		return nil, false, nil
+	}
+	var ms []map[string]any
+	bad := false
+	switch v := v.(type) {
+	case []map[string]any:
+		ms = v
+	case []any: // tier = [{...}, {...}]
+		for _, e := range v {
+			m, ok := e.(map[string]any)
+			if !ok {
+				bad = true
+				break
+			}
+			ms = append(ms, m)
+		}
+	default:
+		bad = true
+	}
+	if bad {
+		return nil, true, &Error{Path: p.path, Line: p.lines.line("", 0, name), Msg: fmt.Sprintf("%s: must be an array of tables ([[%s]]), got %s", name, name, describe(v))}
+	}
+	ts = make([]*table, len(ms))
+	for i, m := range ms {
+		ts[i] = &table{p: p, name: name, idx: i, label: fmt.Sprintf("%s %d", name, i+1), m: m}
+	}
+	return ts, true, nil
+}
+
+func (p *parser) parse(root map[string]any, s *Scenario) error {
+	top := &table{p: p, m: root}
+	model, err := p.section(root, "model", true)
+	if err != nil {
+		return err
+	}
+	gpu, err := p.section(root, "gpu", false)
+	if err != nil {
+		return err
+	}
+	tiers, _, err := p.array(root, "tier")
+	if err != nil {
+		return err
+	}
+	links, haveLinks, err := p.array(root, "link")
+	if err != nil {
+		return err
+	}
+	workload, err := p.section(root, "workload", true)
+	if err != nil {
+		return err
+	}
+	policies, _, err := p.array(root, "policy")
+	if err != nil {
+		return err
+	}
+
+	// Typos first, wherever they are: a misspelt key silently takes its
+	// default, which would otherwise surface as a confusing later error.
+	var unknown []*Error
+	add := func(e *Error) {
+		if e != nil {
+			unknown = append(unknown, e)
+		}
+	}
+	add(top.unknown(allow("name", "seed", "model", "gpu", "tier", "link", "workload", "policy")))
+	add(model.unknown(allow("layers", "kv_heads", "head_dim", "dtype", "block_tokens")))
+	if gpu != nil {
+		add(gpu.unknown(allow("prefill_tokens_per_s", "attention_ns_per_token2", "decode_tokens_per_s", "load")))
+	}
+	for _, t := range tiers {
+		add(t.unknown(allow("name", "kind", "capacity", "bandwidth", "latency", "cost_per_gb")))
+	}
+	for _, t := range links {
+		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "lanes")))
+	}
+	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines")))
+	if len(unknown) > 0 {
+		first := unknown[0]
+		for _, e := range unknown[1:] {
+			if e.Line > 0 && (first.Line == 0 || e.Line < first.Line) {
+				first = e
+			}
+		}
+		return first
+	}
+
+	if s.Name, err = top.str("name", ""); err != nil {
+		return err
+	}
+	if _, ok := root["name"]; ok && strings.TrimSpace(s.Name) == "" {
+		return top.errf("name", "must not be empty")
+	}
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(s.Path), ".toml")
+		if s.Path == "" {
+			s.Name = "scenario"
+		}
+	}
+	if s.Seed, err = top.integer("seed", 1); err != nil {
+		return err
+	}
+	if s.Model, err = parseModel(model); err != nil {
+		return err
+	}
+	if s.GPU, err = parseGPU(gpu); err != nil {
+		return err
+	}
+	if s.Tiers, err = p.parseTiers(tiers); err != nil {
+		return err
+	}
+	if s.Links, err = p.parseLinks(links, haveLinks, s.Tiers); err != nil {
+		return err
+	}
+	if err := p.reachable(tiers, s.Tiers, s.Links); err != nil {
+		return err
+	}
+	if s.Workload, err = parseWorkload(workload); err != nil {
+		return err
+	}
+	if s.Policies, err = p.parsePolicies(policies); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxDim bounds model dimensions so that byte counts cannot overflow.
+const maxDim = 1 << 24
+
+func parseModel(t *table) (Model, error) {
+	var m Model
+	dims := []struct {
+		key string
+		dst *int
+	}{{"layers", &m.Layers}, {"kv_heads", &m.KVHeads}, {"head_dim", &m.HeadDim}}
+	for _, d := range dims {
+		if _, ok := t.m[d.key]; !ok {
+			return m, t.errf(d.key, "required")
+		}
+		n, err := t.integer(d.key, 0)
+		if err != nil {
+			return m, err
+		}
+		if n <= 0 {
+			return m, t.errf(d.key, "must be > 0")
+		}
+		if n > maxDim {
+			return m, t.errf(d.key, "must be <= %d", maxDim)
+		}
+		*d.dst = int(n)
+	}
+	var err error
+	if m.DType, err = t.str("dtype", "bf16"); err != nil {
+		return m, err
+	}
+	if m.DTypeBytes() == 0 {
+		return m, t.errf("dtype", "unknown dtype %q (known: %s)", m.DType, strings.Join(DTypes(), ", "))
+	}
+	bt, err := t.integer("block_tokens", 512)
+	if err != nil {
+		return m, err
+	}
+	if bt <= 0 {
+		return m, t.errf("block_tokens", "must be > 0")
+	}
+	if bt > maxDim {
+		return m, t.errf("block_tokens", "must be <= %d", maxDim)
+	}
+	m.BlockTokens = int(bt)
+	if _, ok := mulAll(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
+		return m, t.errf("", "KV bytes per block overflow int64")
+	}
+	return m, nil
+}
+
+// mulAll multiplies non-negative numbers, reporting overflow.
+func mulAll(xs ...int64) (int64, bool) {
+	v := int64(1)
+	for _, x := range xs {
+		hi, lo := bits.Mul64(uint64(v), uint64(x))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		v = int64(lo)
+	}
+	return v, true
+}
+
+func parseGPU(t *table) (GPU, error) {
+	g := GPU{PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"}
+	if t == nil {
+		return g, nil
+	}
+	var err error
+	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
+		return g, err
+	}
+	if err := t.positive("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
+		return g, err
+	}
+	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2", 0); err != nil {
+		return g, err
+	}
+	if g.AttentionNsPerToken2 < 0 {
+		return g, t.errf("attention_ns_per_token2", "must be >= 0")
+	}
+	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
+		return g, err
+	}
+	if err := t.positive("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
+		return g, err
+	}
+	if g.Load, err = t.str("load", g.Load); err != nil {
+		return g, err
+	}
+	if g.Load != "layerwise" && g.Load != "serial" {
+		return g, t.errf("load", `must be "layerwise" or "serial", got %q`, g.Load)
+	}
+	return g, nil
+}
+
+func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
+	if len(ts) == 0 {
+		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "tier"), Msg: "missing [[tier]]: at least one tier (the hbm tier) is required"}
+	}
+	out := make([]Tier, len(ts))
+	seen := map[string]int{}
+	for i, t := range ts {
+		name, err := t.str("name", "")
+		if err != nil {
+			return nil, err
+		}
+		_, named := t.m["name"]
+		if named {
+			if strings.TrimSpace(name) == "" {
+				return nil, t.errf("name", "must not be empty")
+			}
+			t.label = fmt.Sprintf("tier %q", name)
+		}
+		kind, err := t.str("kind", "")
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := t.m["kind"]; !ok {
+			return nil, t.errf("kind", "required (one of %s)", strings.Join(Kinds(), ", "))
+		}
+		def, ok := kindDefaults[kind]
+		if !ok {
+			return nil, t.errf("kind", "unknown kind %q (known: %s)", kind, strings.Join(Kinds(), ", "))
+		}
+		if !named {
+			name = kind // an unnamed tier is called by its kind
+			t.label = fmt.Sprintf("tier %q", name)
+		}
+		if j, dup := seen[name]; dup {
+			return nil, t.errf("name", "duplicate tier name (tier %d has it too)", j+1)
+		}
+		seen[name] = i
+		if i == 0 && kind != "hbm" {
+			return nil, t.errf("kind", `the first tier must be "hbm", got %q`, kind)
+		}
+		if i > 0 && kind == "hbm" {
+			return nil, t.errf("kind", `only one "hbm" tier is allowed (the first)`)
+		}
+		tier := def
+		tier.Name = name
+		if tier.Capacity, err = t.bytes("capacity", def.Capacity); err != nil {
+			return nil, err
+		}
+		if tier.Capacity <= 0 {
+			return nil, t.errf("capacity", "must be > 0")
+		}
+		if tier.Bandwidth, err = t.bandwidth("bandwidth", def.Bandwidth); err != nil {
+			return nil, err
+		}
+		if err := t.positive("bandwidth", tier.Bandwidth); err != nil {
+			return nil, err
+		}
+		if tier.Latency, err = t.duration("latency", def.Latency); err != nil {
+			return nil, err
+		}
+		if tier.Latency < 0 {
+			return nil, t.errf("latency", "must be >= 0")
+		}
+		if tier.CostPerGB, err = t.number("cost_per_gb", def.CostPerGB); err != nil {
+			return nil, err
+		}
+		if tier.CostPerGB < 0 {
+			return nil, t.errf("cost_per_gb", "must be >= 0")
+		}
+		out[i] = tier
+	}
+	return out, nil
+}
+
+func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, error) {
+	if !given {
+		// No [[link]]: a chain in file order, hbm -> next -> next.
+		links := make([]Link, 0, len(tiers)-1)
+		for i := 1; i < len(tiers); i++ {
+			links = append(links, DefaultLink(tiers, i-1, i))
+		}
+		return links, nil
+	}
+	index := map[string]int{}
+	for i, t := range tiers {
+		index[t.Name] = i
+	}
+	seen := map[[2]int]int{}
+	out := make([]Link, 0, len(ts))
+	for n, t := range ts {
+		var ends [2]int
+		for e, key := range []string{"from", "to"} {
+			name, err := t.str(key, "")
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := t.m[key]; !ok {
+				return nil, t.errf(key, "required (a tier name)")
+			}
+			i, ok := index[name]
+			if !ok {
+				return nil, t.errf(key, "unknown tier %q", name)
+			}
+			ends[e] = i
+		}
+		a, b := ends[0], ends[1]
+		if a == b {
+			return nil, t.errf("to", "same tier as from (%q)", tiers[a].Name)
+		}
+		k := [2]int{min(a, b), max(a, b)}
+		if j, dup := seen[k]; dup {
+			return nil, t.errf("to", "%q and %q are already linked by link %d", tiers[a].Name, tiers[b].Name, j+1)
+		}
+		seen[k] = n
+		l := DefaultLink(tiers, a, b)
+		var err error
+		if l.Bandwidth, err = t.bandwidth("bandwidth", l.Bandwidth); err != nil {
+			return nil, err
+		}
+		if err := t.positive("bandwidth", l.Bandwidth); err != nil {
+			return nil, err
+		}
+		if l.ReverseBandwidth, err = t.bandwidth("reverse_bandwidth", l.Bandwidth); err != nil {
+			return nil, err
+		}
+		if err := t.positive("reverse_bandwidth", l.ReverseBandwidth); err != nil {
+			return nil, err
+		}
+		if l.Latency, err = t.duration("latency", l.Latency); err != nil {
+			return nil, err
+		}
+		if l.Latency < 0 {
+			return nil, t.errf("latency", "must be >= 0")
+		}
+		lanes, err := t.integer("lanes", 1)
+		if err != nil {
+			return nil, err
+		}
+		if lanes < 1 {
+			return nil, t.errf("lanes", "must be >= 1")
+		}
+		if lanes > math.MaxInt32 {
+			return nil, t.errf("lanes", "must be <= %d", math.MaxInt32)
+		}
+		l.Lanes = int(lanes)
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// reachable checks that links connect every tier to the hbm tier.
+func (p *parser) reachable(ts []*table, tiers []Tier, links []Link) error {
+	adj := make([][]int, len(tiers))
+	for _, l := range links {
+		adj[l.From] = append(adj[l.From], l.To)
+		adj[l.To] = append(adj[l.To], l.From)
+	}
+	seen := make([]bool, len(tiers))
+	seen[0] = true
+	queue := []int{0}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, j := range adj[i] {
+			if !seen[j] {
+				seen[j] = true
+				queue = append(queue, j)
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return ts[i].errf("", "not reachable from %q through [[link]]s", tiers[0].Name)
+		}
+	}
+	return nil
+}
+
+func parseWorkload(t *table) (Workload, error) {
+	w := Workload{Format: "mooncake"}
+	var err error
+	if w.Trace, err = t.str("trace", ""); err != nil {
+		return w, err
+	}
+	if w.Trace == "" {
+		return w, t.errf("trace", "required (path of the trace file)")
+	}
+	if !filepath.IsAbs(w.Trace) {
+		w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
+	}
+	if w.Format, err = t.str("format", w.Format); err != nil {
+		return w, err
+	}
+	if !slices.Contains(Formats(), w.Format) {
+		return w, t.errf("format", "unknown format %q (known: %s)", w.Format, strings.Join(Formats(), ", "))
+	}
+	limit, err := t.integer("limit", 0)
+	if err != nil {
+		return w, err
+	}
+	if limit < 0 {
+		return w, t.errf("limit", "must be >= 0")
+	}
+	if limit > math.MaxInt32 {
+		return w, t.errf("limit", "must be <= %d", math.MaxInt32)
+	}
+	w.Limit = int(limit)
+	if w.SkipBadLines, err = t.boolean("skip_bad_lines", false); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// policyKeys are the fixed keys of a [[policy]] entry; every other key is a
+// numeric parameter of the eviction policy.
+var policyKeys = []string{"name", "eviction", "admission", "promotion", "write", "prefetch", "prefetch_timeout"}
+
+// extraKeys are the keys of a [[policy]] entry beyond policyKeys.
+func (t *table) extraKeys() []string {
+	var out []string
+	for k := range t.m {
+		if !slices.Contains(policyKeys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
+	if len(ts) == 0 {
+		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "policy"), Msg: "missing [[policy]]: at least one policy is required"}
+	}
+	out := make([]Policy, len(ts))
+	seen := map[string]int{}
+	for i, t := range ts {
+		var pol Policy
+		var err error
+		if pol.Name, err = t.str("name", ""); err != nil {
+			return nil, err
+		}
+		_, named := t.m["name"]
+		if named {
+			if strings.TrimSpace(pol.Name) == "" {
+				return nil, t.errf("name", "must not be empty")
+			}
+			t.label = fmt.Sprintf("policy %q", pol.Name)
+		}
+		if pol.Eviction, err = t.str("eviction", ""); err != nil {
+			return nil, err
+		}
+		if _, ok := t.m["eviction"]; !ok {
+			// A misspelt "eviction" is likelier than a missing one.
+			if extra := t.extraKeys(); len(extra) > 0 {
+				k := t.byLine(extra)[0]
+				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]]", k)}
+			}
+			return nil, t.errf("eviction", "required (known: %s)", strings.Join(policy.Names(), ", "))
+		}
+		spec, ok := policy.Lookup(pol.Eviction)
+		if !ok {
+			return nil, t.errf("eviction", "unknown policy %q (known: %s)", pol.Eviction, strings.Join(policy.Names(), ", "))
+		}
+		if !named {
+			pol.Name = pol.Eviction
+			t.label = fmt.Sprintf("policy %q", pol.Name)
+		}
+		if j, dup := seen[pol.Name]; dup {
+			return nil, t.errf("name", "duplicate policy name (policy %d has it too); give each [[policy]] its own name", j+1)
+		}
+		seen[pol.Name] = i
+		for _, f := range []struct {
+			key string
+			dst *string
+		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}} {
+			if *f.dst, err = t.str(f.key, ""); err != nil {
+				return nil, err
+			}
+		}
+		if pol.PrefetchTimeout, err = t.duration("prefetch_timeout", 0); err != nil {
+			return nil, err
+		}
+		if pol.PrefetchTimeout < 0 {
+			return nil, t.errf("prefetch_timeout", "must be >= 0")
+		}
+		pol.Params = map[string]float64{}
+		for _, k := range t.byLine(t.extraKeys()) { // file order: the first problem is the one shown
+			if !slices.Contains(spec.Params, k) {
+				takes := "takes no parameters"
+				if len(spec.Params) > 0 {
+					takes = "takes " + strings.Join(spec.Params, ", ")
+				}
+				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]] %q (eviction %q %s)", k, pol.Name, pol.Eviction, takes)}
+			}
+			if pol.Params[k], err = t.number(k, 0); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = pol
+	}
+	return out, nil
+}
+
+// Describe is a short multi-line summary for reports.
+func (s *Scenario) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %q", s.Name)
+	if s.Path != "" {
+		fmt.Fprintf(&b, " (%s)", s.Path)
+	}
+	fmt.Fprintf(&b, ", seed %d\n", s.Seed)
+	m := s.Model
+	fmt.Fprintf(&b, "model: %d layers x %d kv heads x head_dim %d, %s: %s/token, %s per %d-token block\n",
+		m.Layers, m.KVHeads, m.HeadDim, m.DType, FormatBytes(m.BytesPerToken()), FormatBytes(m.BytesPerBlock()), m.BlockTokens)
+	g := s.GPU
+	fmt.Fprintf(&b, "gpu: prefill %g tok/s, decode %g tok/s per request, attention %g ns/token^2, %s loading\n",
+		g.PrefillTokensPerSec, g.DecodeTokensPerSec, g.AttentionNsPerToken2, g.Load)
+	b.WriteString("tiers:\n")
+	for _, t := range s.Tiers {
+		fmt.Fprintf(&b, "  %-12s %-12s %10s  %10s  %7s  $%g/GB\n", t.Name, t.Kind, FormatBytes(t.Capacity), FormatBandwidth(t.Bandwidth), FormatDuration(t.Latency), t.CostPerGB)
+	}
+	b.WriteString("links:\n")
+	for _, l := range s.Links {
+		fmt.Fprintf(&b, "  %s <-> %s: %s", s.Tiers[l.From].Name, s.Tiers[l.To].Name, FormatBandwidth(l.Bandwidth))
+		if l.ReverseBandwidth != l.Bandwidth {
+			fmt.Fprintf(&b, " (back %s)", FormatBandwidth(l.ReverseBandwidth))
+		}
+		fmt.Fprintf(&b, ", %s", FormatDuration(l.Latency))
+		if l.Lanes != 1 {
+			fmt.Fprintf(&b, ", %d lanes", l.Lanes)
+		}
+		b.WriteByte('\n')
+	}
+	w := s.Workload
+	fmt.Fprintf(&b, "trace: %s (%s", w.Trace, w.Format)
+	if w.Limit > 0 {
+		fmt.Fprintf(&b, ", first %d requests", w.Limit)
+	}
+	if w.SkipBadLines {
+		b.WriteString(", skipping bad lines")
+	}
+	b.WriteString(")\npolicies:")
+	for i, p := range s.Policies {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s", p.Name)
+		var extra []string
+		if p.Name != p.Eviction {
+			extra = append(extra, p.Eviction)
+		}
+		keys := make([]string, 0, len(p.Params))
+		for k := range p.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			extra = append(extra, fmt.Sprintf("%s=%g", k, p.Params[k]))
+		}
+		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}} {
+			if kv[1] != "" {
+				extra = append(extra, kv[0]+"="+kv[1])
+			}
+		}
+		if p.PrefetchTimeout != 0 {
+			extra = append(extra, "prefetch_timeout="+FormatDuration(p.PrefetchTimeout))
+		}
+		if len(extra) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(extra, " "))
+		}
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
