@@ -106,12 +106,13 @@ type Run struct {
 
 // TimeSeries is sampled state of one policy's run over virtual time.
 type TimeSeries struct {
-	Policy   string               `json:"policy"`
-	TimesS   []float64            `json:"times_s"`
-	TierUsed map[string][]float64 `json:"tier_used_fraction"`
-	LinkUtil map[string][]float64 `json:"link_utilization"`
-	Queued   []int                `json:"queued_requests"`
-	Running  []int                `json:"running_requests"`
+	Policy    string               `json:"policy"`
+	IntervalS float64              `json:"interval_s"`
+	TimesS    []float64            `json:"times_s"`
+	TierUsed  map[string][]float64 `json:"tier_used_fraction"`
+	LinkUtil  map[string][]float64 `json:"link_utilization"`
+	Queued    []int                `json:"queued_requests"`
+	Running   []int                `json:"running_requests"`
 }
 
 // WriteFileAtomic writes data to path through a temporary file and a
@@ -123,6 +124,9 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(0o644) // CreateTemp makes 0600; results are for sharing
+	}
 	cerr := f.Close()
 	if werr == nil {
 		werr = cerr

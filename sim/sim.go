@@ -65,20 +65,21 @@ type reqTiming struct {
 
 // Sim is the virtual-time body.
 type Sim struct {
-	cfg    Config
-	core   *core.Core
-	heap   evHeap
-	now    int64
-	links  []*link
-	route  [][][]int // route[from][to]: link indices, hop by hop
-	nt     int
-	gpu    int64 // when the GPU finishes its current prefill
-	req    []reqTiming
-	landed []int64 // [block*nt+tier]: when that copy finished arriving
-	obs    core.Observer
-	moved  [4]int64 // bytes by core.MoveKind
-	res    Result
-	hook   func(s *Sim)
+	cfg     Config
+	core    *core.Core
+	heap    evHeap
+	now     int64
+	links   []*link
+	route   [][][]int // route[from][to]: link indices, hop by hop
+	nt      int
+	gpu     int64 // when the GPU finishes its current prefill
+	req     []reqTiming
+	landed  []int64 // [block*nt+tier]: when that copy finished arriving
+	obs     core.Observer
+	moved   [4]int64 // bytes by core.MoveKind
+	res     Result
+	hook    func(s *Sim)
+	sampler *sampler
 }
 
 // New builds a simulator. obs (optional) sees every finished request.
@@ -290,6 +291,9 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 	}
 	for s.heap.len() > 0 {
 		e := s.heap.pop()
+		if s.sampler != nil {
+			s.sample(e.t)
+		}
 		s.now = e.t
 		switch e.kind {
 		case evArrival:

@@ -90,11 +90,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // policyRun is one [[policy]] entry's simulation.
 type policyRun struct {
-	res   *sim.Result
-	src   *workload.Source
-	csv   string // temporary file with this policy's requests.csv rows
-	err   error
-	wallS float64
+	res    *sim.Result
+	series *sim.Series
+	src    *workload.Source
+	csv    string // temporary file with this policy's requests.csv rows
+	err    error
+	wallS  float64
 }
 
 func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
@@ -191,7 +192,9 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	defer rd.Close()
 	pr.src = workload.NewSource(rd, trace.NewDict())
+	s.SampleEvery(1e9)
 	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: pr.src})
+	pr.series = s.Series()
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -277,6 +280,9 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			pol.Links[l.Name] = results.Link{Bytes: l.Bytes, Transfers: l.Transfers, Utilization: u}
 		}
 		sum.Policies = append(sum.Policies, pol)
+		if r.series != nil {
+			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.res, r.series))
+		}
 	}
 	return sum
 }
@@ -328,7 +334,10 @@ func writeRequestsCSV(path string, sc *scenario.Scenario, runs []policyRun) erro
 		return err
 	}
 	defer os.Remove(f.Name())
-	_, err = io.WriteString(f, csvHeader(sc))
+	err = f.Chmod(0o644)
+	if err == nil {
+		_, err = io.WriteString(f, csvHeader(sc))
+	}
 	for _, r := range runs {
 		if err != nil {
 			break
@@ -378,4 +387,19 @@ func printTable(w io.Writer, s *results.Summary) {
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+}
+
+func timeSeries(name string, sc *scenario.Scenario, res *sim.Result, s *sim.Series) results.TimeSeries {
+	ts := results.TimeSeries{Policy: name, IntervalS: float64(s.Interval) / 1e9,
+		TierUsed: map[string][]float64{}, LinkUtil: map[string][]float64{}, Queued: s.Queued, Running: s.Running}
+	for _, t := range s.Times {
+		ts.TimesS = append(ts.TimesS, float64(t)/1e9)
+	}
+	for i, u := range s.TierUsed {
+		ts.TierUsed[sc.Tiers[i].Name] = u
+	}
+	for i, u := range s.LinkUtil {
+		ts.LinkUtil[res.Links[i].Name] = u
+	}
+	return ts
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"kvsim/trace"
+)
+
+// runGen writes a synthetic Mooncake-format trace (kvsim gen).
+func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := trace.DefaultGenConfig()
+	fs := newFlags("gen", stderr)
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
+	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
+	fs.Float64Var(&c.RatePerSec, "rate", c.RatePerSec, "new conversations per second (Poisson)")
+	fs.Float64Var(&c.MeanTurns, "turns", c.MeanTurns, "mean turns per conversation (geometric)")
+	fs.IntVar(&c.SystemPromptTokens, "system-tokens", c.SystemPromptTokens, "system prompt tokens shared by every request")
+	out := fs.String("out", "", "output file (default stdout); written whole or not at all")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--out FILE]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInputf("gen: unexpected argument %q", pos[0])
+	}
+	if err := c.Validate(); err != nil {
+		return badInputf("gen: %v", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if *out == "" || *out == "-" {
+		w := bufio.NewWriter(stdout)
+		if err := trace.Generate(w, c); err != nil {
+			return fmt.Errorf("gen: %w", err)
+		}
+		return w.Flush()
+	}
+	return writeAtomic(*out, func(w io.Writer) error { return trace.Generate(w, c) })
+}
+
+// writeAtomic writes path through a temporary file in the same directory and
+// renames it into place, so a failure never leaves a half-written trace.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return badInputf("gen: %v", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(f); err != nil {
+		return fmt.Errorf("gen: write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("gen: write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	return nil
+}

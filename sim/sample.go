@@ -1,0 +1,95 @@
+package sim
+
+// Series is the state of a run sampled over virtual time: tier occupancy,
+// link utilisation and request counts. Its size is bounded: when it would
+// pass MaxPoints, neighbouring points are merged and the interval doubles.
+type Series struct {
+	Interval int64       // ns between points
+	Times    []int64     // ns, end of each interval
+	TierUsed [][]float64 // [tier][point]: used / capacity at the sample
+	LinkUtil [][]float64 // [link][point]: busy lane-time / (lanes x interval)
+	Queued   []int
+	Running  []int
+}
+
+// MaxPoints bounds a Series.
+const MaxPoints = 1024
+
+type sampler struct {
+	s        Series
+	next     int64
+	lastBusy []int64
+}
+
+// SampleEvery turns on sampling at the given virtual-time interval (it
+// grows as the run gets longer). Call before Run.
+func (s *Sim) SampleEvery(interval int64) {
+	if interval <= 0 {
+		return
+	}
+	sp := &sampler{next: interval}
+	sp.s.Interval = interval
+	sp.s.TierUsed = make([][]float64, s.nt)
+	sp.s.LinkUtil = make([][]float64, len(s.links))
+	sp.lastBusy = make([]int64, len(s.links))
+	s.sampler = sp
+}
+
+// Series returns the samples taken so far (nil without SampleEvery).
+func (s *Sim) Series() *Series {
+	if s.sampler == nil {
+		return nil
+	}
+	return &s.sampler.s
+}
+
+// sample records every interval boundary passed before now.
+func (s *Sim) sample(now int64) {
+	sp := s.sampler
+	for now >= sp.next {
+		iv := sp.s.Interval
+		sp.s.Times = append(sp.s.Times, sp.next)
+		for t := range s.nt {
+			sp.s.TierUsed[t] = append(sp.s.TierUsed[t], float64(s.core.Used(t))/float64(s.core.Capacity(t)))
+		}
+		for i, l := range s.links {
+			u := float64(l.busy-sp.lastBusy[i]) / (float64(len(l.lanes)) * float64(iv))
+			sp.lastBusy[i] = l.busy
+			sp.s.LinkUtil[i] = append(sp.s.LinkUtil[i], min(u, 1))
+		}
+		sp.s.Queued = append(sp.s.Queued, s.core.Queued())
+		sp.s.Running = append(sp.s.Running, s.core.Running())
+		sp.next += iv
+		if len(sp.s.Times) >= MaxPoints {
+			sp.halve()
+		}
+	}
+}
+
+// halve merges pairs of points: occupancy and counts keep the later
+// sample, utilisation averages.
+func (sp *sampler) halve() {
+	s := &sp.s
+	n := len(s.Times) / 2
+	for i := range n {
+		s.Times[i] = s.Times[2*i+1]
+		for _, u := range s.TierUsed {
+			u[i] = u[2*i+1]
+		}
+		for _, u := range s.LinkUtil {
+			u[i] = (u[2*i] + u[2*i+1]) / 2
+		}
+		s.Queued[i] = s.Queued[2*i+1]
+		s.Running[i] = s.Running[2*i+1]
+	}
+	s.Times = s.Times[:n]
+	for t := range s.TierUsed {
+		s.TierUsed[t] = s.TierUsed[t][:n]
+	}
+	for t := range s.LinkUtil {
+		s.LinkUtil[t] = s.LinkUtil[t][:n]
+	}
+	s.Queued, s.Running = s.Queued[:n], s.Running[:n]
+	s.Interval *= 2
+	sp.next = s.Times[n-1] + s.Interval
+}
