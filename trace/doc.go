@@ -1,0 +1,18 @@
+// Package trace reads and writes request traces in the Mooncake JSONL format:
+// one object per line,
+//
+//	{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2]}
+//
+// with the arrival time in milliseconds since the trace started, token counts,
+// and one chained-prefix hash id per block of input (512 tokens by default):
+// equal ids at the same position mean an identical prefix up to and including
+// that block.
+//
+// The reader is a hand-rolled streaming parser because traces are replayed
+// many times per experiment: it allocates nothing per line once its buffers
+// have grown. Dict turns raw ids into the dense int32 block indices that the
+// policies and the core key their slices by. Generate writes a deterministic
+// synthetic multi-turn chat workload in the same format.
+//
+// This package imports only the standard library.
+package trace

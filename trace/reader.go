@@ -1,0 +1,252 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// DefaultBlockTokens is the Mooncake block size.
+const DefaultBlockTokens = 512
+
+// MaxLineBytes bounds one line so a corrupt file cannot exhaust memory.
+const MaxLineBytes = 64 << 20
+
+const bufSize = 256 << 10
+
+// Request is one trace line.
+type Request struct {
+	Arrival      int64   // nanoseconds since trace start (timestamp ms * 1e6)
+	InputTokens  int     // prompt tokens
+	OutputTokens int     // generated tokens
+	HashIDs      []int64 // raw ids as in the file; the slice is reused between Next calls
+	Line         int     // 1-based line number in the file
+}
+
+// Options control a Reader.
+type Options struct {
+	BlockTokens  int  // tokens per block, default 512; len(hash_ids) must equal ceil(input_length/BlockTokens)
+	SkipBadLines bool // count and skip malformed lines instead of failing
+	Limit        int  // stop after this many requests (0 = all)
+}
+
+// LineError is a problem with one line (or with reading at that line).
+// Error() is a single line: "FILE:LINE: reason".
+type LineError struct {
+	File   string
+	Line   int
+	Reason string
+	Err    error // underlying I/O error, if any
+}
+
+func (e *LineError) Error() string { return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Reason }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Reader streams requests from a Mooncake JSONL trace.
+type Reader struct {
+	src    io.Reader
+	closer io.Closer // set by Open
+	br     *bufio.Reader
+	name   string
+	opt    Options
+
+	p    parser
+	long []byte // assembles lines longer than the bufio buffer
+
+	maxLine int // MaxLineBytes; tests lower it
+
+	line    int   // lines consumed
+	n       int   // requests returned
+	last    int64 // arrival of the previous good request
+	skipped int
+	first   error
+	err     error // sticky: io.EOF or the fatal error
+	closed  bool
+}
+
+// NewReader reads a trace from r; name is used in error messages.
+func NewReader(r io.Reader, name string, opt Options) *Reader {
+	if opt.BlockTokens <= 0 {
+		opt.BlockTokens = DefaultBlockTokens
+	}
+	return &Reader{src: r, br: bufio.NewReaderSize(r, bufSize), name: name, opt: opt, maxLine: MaxLineBytes}
+}
+
+// Open opens the trace file at path; Close closes it.
+func Open(path string, opt Options) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err) // *PathError names the file
+	}
+	r := NewReader(f, path, opt)
+	r.closer = f
+	return r, nil
+}
+
+// Close closes the file opened by Open; it is a no-op for NewReader.
+func (r *Reader) Close() error {
+	r.closed = true
+	r.err = errors.New("trace: " + r.name + ": reader closed")
+	if r.closer == nil {
+		return nil
+	}
+	c := r.closer
+	r.closer = nil
+	return c.Close()
+}
+
+// Rewind restarts reading from the beginning of a seekable source, keeping
+// the buffers, so multi-pass consumers (e.g. a next-use index followed by the
+// simulation) re-read the trace without allocating.
+func (r *Reader) Rewind() error {
+	s, ok := r.src.(io.Seeker)
+	if !ok {
+		return errors.New("trace: " + r.name + ": cannot rewind a non-seekable source")
+	}
+	if r.closed {
+		return r.err
+	}
+	if _, err := s.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("trace: %s: rewind: %w", r.name, err)
+	}
+	r.br.Reset(r.src)
+	r.line, r.n, r.last, r.skipped, r.first, r.err = 0, 0, 0, 0, nil, nil
+	return nil
+}
+
+// Skipped is the number of bad lines skipped (SkipBadLines only).
+func (r *Reader) Skipped() int { return r.skipped }
+
+// FirstSkipped is the error of the first skipped line, or nil.
+func (r *Reader) FirstSkipped() error { return r.first }
+
+// Next fills req with the next request. It returns io.EOF at the end and a
+// *LineError for a bad line (unless SkipBadLines) or a read error; errors are
+// sticky. req.HashIDs is only valid until the next call.
+func (r *Reader) Next(req *Request) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.opt.Limit > 0 && r.n >= r.opt.Limit {
+		r.err = io.EOF
+		return r.err
+	}
+	for {
+		line, tooLong, err := r.readLine()
+		if err != nil {
+			if err != io.EOF {
+				err = &LineError{File: r.name, Line: r.line + 1, Reason: "read error: " + oneLine(err.Error()), Err: err}
+			}
+			r.err = err
+			return err
+		}
+		r.line++
+		var reason string
+		if tooLong {
+			reason = "line longer than " + strconv.Itoa(r.maxLine) + " bytes"
+		} else {
+			if r.line == 1 {
+				line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // tolerate a UTF-8 BOM
+			}
+			if blank(line) {
+				continue
+			}
+			var v values
+			reason = r.p.parse(line, r.opt.BlockTokens, &v)
+			if reason == "" && v.arrival < r.last {
+				reason = "timestamp goes backwards (" + fmtMS(v.arrival) + " ms after " + fmtMS(r.last) + " ms)"
+			}
+			if reason == "" {
+				r.last = v.arrival
+				r.n++
+				req.Arrival = v.arrival
+				req.InputTokens = v.input
+				req.OutputTokens = v.output
+				req.HashIDs = r.p.ids
+				req.Line = r.line
+				return nil
+			}
+		}
+		e := &LineError{File: r.name, Line: r.line, Reason: reason}
+		if !r.opt.SkipBadLines {
+			r.err = e
+			return e
+		}
+		r.skipped++
+		if r.first == nil {
+			r.first = e
+		}
+	}
+}
+
+// readLine returns the next line including its '\n' (if any). A line over
+// MaxLineBytes is consumed and reported through tooLong so it can be skipped.
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+	line, err = r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		r.long = append(r.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = r.br.ReadSlice('\n')
+			tooLong = tooLong || len(r.long)+len(line) > r.maxLine
+			if !tooLong {
+				r.long = append(r.long, line...)
+			}
+		}
+		line = r.long
+	}
+	tooLong = tooLong || len(line) > r.maxLine
+	if err == io.EOF && (len(line) > 0 || tooLong) {
+		err = nil // last line without '\n'; EOF comes on the next call
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return line, tooLong, nil
+}
+
+func blank(b []byte) bool {
+	for _, c := range b {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// BlockTokens is the number of tokens in block i of an input of the given
+// length: blockTokens except for a partial last block, 0 outside the input.
+func BlockTokens(input, blockTokens, i int) int {
+	if blockTokens <= 0 {
+		blockTokens = DefaultBlockTokens
+	}
+	if i < 0 || input <= 0 || i >= numBlocks(input, blockTokens) {
+		return 0
+	}
+	return min(blockTokens, input-i*blockTokens)
+}
+
+// numBlocks is ceil(input/bt) without overflow.
+func numBlocks(input, bt int) int {
+	n := input / bt
+	if input%bt != 0 {
+		n++
+	}
+	return n
+}
+
+// fmtMS prints nanoseconds as milliseconds, without a fraction when whole.
+func fmtMS(ns int64) string {
+	if ns%1e6 == 0 {
+		return strconv.FormatInt(ns/1e6, 10)
+	}
+	return strconv.FormatFloat(float64(ns)/1e6, 'f', -1, 64)
+}
+
+// oneLine keeps error messages to a single line whatever an io.Reader says.
+func oneLine(s string) string {
+	return string(bytes.ReplaceAll(bytes.ReplaceAll([]byte(s), []byte("\r"), []byte(`\r`)), []byte("\n"), []byte(`\n`)))
+}
