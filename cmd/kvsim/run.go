@@ -38,7 +38,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.skipBad, "skip-bad-lines", false, "skip malformed trace lines (counted and reported) instead of failing")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
-	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: kvsim run [--out DIR] [flags] SCENARIO.toml...")
 		fs.PrintDefaults()
@@ -66,6 +66,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		if err := checkScenario(sc); err != nil {
 			return badInput(err)
+		}
+		if _, err := os.Stat(sc.Workload.Trace); err != nil {
+			return badInputf("%s: workload: trace: %v", sc.Path, err)
 		}
 		if prev, dup := seen[sc.Name]; dup {
 			return badInputf("%s: scenario name %q already used by %s (results would collide)", p, sc.Name, prev)
@@ -104,6 +107,16 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	opt := traceOptions(sc, o.skipBad, o.limit)
+	var prog *progress
+	if !o.quiet && isTerminal(stderr) {
+		total := countLines(sc.Workload.Trace)
+		if opt.Limit > 0 {
+			total = min(total, int64(opt.Limit))
+		}
+		prog = startProgress(stderr, sc.Name, total*int64(len(sc.Policies)), true)
+	} else {
+		prog = startProgress(stderr, sc.Name, 0, false)
+	}
 	start := time.Now()
 	runs := make([]policyRun, len(sc.Policies))
 	sem := make(chan struct{}, o.workers)
@@ -114,11 +127,12 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
 			t0 := time.Now()
-			runs[i] = simulatePolicy(ctx, sc, i, opt, dir)
+			runs[i] = simulatePolicy(ctx, sc, i, opt, dir, prog)
 			runs[i].wallS = time.Since(t0).Seconds()
 		}(i)
 	}
 	wg.Wait()
+	prog.finish()
 	wall := time.Since(start).Seconds()
 	defer func() {
 		for _, r := range runs {
@@ -151,7 +165,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 	return sum, nil
 }
 
-func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir string) (pr policyRun) {
+func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir string, prog *progress) (pr policyRun) {
 	p := sc.Policies[i]
 	var fut *workload.Future
 	if needsFuture(p.Eviction) {
@@ -193,7 +207,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	defer rd.Close()
 	pr.src = workload.NewSource(rd, trace.NewDict())
 	s.SampleEvery(1e9)
-	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: pr.src})
+	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: pr.src, prog: prog})
 	pr.series = s.Series()
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = ferr
@@ -214,9 +228,10 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 // ctxSource stops a run when the context is cancelled (checked every 4096
 // requests to keep the hot path cheap).
 type ctxSource struct {
-	ctx context.Context
-	src core.Source
-	n   int
+	ctx  context.Context
+	src  core.Source
+	prog *progress
+	n    int
 }
 
 func (c *ctxSource) Next(r *core.Request) error {
@@ -225,7 +240,11 @@ func (c *ctxSource) Next(r *core.Request) error {
 			return err
 		}
 	}
-	return c.src.Next(r)
+	err := c.src.Next(r)
+	if err == nil {
+		c.prog.add(r.Arrival)
+	}
+	return err
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
