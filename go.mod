@@ -3,3 +3,5 @@ module kvsim
 go 1.26.0
 
 require github.com/BurntSushi/toml v1.6.0
+
+require github.com/go-echarts/go-echarts/v2 v2.6.7 // indirect

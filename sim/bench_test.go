@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"kvsim/core"
@@ -47,6 +48,8 @@ func BenchmarkRunConversation(b *testing.B) {
 	path := needTrace(b)
 	b.ReportAllocs()
 	var accesses int64
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	for b.Loop() {
 		r, err := trace.Open(path, trace.Options{})
 		if err != nil {
@@ -63,6 +66,7 @@ func BenchmarkRunConversation(b *testing.B) {
 		r.Close()
 		accesses += src.BlockAccesses
 	}
+	runtime.ReadMemStats(&m1)
 	b.ReportMetric(float64(accesses)/b.Elapsed().Seconds(), "accesses/s")
-	b.ReportMetric(float64(accesses)/float64(b.N)/1, "accesses/op")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(accesses), "allocs/access")
 }
