@@ -16,7 +16,7 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"scenario": {"policy"},
+	"scenario": {"core", "policy"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"hw":       {"core", "policy"},

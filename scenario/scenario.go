@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"kvsim/core"
 	"kvsim/policy"
 )
 
@@ -956,6 +957,9 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 		if pol.PrefetchTimeout < 0 {
 			return nil, t.errf("prefetch_timeout", "must be >= 0")
 		}
+		if err := checkStrategy(t, &pol); err != nil {
+			return nil, err
+		}
 		pol.Params = map[string]float64{}
 		for _, k := range t.byLine(t.extraKeys()) { // file order: the first problem is the one shown
 			if !slices.Contains(spec.Params, k) {
@@ -1044,4 +1048,25 @@ func (s *Scenario) Describe() string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// checkStrategy validates the strategy keys with the core's own parsers.
+func checkStrategy(t *table, pol *Policy) error {
+	if _, err := core.ParseAdmission(pol.Admission); err != nil {
+		return t.errf("admission", "%v", err)
+	}
+	if _, err := core.ParseWrite(pol.Write); err != nil {
+		return t.errf("write", "%v", err)
+	}
+	if _, err := core.ParsePromotion(pol.Promotion); err != nil {
+		return t.errf("promotion", "%v", err)
+	}
+	pf, err := core.ParsePrefetch(pol.Prefetch)
+	if err != nil {
+		return t.errf("prefetch", "%v", err)
+	}
+	if pf == core.PrefetchTimeout && pol.PrefetchTimeout <= 0 {
+		return t.errf("prefetch", "\"timeout\" needs prefetch_timeout > 0")
+	}
+	return nil
 }

@@ -148,7 +148,7 @@ skip_bad_lines = true
 
 [[policy]]
 eviction = "lru"
-admission = "second-hit"
+admission = "after:2"
 prefetch_timeout = "2ms"
 
 [[policy]]
@@ -182,7 +182,7 @@ func TestFull(t *testing.T) {
 		},
 		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true},
 		Policies: []Policy{
-			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "second-hit", PrefetchTimeout: 2e6},
+			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6},
 			{Name: "tuned", Eviction: "scenario_test_params", Params: map[string]float64{"alpha": 0.5, "window": 100}},
 		},
 	}
@@ -194,7 +194,7 @@ func TestFull(t *testing.T) {
 		`scenario "full"`, "80 layers", "160 KiB/token", "2.5 MiB per 16-token block",
 		"gpu ", "3.35 TB/s", "gpu <-> host: 50 GB/s (back 40 GB/s), 100ns, 2 lanes",
 		"/data/t.jsonl (mooncake, first 1000 requests, skipping bad lines)",
-		"lru (admission=second-hit prefetch_timeout=2ms), tuned (scenario_test_params alpha=0.5 window=100)",
+		"lru (admission=after:2 prefetch_timeout=2ms), tuned (scenario_test_params alpha=0.5 window=100)",
 	} {
 		if !strings.Contains(d, part) {
 			t.Errorf("Describe lacks %q:\n%s", part, d)
@@ -410,6 +410,10 @@ func TestErrors(t *testing.T) {
 		{"policy param type", doc("[[policy]]\neviction = \"scenario_test_params\"\nwindow = \"big\"\n"), `scenarios/x.toml:3: policy "scenario_test_params": window: must be a number, got string "big"`},
 		{"policy reserved type", doc("[[policy]]\neviction = \"lru\"\nadmission = 1\n"), `scenarios/x.toml:3: policy "lru": admission: must be a string, got integer 1`},
 		{"policy prefetch_timeout", doc("[[policy]]\neviction = \"lru\"\nprefetch_timeout = \"soon\"\n"), `scenarios/x.toml:3: policy "lru": prefetch_timeout: bad duration "soon": missing number`},
+		{"policy admission", doc("[[policy]]\neviction = \"lru\"\nadmission = \"after:0\"\n"), `scenarios/x.toml:3: policy "lru": admission: want "after:K" with K >= 1, got "after:0"`},
+		{"policy promotion", doc("[[policy]]\neviction = \"lru\"\npromotion = \"sometimes\"\n"), `scenarios/x.toml:3: policy "lru": promotion: unknown promotion "sometimes" (want "always", "second-hit" or "never")`},
+		{"policy write", doc("[[policy]]\neviction = \"lru\"\nwrite = \"around\"\n"), `scenarios/x.toml:3: policy "lru": write: unknown write policy "around" (want "back" or "through")`},
+		{"policy prefetch timeout missing", doc("[[policy]]\neviction = \"lru\"\nprefetch = \"timeout\"\n"), `scenarios/x.toml:3: policy "lru": prefetch: "timeout" needs prefetch_timeout > 0`},
 		{"policy prefetch_timeout negative", doc("[[policy]]\neviction = \"lru\"\nprefetch_timeout = \"-1ms\"\n"), `scenarios/x.toml:3: policy "lru": prefetch_timeout: must be >= 0`},
 	}
 	for _, c := range cases {

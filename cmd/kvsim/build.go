@@ -21,37 +21,23 @@ func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options 
 	return o
 }
 
-// strategy reads a policy entry's admission, write, promotion and prefetch.
-func strategy(sc *scenario.Scenario, p scenario.Policy) (core.Strategy, error) {
+// strategy reads a policy entry's admission, write, promotion and prefetch;
+// scenario.Load has validated them with the same parsers.
+func strategy(p scenario.Policy) core.Strategy {
 	var st core.Strategy
-	var err error
-	wrap := func(key string, e error) error {
-		return fmt.Errorf("%s: policy %q: %s: %v", sc.Path, p.Name, key, e)
-	}
-	if st.AdmitAfter, err = core.ParseAdmission(p.Admission); err != nil {
-		return st, wrap("admission", err)
-	}
-	if st.WriteThrough, err = core.ParseWrite(p.Write); err != nil {
-		return st, wrap("write", err)
-	}
-	if st.Promotion, err = core.ParsePromotion(p.Promotion); err != nil {
-		return st, wrap("promotion", err)
-	}
-	if st.Prefetch, err = core.ParsePrefetch(p.Prefetch); err != nil {
-		return st, wrap("prefetch", err)
-	}
+	st.AdmitAfter, _ = core.ParseAdmission(p.Admission)
+	st.WriteThrough, _ = core.ParseWrite(p.Write)
+	st.Promotion, _ = core.ParsePromotion(p.Promotion)
+	st.Prefetch, _ = core.ParsePrefetch(p.Prefetch)
 	st.PrefetchTimeout = p.PrefetchTimeout
-	if st.Prefetch == core.PrefetchTimeout && st.PrefetchTimeout <= 0 {
-		return st, wrap("prefetch_timeout", errors.New("must be > 0 with prefetch = \"timeout\""))
-	}
-	return st, nil
+	return st
 }
 
 // coreConfig builds the hierarchy the core manages for one policy entry.
 // future may be nil unless the policy is offline.
 func coreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
 	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens}
-	cc.Strategy, _ = strategy(sc, p) // validated by checkScenario
+	cc.Strategy = strategy(p)
 	for _, t := range sc.Tiers {
 		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})
 	}
@@ -72,16 +58,6 @@ func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	cfg.GPU = sim.GPUSpec{PrefillTokensPerSec: g.PrefillTokensPerSec, AttentionNsPerToken2: g.AttentionNsPerToken2,
 		DecodeTokensPerSec: g.DecodeTokensPerSec, Layers: sc.Model.Layers, Serial: g.Load == "serial"}
 	return cfg
-}
-
-// checkScenario validates what the scenario package leaves to the core.
-func checkScenario(sc *scenario.Scenario) error {
-	for _, p := range sc.Policies {
-		if _, err := strategy(sc, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // needsFuture reports whether a policy is offline.

@@ -64,9 +64,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return badInput(err)
 		}
-		if err := checkScenario(sc); err != nil {
-			return badInput(err)
-		}
 		if _, err := os.Stat(sc.Workload.Trace); err != nil {
 			return badInputf("%s: workload: trace: %v", sc.Path, err)
 		}
