@@ -30,6 +30,7 @@ type Stats struct {
 	TransientLoads   int64   // lower-tier hits not kept in HBM (promotion policy)
 	Prefetches       int64   // blocks prefetched for queued requests
 	PrefetchLate     int64   // still in flight when their request was admitted
+	Lost             []int64 // copies a body reported unusable (failed write, corrupt read), by tier
 	PeakUsed         []int64 // bytes
 }
 
@@ -104,7 +105,7 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	}
 	c.used = make([]int64, nt)
 	s := &c.Stats
-	for _, p := range []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.PeakUsed} {
+	for _, p := range []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.Lost, &s.PeakUsed} {
 		*p = make([]int64, nt)
 	}
 	return c, nil
@@ -566,6 +567,19 @@ func (c *Core) MoveDone(now int64, req ReqID, b Block) {
 			c.drainQueue(now)
 		}
 	}
+}
+
+// Lost reports that a body could not keep tier's copy of b (a write failed
+// with ENOSPC or EIO, a read found it corrupt, the store evicted it). The
+// core forgets that copy, so it is never served; HBM copies cannot be lost.
+func (c *Core) Lost(now int64, b Block, tier int) {
+	if tier <= 0 || int(b) >= len(c.where) || c.where[b]&(1<<tier) == 0 {
+		return
+	}
+	c.pol[tier].Remove(b)
+	c.remove(tier, b)
+	c.inflight[b] = c.inflight[b] && tier != 1
+	c.Stats.Lost[tier]++
 }
 
 // Wake is the body's answer to Mover.Wake.

@@ -150,6 +150,9 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		s.c.DecodeDone(now, s.reqs[f[1]])
 	case "move-done":
 		s.c.MoveDone(now, s.reqs[f[1]], s.ids[f[2]])
+	case "lost":
+		// lost B tier=1
+		s.c.Lost(now, s.ids[f[1]], int(atoi(t, a["tier"])))
 	case "wake":
 		s.c.Wake(now, s.reqs[f[1]])
 	case "state":
@@ -169,8 +172,8 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		fmt.Fprintf(&out, "queued %d running %d\n", s.c.Queued(), s.c.Running())
 	case "stats":
 		st := s.c.Stats
-		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d\n",
-			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate)
+		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d lost=%v\n",
+			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate, st.Lost)
 	default:
 		t.Fatalf("unknown command %q", f[0])
 	}

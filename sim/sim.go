@@ -32,6 +32,10 @@ type Config struct {
 	Core  core.Config
 	Links []LinkSpec
 	GPU   GPUSpec
+	// Tee, if set, receives every command too, after the simulator has
+	// scheduled it: the real driver layer moves real bytes in the
+	// simulator's order, so both see the same decisions.
+	Tee core.Mover
 }
 
 // LinkStats describes one direction of one link after a run.
@@ -203,6 +207,9 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 	}
 	s.landed[int(b)*s.nt+to] = t
 	s.moved[kind] += bytes
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Move(now, req, b, bytes, from, to, kind)
+	}
 	if kind == core.PrefetchMove {
 		s.heap.pushMove(t, req, b)
 		return
@@ -217,7 +224,11 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 }
 
 // Drop implements core.Mover; dropping costs nothing in the model.
-func (s *Sim) Drop(int64, core.Block, int) {}
+func (s *Sim) Drop(now int64, b core.Block, tier int) {
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Drop(now, b, tier)
+	}
+}
 
 // ComputeNs is the prefill time of n new tokens after c cached ones.
 func (g *GPUSpec) ComputeNs(c, n int) int64 {
@@ -254,6 +265,9 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	}
 	rt.loads = false
 	s.heap.push(end, evPrefillDone, req)
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Prefill(now, req, cached, compute)
+	}
 }
 
 // Decode implements core.Mover: decoding runs beside prefills at a fixed
@@ -261,10 +275,24 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 	d := int64(math.Round(float64(tokens) / s.cfg.GPU.DecodeTokensPerSec * 1e9))
 	s.heap.push(now+d, evDecodeDone, req)
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Decode(now, req, tokens)
+	}
 }
 
 // Wake implements core.Mover.
 func (s *Sim) Wake(at int64, req core.ReqID) { s.heap.push(at, evWake, req) }
+
+// PredictNs is the model's time for one transfer of bytes from tier a to
+// tier b on idle links: latency + bytes/bandwidth per hop.
+func (s *Sim) PredictNs(a, b int, bytes int64) int64 {
+	var t int64
+	for _, li := range s.route[a][b] {
+		l := s.links[li]
+		t += l.latency + int64(math.Ceil(float64(bytes)*1e9/(l.bw*float64(len(l.lanes)))))
+	}
+	return t
+}
 
 // OnEvent installs a function called after every event (samplers use it).
 func (s *Sim) OnEvent(f func(s *Sim)) { s.hook = f }
