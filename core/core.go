@@ -115,6 +115,9 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 // being prefetched for a queued one) stay put in every tier holding them.
 func (c *Core) Pinned(b Block) bool { return c.pins[b] > 0 }
 
+// BlockBytes is the size of block b (fixed when it was first seen).
+func (c *Core) BlockBytes(b Block) int64 { return c.size[b] }
+
 // Used returns the bytes resident in a tier.
 func (c *Core) Used(tier int) int64 { return c.used[tier] }
 
