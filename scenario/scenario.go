@@ -21,6 +21,7 @@ import (
 // Scenario is one validated scenario file with every default filled in.
 type Scenario struct {
 	Path     string // as given to Load or Parse
+	Profile  string // hardware profile applied to default links, if any
 	Name     string // key name; default: the file's base name without .toml
 	Seed     int64  // key seed; default 1
 	Model    Model
@@ -208,9 +209,10 @@ func Parse(data []byte, path string) (*Scenario, error) {
 }
 
 type parser struct {
-	path  string // for messages
-	file  string // as given; anchors relative traces
-	lines lineIndex
+	path    string // for messages
+	file    string // as given; anchors relative traces
+	lines   lineIndex
+	profile *Profile
 }
 
 // table is one instance of a TOML table together with what messages need.
@@ -517,7 +519,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 			unknown = append(unknown, e)
 		}
 	}
-	add(top.unknown(allow("name", "seed", "model", "gpu", "tier", "link", "workload", "policy")))
+	add(top.unknown(allow("name", "seed", "profile", "model", "gpu", "tier", "link", "workload", "policy")))
 	add(model.unknown(allow("layers", "kv_heads", "head_dim", "dtype", "block_tokens")))
 	if gpu != nil {
 		add(gpu.unknown(allow("prefill_tokens_per_s", "attention_ns_per_token2", "decode_tokens_per_s", "load")))
@@ -562,6 +564,16 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	}
 	if s.Tiers, err = p.parseTiers(tiers); err != nil {
 		return err
+	}
+	if _, ok := root["profile"]; ok {
+		name, err := top.str("profile", "")
+		if err != nil {
+			return err
+		}
+		if p.profile, err = LoadProfile(resolve(p.file, name)); err != nil {
+			return &Error{Path: p.path, Line: top.line("profile"), Msg: err.Error()}
+		}
+		s.Profile = p.profile.Path
 	}
 	if s.Links, err = p.parseLinks(links, haveLinks, s.Tiers); err != nil {
 		return err
@@ -752,7 +764,9 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		// No [[link]]: a chain in file order, hbm -> next -> next.
 		links := make([]Link, 0, len(tiers)-1)
 		for i := 1; i < len(tiers); i++ {
-			links = append(links, DefaultLink(tiers, i-1, i))
+			l := DefaultLink(tiers, i-1, i)
+			p.profile.applyDefault(&l, tiers)
+			links = append(links, l)
 		}
 		return links, nil
 	}
@@ -788,6 +802,7 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		}
 		seen[k] = n
 		l := DefaultLink(tiers, a, b)
+		p.profile.applyDefault(&l, tiers)
 		var err error
 		if l.Bandwidth, err = t.bandwidth("bandwidth", l.Bandwidth); err != nil {
 			return nil, err

@@ -1,0 +1,136 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Profile is a hardware profile written by `kvsim calibrate`: measured
+// link figures between tier kinds on one machine. A scenario names it with
+// the top-level key `profile`; its figures then replace the default link
+// figures for those kinds (keys given in a [[link]] still win).
+type Profile struct {
+	Path  string
+	Links []ProfileLink
+}
+
+// ProfileLink is one measured connection between two tier kinds.
+type ProfileLink struct {
+	From, To         string  // tier kinds
+	Bandwidth        float64 // bytes/s, From -> To
+	ReverseBandwidth float64 // bytes/s, To -> From
+	Latency          int64   // ns per transfer
+}
+
+type profileFile struct {
+	Machine      string         `toml:"machine"`
+	Date         string         `toml:"date"`
+	Notes        string         `toml:"notes"`
+	Measurements map[string]any `toml:"measurements"`
+	Link         []struct {
+		From             string `toml:"from"`
+		To               string `toml:"to"`
+		Bandwidth        string `toml:"bandwidth"`
+		ReverseBandwidth string `toml:"reverse_bandwidth"`
+		Latency          string `toml:"latency"`
+	} `toml:"link"`
+}
+
+// LoadProfile reads a hardware profile.
+func LoadProfile(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
+	}
+	var f profileFile
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: "profile: " + err.Error()}
+	}
+	if und := md.Undecoded(); len(und) > 0 && und[0].String() != "" {
+		for _, k := range und {
+			if len(k) > 0 && k[0] != "measurements" {
+				return nil, &Error{Path: path, Msg: fmt.Sprintf("profile: unknown key %q", k.String())}
+			}
+		}
+	}
+	p := &Profile{Path: path}
+	for i, l := range f.Link {
+		at := func(key string, err error) error {
+			return &Error{Path: path, Msg: fmt.Sprintf("profile: link %d: %s: %v", i+1, key, err)}
+		}
+		if _, ok := KindDefaults(l.From); !ok {
+			return nil, at("from", fmt.Errorf("unknown tier kind %q", l.From))
+		}
+		if _, ok := KindDefaults(l.To); !ok {
+			return nil, at("to", fmt.Errorf("unknown tier kind %q", l.To))
+		}
+		pl := ProfileLink{From: l.From, To: l.To}
+		if pl.Bandwidth, err = ParseBandwidth(l.Bandwidth); err != nil || pl.Bandwidth <= 0 {
+			return nil, at("bandwidth", fmt.Errorf("want a positive bandwidth, got %q", l.Bandwidth))
+		}
+		pl.ReverseBandwidth = pl.Bandwidth
+		if l.ReverseBandwidth != "" {
+			if pl.ReverseBandwidth, err = ParseBandwidth(l.ReverseBandwidth); err != nil || pl.ReverseBandwidth <= 0 {
+				return nil, at("reverse_bandwidth", fmt.Errorf("want a positive bandwidth, got %q", l.ReverseBandwidth))
+			}
+		}
+		if l.Latency != "" {
+			if pl.Latency, err = ParseDuration(l.Latency); err != nil || pl.Latency < 0 {
+				return nil, at("latency", fmt.Errorf("want a duration >= 0, got %q", l.Latency))
+			}
+		}
+		p.Links = append(p.Links, pl)
+	}
+	return p, nil
+}
+
+func errText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// lookup returns the profile's figures for a link from kind a to kind b.
+func (p *Profile) lookup(a, b string) (fwd, rev float64, lat int64, ok bool) {
+	if p == nil {
+		return 0, 0, 0, false
+	}
+	for _, l := range p.Links {
+		switch {
+		case l.From == a && l.To == b:
+			return l.Bandwidth, l.ReverseBandwidth, l.Latency, true
+		case l.From == b && l.To == a:
+			return l.ReverseBandwidth, l.Bandwidth, l.Latency, true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// applyDefault puts the profile's figures into a default link.
+func (p *Profile) applyDefault(l *Link, tiers []Tier) {
+	if fwd, rev, lat, ok := p.lookup(tiers[l.From].Kind, tiers[l.To].Kind); ok {
+		l.Bandwidth, l.ReverseBandwidth, l.Latency = fwd, rev, lat
+	}
+}
+
+// ApplyProfile replaces the figures of every link whose tier kinds the
+// profile measured, explicit ones included: what `kvsim replay --profile`
+// does to predict this machine.
+func (s *Scenario) ApplyProfile(p *Profile) {
+	for i := range s.Links {
+		p.applyDefault(&s.Links[i], s.Tiers)
+	}
+}
+
+// resolve makes a profile path relative to the scenario file.
+func resolve(scenarioPath, p string) string {
+	if filepath.IsAbs(p) || scenarioPath == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(scenarioPath), p)
+}
