@@ -2,9 +2,8 @@ module kvsim
 
 go 1.26.0
 
-require github.com/BurntSushi/toml v1.6.0
-
 require (
-	github.com/go-echarts/go-echarts/v2 v2.6.7 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	github.com/go-echarts/go-echarts/v2 v2.6.7
+	golang.org/x/sys v0.50.0
 )

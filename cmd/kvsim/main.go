@@ -63,6 +63,7 @@ func commands() []command {
 		{"run", "simulate scenarios in virtual time and write results", runRun},
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
+		{"report", "re-render HTML reports from saved results", runReport},
 	}
 }
 

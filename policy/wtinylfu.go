@@ -1,0 +1,138 @@
+package policy
+
+import "fmt"
+
+// WTinyLFU is W-TinyLFU (Einziger, Friedman and Manes, ACM TOS 2017; the
+// policy of Caffeine): new blocks enter a small LRU window (window of the
+// capacity, 1%); the rest is a segmented LRU main cache (probation and
+// protected, protected = 80% of main). When the window overflows, its LRU
+// block competes with main's victim (probation's LRU) and enters main only
+// if a count-min sketch with aging says it is seen more often. Every insert
+// and hit is counted. The sketch is sized at the first Insert for
+// capacity/size blocks; an optional doorkeeper filters first occurrences.
+type WTinyLFU struct {
+	win, prob, prot     *List
+	sketch              *Sketch
+	size                []int64
+	wUsed, bUsed, tUsed int64 // window, probation, protected
+	c, wCap, mCap, tCap int64
+	doorkeeper          bool
+}
+
+// NewWTinyLFU returns an empty W-TinyLFU for capacity c.
+func NewWTinyLFU(c int64, window, protected float64, doorkeeper bool) *WTinyLFU {
+	w := int64(window * float64(c))
+	return &WTinyLFU{win: NewList(), prob: NewList(), prot: NewList(), c: c,
+		wCap: w, mCap: c - w, tCap: int64(protected * float64(c-w)), doorkeeper: doorkeeper}
+}
+
+func (p *WTinyLFU) Len() int { return p.win.Len() + p.prob.Len() + p.prot.Len() }
+
+func (p *WTinyLFU) Insert(b Block, size int64, _ int64) {
+	if p.sketch == nil {
+		p.sketch = NewSketch(int(p.c/max(size, 1)), p.doorkeeper)
+	}
+	p.size = ensure(p.size, b, 0)
+	p.size[b] = size
+	p.sketch.Add(b)
+	p.win.PushFront(b)
+	p.wUsed += size
+}
+
+func (p *WTinyLFU) Access(b Block, _ int64) {
+	p.sketch.Add(b)
+	switch {
+	case p.win.Contains(b):
+		p.win.MoveToFront(b)
+	case p.prob.Contains(b): // second hit in main: promote, demoting overflow
+		p.prob.Remove(b)
+		p.bUsed -= p.size[b]
+		p.prot.PushFront(b)
+		p.tUsed += p.size[b]
+		for p.tUsed > p.tCap && p.prot.Len() > 1 {
+			v := p.prot.PopBack()
+			p.tUsed -= p.size[v]
+			p.prob.PushFront(v)
+			p.bUsed += p.size[v]
+		}
+	default:
+		p.prot.MoveToFront(b)
+	}
+}
+
+func (p *WTinyLFU) Remove(b Block) {
+	switch {
+	case p.win.Contains(b):
+		p.win.Remove(b)
+		p.wUsed -= p.size[b]
+	case p.prob.Contains(b):
+		p.prob.Remove(b)
+		p.bUsed -= p.size[b]
+	default:
+		p.prot.Remove(b)
+		p.tUsed -= p.size[b]
+	}
+}
+
+// lruUnpinned is the least recently used unpinned member of l, or None.
+func lruUnpinned(l *List, pinned Pinned) Block {
+	for b := l.Back(); b != None; b = l.Prev(b) {
+		if !pinned.Pinned(b) {
+			return b
+		}
+	}
+	return None
+}
+
+// Evict settles an overflowing window first: its LRU block moves into main
+// while main has room, else it duels main's victim and the loser is
+// evicted. With the window within bounds, main's LRU (probation first) goes.
+func (p *WTinyLFU) Evict(_ int64, pinned Pinned) (Block, bool) {
+	for p.wUsed > p.wCap {
+		c := lruUnpinned(p.win, pinned)
+		if c == None {
+			break
+		}
+		if p.bUsed+p.tUsed+p.size[c] <= p.mCap {
+			p.toProbation(c)
+			continue
+		}
+		v := lruUnpinned(p.prob, pinned)
+		if v == None {
+			v = lruUnpinned(p.prot, pinned)
+		}
+		if v != None && p.sketch.Estimate(c) > p.sketch.Estimate(v) {
+			p.Remove(v)
+			p.toProbation(c)
+			return v, true
+		}
+		p.Remove(c)
+		return c, true
+	}
+	for _, l := range [...]*List{p.prob, p.prot, p.win} {
+		if b := lruUnpinned(l, pinned); b != None {
+			p.Remove(b)
+			return b, true
+		}
+	}
+	return None, false
+}
+
+func (p *WTinyLFU) toProbation(b Block) {
+	p.win.Remove(b)
+	p.wUsed -= p.size[b]
+	p.prob.PushFront(b)
+	p.bUsed += p.size[b]
+}
+
+func init() {
+	Register(Spec{Name: "wtinylfu", Brief: "W-TinyLFU (Caffeine): LRU window, SLRU main, count-min admission",
+		Params: []string{"window", "protected", "doorkeeper"},
+		New: func(c Config) (Policy, error) {
+			w, pr, d := c.Params.Get("window", 0.01), c.Params.Get("protected", 0.80), c.Params.Get("doorkeeper", 0)
+			if w < 0 || w >= 1 || pr < 0 || pr > 1 || (d != 0 && d != 1) {
+				return nil, fmt.Errorf("wtinylfu: need window in [0,1), protected in [0,1], doorkeeper 0 or 1 (got %g, %g, %g)", w, pr, d)
+			}
+			return NewWTinyLFU(c.Capacity, w, pr, d == 1), nil
+		}})
+}

@@ -1,0 +1,491 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"kvsim/results"
+)
+
+// chart is everything one chart shows, kept apart from go-echarts so that
+// tests can pin the numbers (golden files) without parsing HTML.
+type chart struct {
+	ID         string   `json:"id"`   // also the JS variable suffix: [a-z0-9_] only
+	Kind       string   `json:"kind"` // kindBar, kindHBar or kindLine
+	Title      string   `json:"title"`
+	Subtitle   string   `json:"subtitle,omitempty"`
+	XName      string   `json:"x_name"`
+	YName      string   `json:"y_name"`
+	XLog       bool     `json:"x_log,omitempty"`
+	YMax       float64  `json:"y_max,omitempty"` // top of the value axis; 0: automatic
+	Categories []string `json:"categories,omitempty"`
+	Stack      bool     `json:"stack,omitempty"`
+	Height     int      `json:"height,omitempty"` // px; 0: default
+	// Tooltips print values as toFixed(Decimals)+Unit; line charts add
+	// "at x" with XDecimals/XUnit; Detail adds a bracketed second figure.
+	Unit           string   `json:"unit"`
+	Decimals       int      `json:"decimals"`
+	XUnit          string   `json:"x_unit,omitempty"`
+	XDecimals      int      `json:"x_decimals,omitempty"`
+	DetailUnit     string   `json:"detail_unit,omitempty"`
+	DetailDecimals int      `json:"detail_decimals,omitempty"`
+	Series         []series `json:"series"`
+}
+
+const (
+	kindBar  = "bar"  // categories on x, values on y
+	kindHBar = "hbar" // categories on y (top to bottom), values on x
+	kindLine = "line" // points (X[i], Y[i]) on two value axes
+)
+
+type series struct {
+	Name   string `json:"name"`
+	Values nums   `json:"values,omitempty"` // bars: one per category, NaN = no bar
+	X      nums   `json:"x,omitempty"`      // lines
+	Y      nums   `json:"y,omitempty"`
+	Detail nums   `json:"detail,omitempty"` // bars: one per category
+}
+
+// nums marshals NaN as null: golden files must hold "no value" too.
+type nums []float64
+
+func (v nums) MarshalJSON() ([]byte, error) {
+	b := []byte{'['}
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendFloat(b, x, 'g', -1, 64)
+		}
+	}
+	return append(b, ']'), nil
+}
+
+func (v *nums) UnmarshalJSON(b []byte) error {
+	var xs []*float64
+	if err := json.Unmarshal(b, &xs); err != nil {
+		return err
+	}
+	*v = make(nums, len(xs))
+	for i, x := range xs {
+		(*v)[i] = math.NaN()
+		if x != nil {
+			(*v)[i] = *x
+		}
+	}
+	return nil
+}
+
+const (
+	maxCDFPoints    = 500  // per policy
+	maxSeriesPoints = 2048 // per time-series line (sim keeps <= 1024)
+	minLogTTFTms    = 1e-3 // a log axis cannot show 0
+)
+
+// round keeps pages small and golden files readable; 6 significant
+// digits is far below what a chart or tooltip can show.
+func round(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
+	return v
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func policyNames(s *results.Summary) []string {
+	out := make([]string, len(s.Policies))
+	for i, p := range s.Policies {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// tierNames lists the tiers in hierarchy order, then any name the
+// policies mention that the tier list lacks, sorted (maps have no order).
+func tierNames(s *results.Summary) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range s.Tiers {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			out = append(out, t.Name)
+		}
+	}
+	var extra []string
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			extra = append(extra, k)
+		}
+	}
+	for _, p := range s.Policies {
+		for k := range p.Hits {
+			add(k)
+		}
+	}
+	for _, ts := range s.Series {
+		for k := range ts.TierUsed {
+			add(k)
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...)
+}
+
+// linkNames lists every link any policy reports, sorted.
+func linkNames(s *results.Summary) []string {
+	seen := map[string]bool{}
+	for _, p := range s.Policies {
+		for k := range p.BytesMoved {
+			seen[k] = true
+		}
+		for k := range p.Links {
+			seen[k] = true
+		}
+	}
+	for _, ts := range s.Series {
+		for k := range ts.LinkUtil {
+			seen[k] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hitChart: where each policy's block accesses were served from; the
+// remainder was recomputed.
+func hitChart(s *results.Summary) chart {
+	c := chart{ID: "hit_ratio", Kind: kindBar, Title: "Hit ratio by tier",
+		Subtitle: "share of block accesses served from each tier; the rest was recomputed",
+		XName:    "policy", YName: "block accesses (%)", YMax: 100, Stack: true,
+		Categories: policyNames(s), Unit: " %", Decimals: 2, DetailUnit: " blocks"}
+	tiers := tierNames(s)
+	for _, t := range tiers {
+		sr := series{Name: t}
+		for _, p := range s.Policies {
+			sr.Values = append(sr.Values, round(100*ratio(p.Hits[t], p.BlockAccesses)))
+			sr.Detail = append(sr.Detail, float64(p.Hits[t]))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	rest := series{Name: "recomputed"}
+	for _, p := range s.Policies {
+		var hits int64
+		for _, t := range tiers {
+			hits += p.Hits[t]
+		}
+		r := max(p.BlockAccesses-hits, 0)
+		rest.Values = append(rest.Values, round(100*ratio(r, p.BlockAccesses)))
+		rest.Detail = append(rest.Detail, float64(r))
+	}
+	c.Series = append(c.Series, rest)
+	return c
+}
+
+func recomputeChart(s *results.Summary) chart {
+	c := chart{ID: "recomputed", Kind: kindBar, Title: "Recomputed prefill tokens",
+		Subtitle: fmt.Sprintf("tokens whose KV was not cached; in brackets: share of the trace's %d input tokens", s.Trace.InputTokens),
+		XName:    "policy", YName: "tokens", Categories: policyNames(s),
+		Unit: " tokens", Decimals: 0, DetailUnit: " % of input", DetailDecimals: 2}
+	sr := series{Name: "recomputed tokens"}
+	for _, p := range s.Policies {
+		sr.Values = append(sr.Values, float64(p.RecomputedTokens))
+		sr.Detail = append(sr.Detail, round(100*ratio(p.RecomputedTokens, s.Trace.InputTokens)))
+	}
+	c.Series = append(c.Series, sr)
+	return c
+}
+
+func ttftBarsChart(s *results.Summary) chart {
+	c := chart{ID: "ttft_quantiles", Kind: kindBar, Title: "Time to first token: p50 / p90 / p99",
+		Subtitle: "from each policy's latency histogram",
+		XName:    "policy", YName: "TTFT (ms)", Categories: policyNames(s), Unit: " ms", Decimals: 3}
+	for _, q := range []struct {
+		name string
+		f    func(results.Quantiles) float64
+	}{{"p50", func(q results.Quantiles) float64 { return q.P50 }},
+		{"p90", func(q results.Quantiles) float64 { return q.P90 }},
+		{"p99", func(q results.Quantiles) float64 { return q.P99 }}} {
+		sr := series{Name: q.name}
+		for _, p := range s.Policies {
+			sr.Values = append(sr.Values, round(q.f(p.TTFTms)))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	return c
+}
+
+// cdf returns at most n points of the empirical CDF of v (x ascending,
+// y in percent), always keeping the first and last sample.
+func cdf(v []float64, n int) (x, y []float64) {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	m := len(s)
+	if m == 0 {
+		return nil, nil
+	}
+	k := min(m, n)
+	for i := 0; i < k; i++ {
+		j := i
+		if k < m {
+			j = int(int64(i) * int64(m-1) / int64(k-1))
+		}
+		x = append(x, round(max(s[j], minLogTTFTms)))
+		y = append(y, round(100*float64(j+1)/float64(m)))
+	}
+	return x, y
+}
+
+// ttftCDFChart needs per-request TTFTs (requests.csv); ok is false
+// without any.
+func ttftCDFChart(s *results.Summary, ttft map[string][]float64) (c chart, ok bool) {
+	c = chart{ID: "ttft_cdf", Kind: kindLine, Title: "Time to first token: CDF",
+		Subtitle: fmt.Sprintf("share of requests with TTFT ≤ x (log scale; rejected requests left out; at most %d points per policy)", maxCDFPoints),
+		XName:    "TTFT (ms)", YName: "requests (%)", XLog: true, YMax: 100,
+		Unit: " %", Decimals: 2, XUnit: " ms", XDecimals: 3}
+	for _, p := range s.Policies {
+		if len(ttft[p.Name]) == 0 {
+			continue
+		}
+		x, y := cdf(ttft[p.Name], maxCDFPoints)
+		c.Series = append(c.Series, series{Name: p.Name, X: x, Y: y})
+	}
+	return c, len(c.Series) > 0
+}
+
+func bytesChart(s *results.Summary) chart {
+	c := chart{ID: "bytes_moved", Kind: kindBar, Title: "Bytes moved per link",
+		Subtitle: "each direction of a link counted apart; in brackets: exact bytes",
+		XName:    "policy", YName: "moved (GiB)", Categories: policyNames(s),
+		Unit: " GiB", Decimals: 2, DetailUnit: " B"}
+	for _, l := range linkNames(s) {
+		sr := series{Name: l}
+		for _, p := range s.Policies {
+			b := p.BytesMoved[l]
+			if b == 0 {
+				b = p.Links[l].Bytes
+			}
+			sr.Values = append(sr.Values, round(float64(b)/(1<<30)))
+			sr.Detail = append(sr.Detail, float64(b))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	return c
+}
+
+// downsample averages runs of k samples so a line has at most n points;
+// each point sits at the time of the last sample it covers.
+func downsample(t, v []float64, n int) (x, y []float64, k int) {
+	m := min(len(t), len(v))
+	k = max((m+n-1)/n, 1)
+	for i := 0; i < m; i += k {
+		j := min(i+k, m)
+		sum := 0.0
+		for _, u := range v[i:j] {
+			sum += u
+		}
+		x = append(x, round(t[j-1]))
+		y = append(y, round(sum/float64(j-i)))
+	}
+	return x, y, k
+}
+
+func ints(v []int) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func scale(v []float64, f float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = x * f
+	}
+	return out
+}
+
+// timeCharts are small multiples over virtual time: one chart per tier,
+// per link and for the request queue, with a line per policy.
+func timeCharts(s *results.Summary) []chart {
+	if len(s.Series) == 0 {
+		return nil
+	}
+	// Series in policy order, then any others by name.
+	var ts []results.TimeSeries
+	order := map[string]int{}
+	for i, p := range s.Policies {
+		order[p.Name] = i
+	}
+	ts = slices.Clone(s.Series)
+	sort.SliceStable(ts, func(a, b int) bool {
+		ia, oka := order[ts[a].Policy]
+		ib, okb := order[ts[b].Policy]
+		if oka != okb {
+			return oka
+		}
+		if oka {
+			return ia < ib
+		}
+		return ts[a].Policy < ts[b].Policy
+	})
+	k := 1
+	line := func(name string, t, v []float64) series {
+		x, y, kk := downsample(t, v, maxSeriesPoints)
+		k = max(k, kk)
+		return series{Name: name, X: x, Y: y}
+	}
+	sub := func(what string) string {
+		if k > 1 {
+			return fmt.Sprintf("%s; each point is the mean of %d samples", what, k)
+		}
+		return what
+	}
+	var out []chart
+	for i, tier := range tierNames(s) {
+		k = 1
+		c := chart{ID: fmt.Sprintf("occupancy_%d", i), Kind: kindLine, Title: "Occupancy of tier " + tier,
+			XName: "virtual time (s)", YName: "used (% of capacity)", YMax: 100,
+			Unit: " %", Decimals: 2, XUnit: " s", XDecimals: 1}
+		for _, x := range ts {
+			if u, ok := x.TierUsed[tier]; ok {
+				c.Series = append(c.Series, line(x.Policy, x.TimesS, scale(u, 100)))
+			}
+		}
+		c.Subtitle = sub("bytes held in " + tier + " over its capacity, sampled over virtual time")
+		if len(c.Series) > 0 {
+			out = append(out, c)
+		}
+	}
+	for i, l := range linkNames(s) {
+		k = 1
+		c := chart{ID: fmt.Sprintf("link_util_%d", i), Kind: kindLine, Title: "Utilisation of link " + l,
+			XName: "virtual time (s)", YName: "busy (% of lane time)", YMax: 100,
+			Unit: " %", Decimals: 2, XUnit: " s", XDecimals: 1}
+		for _, x := range ts {
+			if u, ok := x.LinkUtil[l]; ok {
+				c.Series = append(c.Series, line(x.Policy, x.TimesS, scale(u, 100)))
+			}
+		}
+		c.Subtitle = sub("share of the link's lanes busy in each sampling interval")
+		if len(c.Series) > 0 {
+			out = append(out, c)
+		}
+	}
+	for _, q := range []struct{ id, title, what string }{
+		{"queued", "Queued requests", "requests waiting for HBM space"},
+		{"running", "Running requests", "requests admitted and not yet finished"},
+	} {
+		k = 1
+		c := chart{ID: q.id, Kind: kindLine, Title: q.title + " over time",
+			XName: "virtual time (s)", YName: "requests", Unit: " requests", XUnit: " s", XDecimals: 1}
+		for _, x := range ts {
+			v := x.Queued
+			if q.id == "running" {
+				v = x.Running
+			}
+			if len(v) > 0 {
+				c.Series = append(c.Series, line(x.Policy, x.TimesS, ints(v)))
+			}
+		}
+		c.Subtitle = sub(q.what)
+		if k > 1 {
+			c.Decimals = 1
+		}
+		if len(c.Series) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// scenarioCharts is every chart of a scenario's report, in page order.
+// ttft may be nil (no requests.csv): the CDF is then left out.
+func scenarioCharts(s *results.Summary, ttft map[string][]float64) []chart {
+	out := []chart{hitChart(s)}
+	if c, ok := ttftCDFChart(s, ttft); ok {
+		out = append(out, c)
+	}
+	out = append(out, ttftBarsChart(s), recomputeChart(s), bytesChart(s))
+	return append(out, timeCharts(s)...)
+}
+
+// indexCharts compares every scenario x policy: one horizontal bar per
+// pair, coloured by scenario.
+func indexCharts(ss []*results.Summary) []chart {
+	var cats []string
+	for _, s := range ss {
+		for _, p := range s.Policies {
+			cats = append(cats, s.Scenario+" / "+p.Name)
+		}
+	}
+	mk := func(id, title, sub, xname, unit string, dec int, top float64, f func(p *results.Policy) float64) chart {
+		c := chart{ID: id, Kind: kindHBar, Title: title, Subtitle: sub, XName: xname, YName: "scenario / policy",
+			Categories: cats, Stack: true, YMax: top, Unit: unit, Decimals: dec, Height: 120 + 26*len(cats)}
+		at := 0
+		for _, s := range ss {
+			sr := series{Name: s.Scenario, Values: make(nums, len(cats))}
+			for i := range sr.Values {
+				sr.Values[i] = math.NaN()
+			}
+			for i := range s.Policies {
+				sr.Values[at] = round(f(&s.Policies[i]))
+				at++
+			}
+			c.Series = append(c.Series, sr)
+		}
+		return c
+	}
+	return []chart{
+		mk("index_hit_ratio", "Hit ratio by scenario and policy", "block accesses served from any tier", "hit ratio (%)", " %", 2, 100,
+			func(p *results.Policy) float64 { return 100 * p.HitRatio }),
+		mk("index_ttft_p99", "TTFT p99 by scenario and policy", "99th percentile of time to first token", "TTFT p99 (ms)", " ms", 3, 0,
+			func(p *results.Policy) float64 { return p.TTFTms.P99 }),
+	}
+}
+
+// Curve is one policy's miss-ratio curve (from kvsim mrc).
+type Curve struct {
+	Policy     string
+	SizeBlocks []int
+	MissRatio  []float64
+}
+
+func mrcChart(title string, curves []Curve) chart {
+	c := chart{ID: "mrc", Kind: kindLine, Title: title, Subtitle: "miss ratio against cache size, one line per policy",
+		XName: "cache size (blocks)", YName: "miss ratio (%)", YMax: 100,
+		Unit: " %", Decimals: 3, XUnit: " blocks"}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, cv := range curves {
+		sr := series{Name: cv.Policy}
+		for i := range min(len(cv.SizeBlocks), len(cv.MissRatio)) {
+			x := float64(cv.SizeBlocks[i])
+			sr.X = append(sr.X, x)
+			sr.Y = append(sr.Y, round(100*cv.MissRatio[i]))
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		c.Series = append(c.Series, sr)
+	}
+	// Sizes spanning two decades or more read better on a log axis.
+	c.XLog = lo > 0 && hi/lo >= 100
+	return c
+}

@@ -1,0 +1,351 @@
+// Package report renders a run's results (summary.json, requests.csv) as
+// self-describing HTML pages of ECharts charts, through go-echarts.
+//
+// Pages are deterministic: the same inputs give byte-identical HTML, so
+// reports can be diffed and screenshots compared.
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"kvsim/results"
+)
+
+// DefaultAssetsHost is go-echarts' online home of echarts.min.js.
+const DefaultAssetsHost = "https://go-echarts.github.io/go-echarts-assets/assets/"
+
+// EChartsFile is the script every page loads.
+const EChartsFile = "echarts.min.js"
+
+// Options says where a page gets ECharts from.
+type Options struct {
+	// AssetsHost is where the page loads echarts.min.js from: "" means
+	// DefaultAssetsHost (needs the network); otherwise a URL prefix ending
+	// in "/" (e.g. "assets/") whose folder holds echarts.min.js.
+	AssetsHost string
+	// Inline, when non-nil, is echarts.min.js itself, put into the page
+	// instead of loading a separate file.
+	Inline []byte
+}
+
+// Scenario writes one scenario's report. It has no per-request data, so
+// the TTFT CDF is left out: use ScenarioFromDir or ScenarioWithRequests.
+func Scenario(w io.Writer, s *results.Summary, o Options) error {
+	return writePage(w, scenarioPage(s, nil), o)
+}
+
+// ScenarioFromDir writes the report of the results folder dir
+// (dir/summary.json, and dir/requests.csv when present).
+func ScenarioFromDir(w io.Writer, dir string, o Options) error {
+	s, err := results.ReadSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return err
+	}
+	return ScenarioWithRequests(w, s, filepath.Join(dir, "requests.csv"), o)
+}
+
+// ScenarioWithRequests writes s's report with the TTFT CDF drawn from
+// requestsCSV; a missing file only leaves the CDF out.
+func ScenarioWithRequests(w io.Writer, s *results.Summary, requestsCSV string, o Options) error {
+	ttft, err := readTTFTs(requestsCSV, s)
+	if err != nil {
+		return err
+	}
+	return writePage(w, scenarioPage(s, ttft), o)
+}
+
+// Index writes a page comparing every scenario x policy of a results
+// folder; it links to <scenario>/report.html.
+func Index(w io.Writer, ss []*results.Summary, o Options) error {
+	return writePage(w, indexPage(ss), o)
+}
+
+// MRC writes a page of miss-ratio curves.
+func MRC(w io.Writer, title string, curves []Curve, o Options) error {
+	p := &page{Title: title, Heading: title, Charts: []chart{mrcChart(title, curves)}}
+	return writePage(w, p, o)
+}
+
+// CopyAssets copies srcDir/echarts.min.js into dstDir (made if needed).
+func CopyAssets(srcDir, dstDir string) error {
+	src := filepath.Join(srcDir, EChartsFile)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: not found (the assets folder must be ECharts' dist folder, holding %s)", src, EChartsFile)
+		}
+		return err
+	}
+	if len(b) == 0 {
+		return fmt.Errorf("%s: empty file", src)
+	}
+	if err := os.MkdirAll(dstDir, 0o755); err != nil {
+		return err
+	}
+	dst := filepath.Join(dstDir, EChartsFile)
+	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, b) {
+		return nil // already there: leave its timestamp alone
+	}
+	return results.WriteFileAtomic(dst, b)
+}
+
+// readTTFTs loads each policy's TTFTs (ms) from requests.csv, skipping
+// rejected requests; nil when the file does not exist.
+func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.ReuseRecord = true
+	hdr, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a kvsim requests.csv: %v", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range hdr {
+		col[h] = i
+	}
+	pc, ok1 := col["policy"]
+	tc, ok2 := col["ttft_ms"]
+	rc, hasRej := col["rejected"]
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%s: not a kvsim requests.csv: no policy or ttft_ms column", path)
+	}
+	known := map[string]bool{}
+	for _, p := range s.Policies {
+		known[p.Name] = true
+	}
+	out := map[string][]float64{}
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if hasRej && rec[rc] == "true" {
+			continue
+		}
+		v, err := strconv.ParseFloat(rec[tc], 64)
+		if err != nil {
+			line, _ := r.FieldPos(tc)
+			return nil, fmt.Errorf("%s:%d: bad ttft_ms %q", path, line, rec[tc])
+		}
+		if known[rec[pc]] {
+			out[rec[pc]] = append(out[rec[pc]], v)
+		}
+	}
+	return out, nil
+}
+
+// page is what the HTML template shows around the charts.
+type page struct {
+	Title   string
+	Heading string
+	Pre     string   // preformatted description
+	Facts   []string // one line each under the description
+	Table   *table   // optional summary table
+	Notes   []string // small print above the charts
+	Charts  []chart
+}
+
+type table struct {
+	Head []string
+	Rows [][]cell
+}
+
+type cell struct {
+	Text string
+	Link string // relative URL, or ""
+	Num  bool   // right-aligned
+}
+
+func num(s string) cell { return cell{Text: s, Num: true} }
+
+func fixed(x float64, dec int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(x, 'f', dec, 64)
+}
+
+func f2(x float64) string  { return fixed(x, 2) }
+func f1(x float64) string  { return fixed(x, 1) }
+func pct(x float64) string { return fixed(100*x, 2) + " %" }
+func itoa(x int64) string  { return strconv.FormatInt(x, 10) }
+
+func movedGiB(p *results.Policy) string {
+	var b int64
+	for _, v := range p.BytesMoved {
+		b += v
+	}
+	return f2(float64(b) / (1 << 30))
+}
+
+var policyHead = []string{"hit ratio", "block-hit ratio", "TTFT p50 ms", "p90", "p99", "queue p99 ms",
+	"recomputed tokens", "moved GiB", "rejected"}
+
+func policyCells(p *results.Policy) []cell {
+	return []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(f1(p.TTFTms.P50)), num(f1(p.TTFTms.P90)),
+		num(f1(p.TTFTms.P99)), num(f1(p.QueueMs.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(itoa(p.Rejected))}
+}
+
+func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
+	t := s.Trace
+	p := &page{Title: "kvsim: " + s.Scenario, Heading: "kvsim report: scenario " + s.Scenario, Pre: s.Description}
+	if p.Pre == "" {
+		p.Pre = "scenario " + s.Scenario
+	}
+	p.Facts = append(p.Facts,
+		fmt.Sprintf("Trace: %d requests, %d block accesses, %d distinct blocks, %d input tokens over %.1f s of arrivals.",
+			t.Requests, t.BlockAccesses, t.DistinctBlocks, t.InputTokens, t.DurationS),
+		fmt.Sprintf("Model: %d-token blocks of %.1f MiB (%d KiB per token). Seed %d.",
+			s.Model.BlockTokens, float64(s.Model.BytesPerBlock)/(1<<20), s.Model.BytesPerToken>>10, s.Seed))
+	if t.SkippedLines > 0 {
+		p.Facts = append(p.Facts, fmt.Sprintf("%d malformed trace lines were skipped.", t.SkippedLines))
+	}
+	p.Table = &table{Head: append([]string{"policy", "eviction"}, policyHead...)}
+	for i := range s.Policies {
+		pol := &s.Policies[i]
+		p.Table.Rows = append(p.Table.Rows, append([]cell{{Text: pol.Name}, {Text: pol.Eviction}}, policyCells(pol)...))
+	}
+	if ttft == nil {
+		p.Notes = append(p.Notes, "No requests.csv next to summary.json: the TTFT CDF is left out.")
+	}
+	p.Charts = scenarioCharts(s, ttft)
+	return p
+}
+
+func indexPage(ss []*results.Summary) *page {
+	p := &page{Title: "kvsim results", Heading: fmt.Sprintf("kvsim results: %d scenarios", len(ss))}
+	p.Table = &table{Head: append([]string{"scenario", "policy", "requests"}, policyHead...)}
+	for _, s := range ss {
+		link := url.PathEscape(s.Scenario) + "/report.html"
+		for i := range s.Policies {
+			pol := &s.Policies[i]
+			row := []cell{{Text: s.Scenario, Link: link}, {Text: pol.Name}, num(itoa(pol.Requests))}
+			p.Table.Rows = append(p.Table.Rows, append(row, policyCells(pol)...))
+		}
+	}
+	for _, s := range ss {
+		if first, _, _ := strings.Cut(s.Description, "\n"); first != "" {
+			p.Facts = append(p.Facts, first)
+		}
+	}
+	p.Charts = indexCharts(ss)
+	return p
+}
+
+// pageTpl: the error hook comes first so that headless checks can tell a
+// failed script (e.g. ECharts not found) from a page that drew.
+var pageTpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en" data-kvsim-charts="{{len .Charts}}">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<script>
+window.onerror = function (msg, src, line, col) {
+	document.documentElement.setAttribute("data-kvsim-error", String(msg) + " (" + src + ":" + line + ":" + col + ")");
+};
+</script>
+{{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.Src}}"></script>{{end}}
+<style>
+body { font-family: system-ui, sans-serif; margin: 16px 24px; color: #222; }
+h1 { font-size: 22px; margin: 0 0 8px; }
+pre { background: #f6f8fa; padding: 8px 12px; font-size: 12px; line-height: 1.35; overflow-x: auto; margin: 0 0 6px; }
+p { margin: 4px 0; font-size: 13px; }
+table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 2px 8px; }
+th { background: #f0f0f0; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+.charts .container { border: 1px solid #e5e5e5; padding: 6px 0; }
+</style>
+</head>
+<body>
+<h1>{{.Heading}}</h1>
+{{with .Pre}}<pre>{{.}}</pre>{{end}}
+{{range .Facts}}<p>{{.}}</p>
+{{end}}
+{{- with .Table}}<table>
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Num}} class="n"{{end}}>{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{- range .Notes}}<p><i>{{.}}</i></p>
+{{end -}}
+<div class="charts">
+{{range .Elements}}{{.}}
+{{end}}</div>
+{{range .Scripts}}{{.}}
+{{end}}</body>
+</html>
+`))
+
+// scriptSafe keeps text inside a <script> element from ending it early;
+// "<\/" means "</" in both JS strings and JSON.
+var scriptSafe = strings.NewReplacer("</", `<\/`, "<!--", `<\!--`)
+
+func writePage(w io.Writer, p *page, o Options) error {
+	data := struct {
+		*page
+		Src      template.URL
+		Inline   template.JS
+		Elements []template.HTML
+		Scripts  []template.HTML
+	}{page: p}
+	if o.Inline != nil {
+		data.Inline = template.JS(scriptSafe.Replace(string(o.Inline)))
+	} else {
+		host := o.AssetsHost
+		if host == "" {
+			host = DefaultAssetsHost
+		}
+		if !strings.HasSuffix(host, "/") {
+			host += "/"
+		}
+		data.Src = template.URL(host + EChartsFile)
+	}
+	for i := range p.Charts {
+		sn := p.Charts[i].snippet()
+		data.Elements = append(data.Elements, template.HTML(sn.Element))
+		data.Scripts = append(data.Scripts, template.HTML(safeScript(sn.Script)))
+	}
+	var buf bytes.Buffer
+	if err := pageTpl.Execute(&buf, data); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// safeScript escapes the body of go-echarts' <script> element, whose
+// option JSON is not HTML-escaped (names come from user files).
+func safeScript(s string) string {
+	const open, end = `<script type="text/javascript">`, `</script>`
+	i := strings.Index(s, open)
+	j := strings.LastIndex(s, end)
+	if i < 0 || j < i {
+		return s
+	}
+	body := s[i+len(open) : j]
+	return s[:i+len(open)] + scriptSafe.Replace(body) + s[j:]
+}

@@ -1,0 +1,385 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"kvsim/results"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+func load(t *testing.T, name string) *results.Summary {
+	t.Helper()
+	s, err := results.ReadSummary(filepath.Join("testdata", name, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ttfts(t *testing.T, name string, s *results.Summary) map[string][]float64 {
+	t.Helper()
+	m, err := readTTFTs(filepath.Join("testdata", name, "requests.csv"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var testCurves = []Curve{
+	{Policy: "lru", SizeBlocks: []int{10, 100, 1000}, MissRatio: []float64{0.9, 0.5, 0.125}},
+	{Policy: "s3fifo", SizeBlocks: []int{10, 100, 1000}, MissRatio: []float64{0.875, 0.4375, 0.1}},
+}
+
+// golden compares the charts' data with testdata/NAME.golden.
+func golden(t *testing.T, name string, cs []chart) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep "->" and "≤" readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(cs); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.Bytes()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: chart data changed; if intended, run go test ./report -update and review the diff\n%s", path, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + itoa(int64(i+1)) + ":\n  want " + x + "\n  got  " + y
+		}
+	}
+	return ""
+}
+
+func TestGoldenScenario(t *testing.T) {
+	s := load(t, "small")
+	golden(t, "scenario", scenarioCharts(s, ttfts(t, "small", s)))
+}
+
+func TestGoldenIndex(t *testing.T) {
+	golden(t, "index", indexCharts([]*results.Summary{load(t, "small"), load(t, "other")}))
+}
+
+func TestGoldenMRC(t *testing.T) {
+	golden(t, "mrc", []chart{mrcChart("Miss-ratio curves: fixture", testCurves)})
+}
+
+// The numbers the golden file pins, checked by hand once.
+func TestHitChartAddsUp(t *testing.T) {
+	c := hitChart(load(t, "small"))
+	names := []string{}
+	for _, s := range c.Series {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "hbm,dram,recomputed" {
+		t.Fatalf("series %v, want tiers in hierarchy order then recomputed", names)
+	}
+	for i, pol := range c.Categories {
+		sum := 0.0
+		for _, s := range c.Series {
+			sum += s.Values[i]
+		}
+		if math.Abs(sum-100) > 1e-9 {
+			t.Errorf("%s: stacks to %v %%, want 100", pol, sum)
+		}
+	}
+	if got := c.Series[0].Values[0]; got != 22.5 { // lru: 9 of 40 from hbm
+		t.Errorf("lru hbm share %v, want 22.5", got)
+	}
+	if got := c.Series[2].Detail[1]; got != 28 { // fifo: 40 - 7 - 5
+		t.Errorf("fifo recomputed blocks %v, want 28", got)
+	}
+}
+
+func TestCDF(t *testing.T) {
+	x, y := cdf([]float64{3, 1, 2}, 500)
+	if want := []float64{1, 2, 3}; !equal(x, want) {
+		t.Errorf("x %v, want %v", x, want)
+	}
+	if y[2] != 100 {
+		t.Errorf("last y %v, want 100", y[2])
+	}
+	v := make([]float64, 12345)
+	for i := range v {
+		v[i] = float64((i * 7919) % 12345) // a permutation of 0..12344
+	}
+	x, y = cdf(v, 500)
+	if len(x) != 500 || len(y) != 500 {
+		t.Fatalf("%d points, want 500", len(x))
+	}
+	if x[0] != minLogTTFTms || x[499] != 12344 || y[499] != 100 {
+		t.Errorf("ends (%v,%v) (%v,%v): want the min (clamped for the log axis) and the max at 100%%", x[0], y[0], x[499], y[499])
+	}
+	for i := 1; i < len(x); i++ {
+		if x[i] < x[i-1] || y[i] <= y[i-1] {
+			t.Fatalf("not increasing at %d", i)
+		}
+	}
+	x2, _ := cdf(v, 500)
+	if !equal(x, x2) {
+		t.Error("two downsamplings differ")
+	}
+}
+
+func equal(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRejectedLeftOutOfCDF(t *testing.T) {
+	s := load(t, "small")
+	m := ttfts(t, "small", s)
+	if len(m["lru"]) != 3 || len(m["fifo"]) != 4 {
+		t.Errorf("TTFTs per policy lru %d fifo %d, want 3 and 4 (one lru request rejected)", len(m["lru"]), len(m["fifo"]))
+	}
+	if _, ok := ttftCDFChart(s, nil); ok {
+		t.Error("a CDF without requests.csv")
+	}
+	var b bytes.Buffer
+	if err := Scenario(&b, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "kvsim_ttft_cdf") || !strings.Contains(b.String(), "No requests.csv") {
+		t.Error("Scenario without requests.csv should leave the CDF out and say so")
+	}
+}
+
+var idPat = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// Every chart is labelled, and its tooltip text survives go-echarts'
+// JSON round trip (no quotes or backslashes).
+func TestChartsLabelled(t *testing.T) {
+	s := load(t, "small")
+	all := [][]chart{scenarioCharts(s, ttfts(t, "small", s)),
+		indexCharts([]*results.Summary{s, load(t, "other")}), {mrcChart("t", testCurves)}}
+	for _, cs := range all {
+		seen := map[string]bool{}
+		for _, c := range cs {
+			if !idPat.MatchString(c.ID) || seen[c.ID] {
+				t.Errorf("chart id %q: must be unique and [a-z0-9_]", c.ID)
+			}
+			seen[c.ID] = true
+			if c.Title == "" || c.XName == "" || c.YName == "" || len(c.Series) == 0 {
+				t.Errorf("%s: title %q, axes %q/%q, %d series", c.ID, c.Title, c.XName, c.YName, len(c.Series))
+			}
+			if !strings.Contains(c.XName+c.YName, "(") && c.Kind != kindBar && c.Kind != kindHBar {
+				t.Errorf("%s: no unit in the axis names %q / %q", c.ID, c.XName, c.YName)
+			}
+			for _, u := range []string{c.Unit, c.XUnit, c.DetailUnit} {
+				if jsSafe.Replace(u) != u {
+					t.Errorf("%s: unit %q holds a quote or backslash", c.ID, u)
+				}
+			}
+		}
+	}
+}
+
+func renderPage(t *testing.T, f func(*bytes.Buffer) error) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := f(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestDeterministic(t *testing.T) {
+	dir := filepath.Join("testdata", "small")
+	a := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, dir, Options{}) })
+	for range 5 { // map order differs from run to run
+		if b := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, dir, Options{}) }); a != b {
+			t.Fatal("two renders of the same results differ")
+		}
+	}
+	ss := []*results.Summary{load(t, "small"), load(t, "other")}
+	x := renderPage(t, func(b *bytes.Buffer) error { return Index(b, ss, Options{}) })
+	if y := renderPage(t, func(b *bytes.Buffer) error { return Index(b, ss, Options{}) }); x != y {
+		t.Fatal("two renders of the same index differ")
+	}
+}
+
+// The page holds one chart element and one init script per chart, with
+// our IDs, animation off and a tooltip formatter.
+func TestPageStructure(t *testing.T) {
+	s := load(t, "small")
+	cs := scenarioCharts(s, ttfts(t, "small", s))
+	h := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, filepath.Join("testdata", "small"), Options{}) })
+	if n := strings.Count(h, `class="item"`); n != len(cs) {
+		t.Errorf("%d chart elements, want %d", n, len(cs))
+	}
+	if !strings.Contains(h, `data-kvsim-charts="`+itoa(int64(len(cs)))+`"`) {
+		t.Error("no data-kvsim-charts attribute with the chart count")
+	}
+	for _, c := range cs {
+		if !strings.Contains(h, `id="kvsim_`+c.ID+`"`) || !strings.Contains(h, "goecharts_kvsim_"+c.ID+".setOption") {
+			t.Errorf("chart %s: element or script missing", c.ID)
+		}
+	}
+	opts := strings.Split(h, "let option_kvsim_")[1:]
+	if len(opts) != len(cs) {
+		t.Errorf("%d chart options, want %d", len(opts), len(cs))
+	}
+	for _, o := range opts {
+		if o, _, _ = strings.Cut(o, "\n"); !strings.Contains(o, `"animation":false`) {
+			t.Errorf("animation on in %.40s", o)
+		}
+	}
+	if n := strings.Count(h, `"formatter":function`); n != len(cs) {
+		t.Errorf("%d tooltip formatters, want %d", n, len(cs))
+	}
+	if strings.Contains(h, "__f__") || strings.Contains(h, "let option_kvsim_hit_ratio = ;") {
+		t.Error("a chart option did not render")
+	}
+	for _, want := range []string{"kvsim report: scenario small", "hand-written test fixture", "4 requests, 40 block accesses", "37.50 %"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("header lacks %q", want)
+		}
+	}
+}
+
+func TestAssets(t *testing.T) {
+	s := load(t, "other")
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, `<script src="` + DefaultAssetsHost + `echarts.min.js"></script>`},
+		{Options{AssetsHost: "assets/"}, `<script src="assets/echarts.min.js"></script>`},
+		{Options{AssetsHost: "../assets"}, `<script src="../assets/echarts.min.js"></script>`},
+	} {
+		h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, c.o) })
+		if !strings.Contains(h, c.want) {
+			t.Errorf("%+v: page lacks %s", c.o, c.want)
+		}
+	}
+	h := renderPage(t, func(b *bytes.Buffer) error {
+		return Scenario(b, s, Options{Inline: []byte(`var echarts = {}; var s = "</script><!--";`)})
+	})
+	if strings.Contains(h, "<script src=") || !strings.Contains(h, `var echarts = {}; var s = "<\/script><\!--";`) {
+		t.Error("inlined script not embedded, or able to close its <script> element")
+	}
+}
+
+// Names from user files cannot break out of the page's scripts or markup.
+func TestHostileNames(t *testing.T) {
+	s := load(t, "other")
+	s.Scenario = `x</script><script>alert(1)</script>`
+	s.Policies[0].Name = `<img src=x onerror=alert(2)>'"\`
+	h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, Options{}) })
+	cs := scenarioCharts(s, nil)
+	// Ours: the error hook, ECharts, one per chart.
+	if n, want := strings.Count(h, "</script>"), 2+len(cs); n != want {
+		t.Errorf("%d </script> tags, want %d", n, want)
+	}
+	markup := regexp.MustCompile(`(?s)<script[^>]*>.*?</script>`).ReplaceAllString(h, "")
+	if strings.Contains(markup, "<img src=x") {
+		t.Error("a policy name became markup")
+	}
+}
+
+// go-echarts drops a chart's whole option on a JSON error (NaN): we must
+// not hand it one.
+func TestNonFinite(t *testing.T) {
+	s := load(t, "other")
+	s.Policies[0].TTFTms.P99 = math.NaN()
+	s.Policies[0].HitRatio = math.Inf(1)
+	h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, Options{}) })
+	if strings.Contains(h, "= ;") || strings.Contains(h, "NaN") {
+		t.Error("a non-finite value broke a chart option")
+	}
+	h = renderPage(t, func(b *bytes.Buffer) error { return Index(b, []*results.Summary{s}, Options{}) })
+	if strings.Contains(h, "= ;") {
+		t.Error("a non-finite value broke an index chart option")
+	}
+}
+
+func TestBadRequestsCSV(t *testing.T) {
+	s := load(t, "small")
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"bad value":  "policy,ttft_ms,rejected\nlru,1.5,false\nlru,abc,false\n",
+		"no column":  "policy,seq\nlru,1\n",
+		"ragged row": "policy,ttft_ms\nlru,1,2\n",
+		"empty":      "",
+	} {
+		p := filepath.Join(dir, "requests.csv")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := ScenarioWithRequests(&bytes.Buffer{}, s, p, Options{})
+		if err == nil || !strings.Contains(err.Error(), p) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", name, err, p)
+		}
+	}
+	if err := ScenarioWithRequests(&bytes.Buffer{}, s, filepath.Join(dir, "none.csv"), Options{}); err != nil {
+		t.Errorf("missing requests.csv: %v, want the CDF left out", err)
+	}
+	if err := ScenarioFromDir(&bytes.Buffer{}, dir, Options{}); err == nil || !strings.Contains(err.Error(), "summary.json") {
+		t.Errorf("no summary.json: error %v, want it named", err)
+	}
+}
+
+func TestCopyAssets(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "assets")
+	err := CopyAssets(src, dst)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(src, "echarts.min.js")) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("missing file: error %v, want one line naming it", err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "echarts.min.js"), []byte("/* echarts */"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second copy finds it there already
+		if err := CopyAssets(src, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "echarts.min.js")); err != nil || string(b) != "/* echarts */" {
+		t.Fatalf("copied %q, %v", b, err)
+	}
+}
+
+func TestMRCPage(t *testing.T) {
+	h := renderPage(t, func(b *bytes.Buffer) error { return MRC(b, "Miss-ratio curves", testCurves, Options{}) })
+	if !strings.Contains(h, `"type":"log"`) || !strings.Contains(h, "kvsim_mrc") {
+		t.Error("MRC page: no log-scale size axis or no chart")
+	}
+}
