@@ -25,6 +25,7 @@ import (
 
 type runOptions struct {
 	out     string
+	assets  string
 	skipBad bool
 	limit   int
 	workers int
@@ -35,6 +36,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", stderr)
 	var o runOptions
 	fs.StringVar(&o.out, "out", "out", "write results under `DIR`/<scenario>/")
+	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` (holding echarts.min.js): reports then need no network")
 	fs.BoolVar(&o.skipBad, "skip-bad-lines", false, "skip malformed trace lines (counted and reported) instead of failing")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
@@ -56,6 +58,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.limit < 0 {
 		return badInputf("run: --limit must be >= 0")
 	}
+	if o.assets != "" {
+		if _, err := os.Stat(filepath.Join(o.assets, "echarts.min.js")); err != nil {
+			return badInputf("run: --assets: %v", err)
+		}
+	}
 	// Validate every scenario before simulating any.
 	var scs []*scenario.Scenario
 	seen := map[string]string{}
@@ -73,6 +80,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		seen[sc.Name] = p
 		scs = append(scs, sc)
 	}
+	var sums []*results.Summary
 	for _, sc := range scs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -81,8 +89,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
+		if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
+			return err
+		}
+		sums = append(sums, sum)
 		if !o.quiet {
 			printTable(stdout, sum)
+			fmt.Fprintf(stdout, "wrote %s\n\n", filepath.Join(o.out, sc.Name, "report.html"))
+		}
+	}
+	if len(sums) > 1 {
+		if err := writeIndex(o.out, sums, o.assets); err != nil {
+			return err
+		}
+		if !o.quiet {
+			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.out, "index.html"))
 		}
 	}
 	return nil
