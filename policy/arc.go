@@ -31,6 +31,9 @@ func (p *ARC) Len() int { return p.t1.Len() + p.t2.Len() }
 
 func (p *ARC) Insert(b Block, size int64, _ int64) {
 	p.size = ensure(p.size, b, 0)
+	for _, l := range [...]*List{p.t1, p.t2, p.b1, p.b2} {
+		l.Reserve(b)
+	}
 	switch {
 	case p.b1.Contains(b): // case II: T1 was too small
 		p.p = min(p.p+max(float64(p.g2)/float64(p.g1), 1), float64(p.c))

@@ -22,20 +22,37 @@ func (g *Ghost) Contains(b Block) bool { return g.l.Contains(b) }
 func (g *Ghost) Len() int    { return g.l.Len() }
 func (g *Ghost) Used() int64 { return g.used }
 
-// Add remembers b with weight w, dropping the oldest members to make room.
-// A member stays where it is (FIFO: re-adding does not refresh it), and a
-// weight above the capacity is not remembered at all.
+// Add remembers b with weight w. A member stays where it is (FIFO:
+// re-adding does not refresh it). Add does not drop old members down to the
+// capacity; Trim does. Policies add a victim in Evict and trim in the Insert
+// that follows, after testing the incoming block, so a block is still found
+// when the eviction made for it pushed it out: the same outcome as testing
+// before evicting, which callers that evict first cannot do. Add alone keeps
+// the total under twice the capacity.
 func (g *Ghost) Add(b Block, w int64) {
 	if g.l.Contains(b) || w > g.cap {
 		return
-	}
-	for g.used+w > g.cap {
-		g.dropOldest()
 	}
 	g.w = ensure(g.w, b, 0)
 	g.w[b] = w
 	g.used += w
 	g.l.PushFront(b)
+	for g.used > 2*g.cap {
+		g.dropOldest()
+	}
+}
+
+// Reserve grows the per-block state to cover b (see List.Reserve).
+func (g *Ghost) Reserve(b Block) {
+	g.l.Reserve(b)
+	g.w = ensure(g.w, b, 0)
+}
+
+// Trim drops the oldest members until the total fits the capacity.
+func (g *Ghost) Trim() {
+	for g.used > g.cap {
+		g.dropOldest()
+	}
 }
 
 // Remove forgets b and reports whether it was a member.

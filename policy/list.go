@@ -120,3 +120,8 @@ func (l *List) InsertAfter(b, mark Block) {
 	}
 	l.n++
 }
+
+// Reserve grows the links to cover blocks up to b, so that pushing them
+// later allocates nothing. Policies with several lists reserve them all when
+// a block is inserted, and so grow only when a new block id appears.
+func (l *List) Reserve(b Block) { l.grow(b) }

@@ -4,30 +4,30 @@ import "fmt"
 
 // S3FIFO is S3-FIFO (Yang et al., "FIFO queues are all you need for cache
 // eviction", SOSP'23), as in the paper and libCacheSim's S3FIFO of 2023: a
-// small FIFO
-// (small_fraction of the capacity) where new blocks wait, a main FIFO run as
-// a CLOCK with a 2-bit counter, and a ghost FIFO of ids as large as the main
-// queue. A block leaving the small queue moves to main if it was hit at
-// least move_threshold times while there; otherwise it is evicted and
-// remembered in the ghost, and a ghost hit inserts straight into main. Every other new block enters the
-// small queue. (libCacheSim's 2024 rewrite sends blocks to main while the
+// small FIFO (small_fraction of the capacity) where new blocks wait, a main
+// FIFO run as a CLOCK with a 2-bit counter, and a ghost FIFO of ids as large
+// as the main queue. A block leaving the small queue moves to main if it
+// was hit at least move_threshold times while there; otherwise it is
+// evicted and remembered in the ghost. A ghost hit inserts straight into
+// main; every other new block enters the small queue. Eviction takes from
+// main when main is over its share (or small is empty), else from small.
+//
+// libCacheSim's 2024 rewrite instead sends new blocks to main while the
 // small queue is full before the first eviction; on the conversation trace
 // that leaves main holding warm-up blocks and costs up to 6 points of miss
-// ratio, and the reference figures match the paper's rule exactly.)
+// ratio. The reference figures match the rule above exactly.
 //
-// The ghost is consulted when the block is inserted, i.e. after the caller
-// has evicted for it; libCacheSim looks before evicting, so in the rare
-// case where that very eviction pushes the block's ghost entry out the two
-// differ.
+// The caller evicts before it inserts; the ghost's deferred trim (see
+// Ghost.Add) makes that equivalent to libCacheSim, which tests the ghost
+// first.
 type S3FIFO struct {
 	small, main  *List
 	ghost        *Ghost
-	freq         []uint8
+	freq         []uint8 // hits, saturating
 	size         []int64
 	sUsed, mUsed int64
-	sCap, mCap   int64
+	mCap         int64
 	threshold    uint8
-	evicted      bool // has evicted at least once
 }
 
 // NewS3FIFO returns an empty S3-FIFO for capacity c.
@@ -42,7 +42,12 @@ func (p *S3FIFO) Insert(b Block, size int64, _ int64) {
 	p.freq = ensure(p.freq, b, 0)
 	p.size = ensure(p.size, b, 0)
 	p.freq[b], p.size[b] = 0, size
-	if p.ghost.Remove(b) {
+	p.small.Reserve(b)
+	p.main.Reserve(b)
+	p.ghost.Reserve(b)
+	hit := p.ghost.Remove(b)
+	p.ghost.Trim()
+	if hit {
 		p.main.PushFront(b)
 		p.mUsed += size
 		return

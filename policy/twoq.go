@@ -25,7 +25,12 @@ func (p *TwoQ) Len() int { return p.in.Len() + p.am.Len() }
 func (p *TwoQ) Insert(b Block, size int64, _ int64) {
 	p.size = ensure(p.size, b, 0)
 	p.size[b] = size
-	if p.out.Remove(b) {
+	p.in.Reserve(b)
+	p.am.Reserve(b)
+	p.out.Reserve(b)
+	hit := p.out.Remove(b)
+	p.out.Trim()
+	if hit {
 		p.am.PushFront(b)
 		return
 	}

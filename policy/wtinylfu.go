@@ -3,13 +3,15 @@ package policy
 import "fmt"
 
 // WTinyLFU is W-TinyLFU (Einziger, Friedman and Manes, ACM TOS 2017; the
-// policy of Caffeine): new blocks enter a small LRU window (window of the
-// capacity, 1%); the rest is a segmented LRU main cache (probation and
-// protected, protected = 80% of main). When the window overflows, its LRU
-// block competes with main's victim (probation's LRU) and enters main only
-// if a count-min sketch with aging says it is seen more often. Every insert
-// and hit is counted. The sketch is sized at the first Insert for
-// capacity/size blocks; an optional doorkeeper filters first occurrences.
+// policy of Caffeine): new blocks enter a small LRU window (param window,
+// 1% of the capacity); the rest is a segmented LRU main cache whose
+// protected segment takes param protected (80%) of it. A block pushed out of
+// the window enters main only if a count-min sketch with aging says it was
+// seen more often than main's victim (probation's LRU); ties keep the
+// incumbent. Every insert and hit is counted. The sketch is sized at the
+// first Insert for capacity/size blocks; param doorkeeper=1 adds a Bloom
+// filter for first occurrences. Caffeine's hill climbing of the window size
+// is not modelled.
 type WTinyLFU struct {
 	win, prob, prot     *List
 	sketch              *Sketch
@@ -34,6 +36,9 @@ func (p *WTinyLFU) Insert(b Block, size int64, _ int64) {
 	}
 	p.size = ensure(p.size, b, 0)
 	p.size[b] = size
+	p.win.Reserve(b)
+	p.prob.Reserve(b)
+	p.prot.Reserve(b)
 	p.sketch.Add(b)
 	p.win.PushFront(b)
 	p.wUsed += size
@@ -84,11 +89,14 @@ func lruUnpinned(l *List, pinned Pinned) Block {
 	return None
 }
 
-// Evict settles an overflowing window first: its LRU block moves into main
-// while main has room, else it duels main's victim and the loser is
-// evicted. With the window within bounds, main's LRU (probation first) goes.
+// Evict makes room for a block about to enter the window. If the window is
+// full, the block that entry will push out (the window's LRU) moves into
+// main while main has room, else it duels main's victim (probation's LRU)
+// and the loser is evicted: Caffeine's order (insert, then settle the
+// overflow), shifted because the caller evicts first. With room in the
+// window, main's LRU (probation first) goes.
 func (p *WTinyLFU) Evict(_ int64, pinned Pinned) (Block, bool) {
-	for p.wUsed > p.wCap {
+	for p.wUsed >= p.wCap && p.wUsed > 0 {
 		c := lruUnpinned(p.win, pinned)
 		if c == None {
 			break

@@ -64,6 +64,7 @@ func commands() []command {
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
 		{"report", "re-render HTML reports from saved results", runReport},
+		{"mrc", "miss-ratio curves of eviction policies", runMrc},
 	}
 }
 

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"kvsim/mrc"
+	"kvsim/policy"
+)
+
+func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("mrc", stderr)
+	tracePath := fs.String("trace", "", "trace `FILE` (Mooncake JSONL)")
+	format := fs.String("format", "mooncake", "trace `FORMAT`; only mooncake")
+	policies := fs.String("policies", "", "comma-separated eviction policies, each NAME or NAME:key=value:... (`LIST`; "+
+		strings.Join(append(policy.Names(), mrc.StackLRU), ", ")+")")
+	sizes := fs.String("sizes", "", "comma-separated cache sizes: blocks (1000) or percent of distinct blocks (10%) (`LIST`)")
+	mode := fs.String("mode", "block", "`block`: every reference counts on its own; prefix: a reference hits only if its whole request prefix hit")
+	asJSON := fs.Bool("json", false, "print a JSON list instead of a table")
+	bench := fs.Bool("bench", false, "measure replay speed (accesses/s on one core, allocations per access) instead")
+	sample := fs.Float64("sample", 0, "SHARDS spatial sampling `RATE` in (0,1]: replay that share of blocks, with sizes scaled by it")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--bench] [--sample RATE]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInputf("mrc: unexpected argument %q (the trace goes in --trace)", pos[0])
+	}
+	if *tracePath == "" {
+		return badInputf("mrc: --trace: required")
+	}
+	if *format != "mooncake" {
+		return badInputf("mrc: --format: unknown trace format %q (known: mooncake)", *format)
+	}
+	var m mrc.Mode
+	switch *mode {
+	case "block":
+		m = mrc.BlockMode
+	case "prefix":
+		m = mrc.PrefixMode
+	default:
+		return badInputf("mrc: --mode: want block or prefix, got %q", *mode)
+	}
+	if *sample < 0 || *sample > 1 || *sample != *sample {
+		return badInputf("mrc: --sample: rate must be in (0,1], got %v", *sample)
+	}
+	if *sample > 0 && *sample < 1 && m == mrc.PrefixMode {
+		return badInputf("mrc: --sample works in block mode only (prefix hits depend on blocks a sample drops)")
+	}
+	specs, err := parseSpecs(*policies)
+	if err != nil {
+		return err
+	}
+	want, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+
+	tr, err := mrc.Load(*tracePath)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return badInputf("mrc: --trace: %v", pe) // names the file
+		}
+		return badInput(err) // FILE:LINE: reason
+	}
+	blocks := make([]int, len(want))
+	for i, s := range want {
+		if blocks[i], err = s.resolve(tr.Distinct); err != nil {
+			return err
+		}
+	}
+	if *bench {
+		return mrcBench(ctx, tr, specs, blocks, *asJSON, stdout)
+	}
+
+	run, runSizes := tr, blocks
+	sampled := *sample > 0 && *sample < 1
+	if sampled {
+		run = mrc.Sample(tr, *sample)
+		runSizes = make([]int, len(blocks))
+		for i, n := range blocks {
+			runSizes[i] = mrc.SampledSize(n, *sample)
+		}
+	}
+	res, err := mrc.Curve(ctx, run, specs, runSizes, mrc.Options{Mode: m})
+	if err != nil {
+		return err
+	}
+	if sampled {
+		mrc.AdjustSampled(res, blocks, int64(len(tr.Blocks)), *sample)
+	}
+	if *asJSON {
+		return writeJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "%s: %d requests, %d references, %d distinct blocks; %s mode", filepath.Base(*tracePath),
+		tr.Requests(), len(tr.Blocks), tr.Distinct, m)
+	if sampled {
+		fmt.Fprintf(stdout, "; sampled at %g (%d distinct blocks, %d references, SHARDS-adj)", *sample, run.Distinct, len(run.Blocks))
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tsize_blocks\taccesses\tmisses\tmiss_ratio\t")
+	for _, r := range res {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.4f\t\n", r.Policy, r.SizeBlocks, r.Accesses, r.Misses, r.MissRatio)
+	}
+	return tw.Flush()
+}
+
+func parseSpecs(list string) ([]mrc.Spec, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, badInputf("mrc: --policies: required (known: %s)", strings.Join(append(policy.Names(), mrc.StackLRU), ", "))
+	}
+	var specs []mrc.Spec
+	for _, s := range strings.Split(list, ",") {
+		sp, err := mrc.ParseSpec(s)
+		if err == nil {
+			err = sp.Check()
+		}
+		if err != nil {
+			return nil, badInputf("mrc: --policies: %v", err)
+		}
+		specs = append(specs, sp)
+	}
+	return specs, nil
+}
+
+// sizeArg is one --sizes entry: blocks, or a percentage of distinct blocks.
+type sizeArg struct {
+	text    string
+	blocks  int
+	percent float64 // > 0 for "10%"
+}
+
+func parseSizes(list string) ([]sizeArg, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, badInputf("mrc: --sizes: required (blocks like 1000, or percentages of distinct blocks like 10%%)")
+	}
+	var out []sizeArg
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		a := sizeArg{text: s}
+		if p, ok := strings.CutSuffix(s, "%"); ok {
+			v, err := strconv.ParseFloat(p, 64)
+			if err != nil || v != v {
+				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
+			}
+			if v <= 0 {
+				return nil, badInputf("mrc: --sizes: size %q must be > 0", s)
+			}
+			a.percent = v
+		} else {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
+			}
+			if v <= 0 {
+				return nil, badInputf("mrc: --sizes: size %q must be > 0", s)
+			}
+			a.blocks = v
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// resolve gives the size in blocks: "10%" is int(0.10 × distinct), as the
+// reference figures are sized.
+func (a sizeArg) resolve(distinct int) (int, error) {
+	if a.percent == 0 {
+		return a.blocks, nil
+	}
+	n := int(a.percent / 100 * float64(distinct))
+	if n <= 0 {
+		return 0, badInputf("mrc: --sizes: %s of %d distinct blocks is 0 blocks", a.text, distinct)
+	}
+	return n, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// mrcBench times each (policy, size) alone on one goroutine: the trace is
+// replayed twice and the second, steady-state pass is measured.
+func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int, asJSON bool, stdout io.Writer) error {
+	tt := mrc.Twice(tr)
+	var fut *mrc.Future
+	for _, sp := range specs {
+		if sp.Name == "belady" {
+			fut = mrc.NewFuture(tt)
+		}
+	}
+	type row struct {
+		Policy          string  `json:"policy"`
+		SizeBlocks      int     `json:"size_blocks"`
+		Accesses        int64   `json:"accesses"`
+		Seconds         float64 `json:"seconds"`
+		AccessesPerSec  float64 `json:"accesses_per_sec"`
+		AllocsPerAccess float64 `json:"allocs_per_access"`
+		MissRatio       float64 `json:"miss_ratio"`
+	}
+	var rows []row
+	for _, sp := range specs {
+		for _, n := range sizes {
+			r, err := mrc.Bench(ctx, tt, sp, n, fut)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{r.Policy, r.SizeBlocks, r.Accesses, r.Seconds, r.AccessesPerSec, r.AllocsPerAccess, r.MissRatio})
+		}
+	}
+	if asJSON {
+		return writeJSON(stdout, rows)
+	}
+	fmt.Fprintf(stdout, "replay speed on one core, second of two passes over %d references (lru-stack: one pass, all sizes)\n", len(tr.Blocks))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tsize_blocks\tM accesses/s\tallocs/access\tmiss_ratio (timed pass)\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3g\t%.4f\t\n", r.Policy, r.SizeBlocks, r.AccessesPerSec/1e6, r.AllocsPerAccess, r.MissRatio)
+	}
+	return tw.Flush()
+}

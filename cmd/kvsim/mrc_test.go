@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mrcCLI runs "kvsim mrc args..." in-process: stdout, stderr, exit status.
+func mrcCLI(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), append([]string{"mrc"}, args...), &out, &errb)
+	code := exitCode(err, &errb) // prints the error
+	return out.String(), errb.String(), code
+}
+
+// mrcTrace writes a small Mooncake trace: 3 requests over 10 distinct
+// blocks (ids 0-9), 13 references.
+func mrcTrace(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "small.jsonl")
+	lines := `{"timestamp": 0, "input_length": 2048, "output_length": 10, "hash_ids": [0, 1, 2, 3]}
+{"timestamp": 5, "input_length": 2560, "output_length": 10, "hash_ids": [0, 1, 4, 5, 6]}
+{"timestamp": 9, "input_length": 2048, "output_length": 10, "hash_ids": [0, 7, 8, 9]}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type mrcRow struct {
+	Policy     string  `json:"policy"`
+	SizeBlocks int     `json:"size_blocks"`
+	Accesses   int64   `json:"accesses"`
+	Misses     int64   `json:"misses"`
+	MissRatio  float64 `json:"miss_ratio"`
+}
+
+func TestMrcJSON(t *testing.T) {
+	out, errs, code := mrcCLI("--trace", mrcTrace(t), "--policies", "lru,fifo,belady", "--sizes", "2,50%", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []string{"accesses", "miss_ratio", "misses", "policy", "size_blocks"}
+	for _, r := range raw {
+		var keys []string
+		for k := range r {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, want) {
+			t.Fatalf("keys %v, want %v", keys, want)
+		}
+	}
+	var rows []mrcRow
+	json.Unmarshal([]byte(out), &rows)
+	// Hand-checked. References 0 1 2 3 | 0 1 4 5 6 | 0 7 8 9. With 2 blocks
+	// LRU and FIFO keep nothing long enough. With 5, LRU hits 0, 1 and 0
+	// again; FIFO evicts 0 (oldest) for 5 and misses it in request 3.
+	// Belady with 2 must still insert 2 and 3 (never used again): 1 goes
+	// for 2, so only block 0's two reuses hit.
+	wantRows := []mrcRow{
+		{"lru", 2, 13, 13, 1}, {"lru", 5, 13, 10, 10.0 / 13},
+		{"fifo", 2, 13, 13, 1}, {"fifo", 5, 13, 11, 11.0 / 13},
+		{"belady", 2, 13, 11, 11.0 / 13}, {"belady", 5, 13, 10, 10.0 / 13},
+	}
+	if !slices.Equal(rows, wantRows) {
+		t.Fatalf("got %+v\nwant %+v", rows, wantRows)
+	}
+}
+
+func TestMrcPrefixMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.jsonl")
+	os.WriteFile(p, []byte(`{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}
+{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [3]}
+{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [4, 2]}
+`), 0o644)
+	block, _, _ := mrcCLI("--trace", p, "--policies", "lru", "--sizes", "4", "--json")
+	prefix, _, _ := mrcCLI("--trace", p, "--policies", "lru", "--sizes", "4", "--json", "--mode", "prefix")
+	var b, q []mrcRow
+	json.Unmarshal([]byte(block), &b)
+	json.Unmarshal([]byte(prefix), &q)
+	// Block 2 hits in request 3, but behind a miss (block 4).
+	if len(b) != 1 || len(q) != 1 || b[0].Misses != 4 || q[0].Misses != 5 {
+		t.Fatalf("block %+v, prefix %+v", b, q)
+	}
+}
+
+func TestMrcTable(t *testing.T) {
+	out, errs, code := mrcCLI("--trace", mrcTrace(t), "--policies", "s3fifo:small_fraction=0.5,lru-stack", "--sizes", "10%,3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || !strings.Contains(lines[0], "3 requests, 13 references, 10 distinct blocks; block mode") ||
+		strings.Fields(lines[1])[0] != "policy" {
+		t.Fatalf("output:\n%s", out)
+	}
+	if f := strings.Fields(lines[2]); f[0] != "s3fifo:small_fraction=0.5" || f[1] != "1" {
+		t.Fatalf("row %q", lines[2])
+	}
+	if f := strings.Fields(lines[5]); f[0] != "lru-stack" || f[1] != "3" || f[2] != "13" {
+		t.Fatalf("row %q", lines[5])
+	}
+}
+
+func TestMrcBench(t *testing.T) {
+	out, errs, code := mrcCLI("--trace", mrcTrace(t), "--policies", "lru,belady,lru-stack", "--sizes", "3", "--bench", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, r := range rows {
+		for _, k := range []string{"policy", "size_blocks", "accesses_per_sec", "allocs_per_access", "miss_ratio"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("bench row lacks %q: %v", k, r)
+			}
+		}
+	}
+	out, _, code = mrcCLI("--trace", mrcTrace(t), "--policies", "lru", "--sizes", "3", "--bench")
+	if code != 0 || !strings.Contains(out, "M accesses/s") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestMrcBadInput(t *testing.T) {
+	tr := mrcTrace(t)
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}`+"\n"+
+		`{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1,}`+"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", tr, "--policies", "nope", "--sizes", "1"}, `--policies: unknown eviction policy "nope"`},
+		{[]string{"--trace", tr, "--policies", "lru:x=1", "--sizes", "1"}, `--policies: policy "lru" has no parameter "x"`},
+		{[]string{"--trace", tr, "--policies", "s3fifo:small_fraction=2", "--sizes", "1"}, "--policies: s3fifo: small_fraction"},
+		{[]string{"--trace", tr, "--policies", "", "--sizes", "1"}, "--policies: required"},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "abc"}, `--sizes: bad size "abc"`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "0"}, `--sizes: size "0" must be > 0`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "-5%"}, `--sizes: size "-5%" must be > 0`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1%"}, "--sizes: 1% of 10 distinct blocks is 0 blocks"},
+		{[]string{"--trace", tr, "--policies", "lru"}, "--sizes: required"},
+		{[]string{"--policies", "lru", "--sizes", "1"}, "--trace: required"},
+		{[]string{"--trace", filepath.Join(t.TempDir(), "missing.jsonl"), "--policies", "lru", "--sizes", "1"}, "--trace: open "},
+		{[]string{"--trace", bad, "--policies", "lru", "--sizes", "1"}, "bad.jsonl:2: invalid JSON"},
+		{[]string{"--trace", tr, "--format", "csv", "--policies", "lru", "--sizes", "1"}, "--format: unknown trace format"},
+		{[]string{"--trace", tr, "--mode", "tree", "--policies", "lru", "--sizes", "1"}, "--mode: want block or prefix"},
+		{[]string{"--trace", tr, "--sample", "1.5", "--policies", "lru", "--sizes", "1"}, "--sample: rate must be in (0,1]"},
+		{[]string{"--trace", tr, "--sample", "0.5", "--mode", "prefix", "--policies", "lru", "--sizes", "1"}, "--sample works in block mode only"},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--trace", tr, "--bogus"}, "flag provided but not defined"},
+	} {
+		_, errs, code := mrcCLI(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+		if strings.HasPrefix(errs, "kvsim: ") && strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: error is not one line: %q", c.args, errs)
+		}
+	}
+}
+
+// mrcSharedTrace is the conversation trace beside the repository.
+func mrcSharedTrace(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "traces", "conversation_trace.jsonl")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
+			t.Fatalf("%s is required (KVSIM_REQUIRE_ALL=1): %v", p, err)
+		}
+		t.Skipf("skipping: %s not present (shared data lives outside the repo)", p)
+	}
+	return p
+}
+
+// TestMrcPercentSizes: percentages resolve as the reference's sizes do,
+// int(fraction × 182790), and sampling reports unscaled sizes.
+func TestMrcPercentSizes(t *testing.T) {
+	p := mrcSharedTrace(t)
+	for _, extra := range [][]string{nil, {"--sample", "0.1"}} {
+		args := append([]string{"--trace", p, "--policies", "lru", "--sizes", "1%,5%,10%,25%", "--json"}, extra...)
+		out, errs, code := mrcCLI(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var rows []mrcRow
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, r := range rows {
+			got = append(got, r.SizeBlocks)
+		}
+		if !slices.Equal(got, []int{1827, 9139, 18279, 45697}) {
+			t.Errorf("%v: sizes %v", extra, got)
+		}
+		if extra == nil && (rows[0].Accesses != 288500 || rows[0].Misses != 273420) {
+			t.Errorf("lru at 1%%: %+v", rows[0])
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package policy
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Golden scripts under testdata/ pin down each policy's behaviour on small,
+// hand-checked cases. One command per line, '#' starts a comment:
+//
+//	new NAME cap=N [key=value...]  start a cache of N size units (params go to the policy)
+//	access x y:3 ...               reference blocks (":3" = size 3, default 1): a hit
+//	                               calls Access, a miss evicts while it does not fit, then Insert
+//	at T | at                      use now = T for what follows | back to now = access number
+//	pin x ... | unpin x ...        the caller marks blocks in use
+//	remove x ...                   the caller drops resident blocks
+//	evict                          one explicit Evict (a failed one records victim "none")
+//	expect hits=N victims=a,b|-    hits and victims since the previous expect
+//	resident x y ...               the exact resident set (and Len)
+//
+// Belady's future is the section's own access sequence, with now = the
+// access number (0-based).
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden scripts: %v", err)
+	}
+	covered := map[string]bool{}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			for _, name := range runScript(t, f) {
+				covered[name] = true
+			}
+		})
+	}
+	for _, n := range Names() {
+		if !covered[n] {
+			t.Errorf("policy %q has no golden script", n)
+		}
+	}
+}
+
+type gline struct {
+	no    int
+	words []string
+}
+
+// scriptFuture answers next uses from a section's access sequence.
+type scriptFuture []Block
+
+func (f scriptFuture) NextUse(b Block, now int64) int64 {
+	for i := now + 1; i < int64(len(f)); i++ {
+		if f[i] == b {
+			return i
+		}
+	}
+	return math.MaxInt64
+}
+
+type pinSet map[Block]bool
+
+func (p pinSet) Pinned(b Block) bool { return p[b] }
+
+// runScript runs one file and returns the policies it exercised.
+func runScript(t *testing.T, path string) []string {
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var sections [][]gline
+	sc := bufio.NewScanner(fh)
+	for n := 1; sc.Scan(); n++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		w := strings.Fields(text)
+		if len(w) == 0 {
+			continue
+		}
+		if w[0] == "new" || len(sections) == 0 {
+			sections = append(sections, nil)
+		}
+		sections[len(sections)-1] = append(sections[len(sections)-1], gline{n, w})
+	}
+	var names []string
+	for _, sec := range sections {
+		names = append(names, runSection(t, path, sec))
+	}
+	return names
+}
+
+func runSection(t *testing.T, path string, sec []gline) string {
+	fail := func(l gline, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s:%d: %s: %s", path, l.no, strings.Join(l.words, " "), fmt.Sprintf(format, args...))
+	}
+	if sec[0].words[0] != "new" || len(sec[0].words) < 3 {
+		fail(sec[0], "a section starts with: new NAME cap=N")
+	}
+	ids := map[string]Block{}
+	var names []string
+	id := func(s string) Block {
+		if b, ok := ids[s]; ok {
+			return b
+		}
+		ids[s] = Block(len(names))
+		names = append(names, s)
+		return ids[s]
+	}
+	parseBlock := func(l gline, s string) (Block, int64) {
+		name, sz, ok := strings.Cut(s, ":")
+		size := int64(1)
+		if ok {
+			v, err := strconv.ParseInt(sz, 10, 64)
+			if err != nil || v <= 0 {
+				fail(l, "bad size in %q", s)
+			}
+			size = v
+		}
+		return id(name), size
+	}
+	// Belady's future: every access of the section, in order.
+	var fut scriptFuture
+	for _, l := range sec {
+		if l.words[0] == "access" {
+			for _, s := range l.words[1:] {
+				b, _ := parseBlock(l, s)
+				fut = append(fut, b)
+			}
+		}
+	}
+
+	head := sec[0]
+	name := head.words[1]
+	cfg := Config{Params: Params{}, Future: fut}
+	for _, kv := range head.words[2:] {
+		k, v, ok := strings.Cut(kv, "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			fail(head, "want key=number, got %q", kv)
+		}
+		if k == "cap" {
+			cfg.Capacity = int64(x)
+		} else {
+			cfg.Params[k] = x
+		}
+	}
+	p, err := New(name, cfg)
+	if err != nil {
+		fail(head, "%v", err)
+	}
+
+	resident := map[Block]int64{}
+	var used int64
+	pins := pinSet{}
+	hits, acc := 0, int64(0)
+	var victims []string
+	fixed, now := false, int64(0)
+	evict := func(l gline) bool {
+		v, ok := p.Evict(now, pins)
+		if !ok {
+			victims = append(victims, "none")
+			return false
+		}
+		sz, res := resident[v]
+		if !res {
+			fail(l, "victim %d is not resident", v)
+		}
+		if pins[v] {
+			fail(l, "victim %s is pinned", names[v])
+		}
+		delete(resident, v)
+		used -= sz
+		victims = append(victims, names[v])
+		return true
+	}
+	for _, l := range sec[1:] {
+		args := l.words[1:]
+		switch l.words[0] {
+		case "access":
+			for _, s := range args {
+				b, size := parseBlock(l, s)
+				if !fixed {
+					now = acc
+				}
+				acc++
+				if _, ok := resident[b]; ok {
+					hits++
+					p.Access(b, now)
+					continue
+				}
+				for used+size > cfg.Capacity {
+					if !evict(l) {
+						fail(l, "no room for %s", s)
+					}
+				}
+				p.Insert(b, size, now)
+				resident[b] = size
+				used += size
+			}
+		case "at":
+			fixed = len(args) > 0
+			if fixed {
+				v, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil {
+					fail(l, "bad time")
+				}
+				now = v
+			}
+		case "pin", "unpin":
+			for _, s := range args {
+				pins[id(s)] = l.words[0] == "pin"
+			}
+		case "remove":
+			for _, s := range args {
+				b := id(s)
+				sz, ok := resident[b]
+				if !ok {
+					fail(l, "%s is not resident", s)
+				}
+				p.Remove(b)
+				delete(resident, b)
+				used -= sz
+			}
+		case "evict":
+			evict(l)
+		case "expect":
+			for _, kv := range args {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "hits":
+					if want, _ := strconv.Atoi(v); hits != want {
+						fail(l, "got hits=%d", hits)
+					}
+				case "victims":
+					want := strings.Split(v, ",")
+					if v == "-" {
+						want = nil
+					}
+					if !slices.Equal(victims, want) {
+						fail(l, "got victims=%s", strings.Join(victims, ","))
+					}
+				default:
+					fail(l, "unknown expectation %q", k)
+				}
+			}
+			hits, victims = 0, nil
+		case "resident":
+			var got, want []string
+			for b := range resident {
+				got = append(got, names[b])
+			}
+			want = append(want, args...)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				fail(l, "resident %v", got)
+			}
+			if p.Len() != len(resident) {
+				fail(l, "Len() = %d with %d resident", p.Len(), len(resident))
+			}
+		default:
+			fail(l, "unknown command")
+		}
+	}
+	return name
+}
