@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 
 	"kvsim/mrc"
 	"kvsim/policy"
+	"kvsim/report"
+	"kvsim/results"
 )
 
 func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,9 +29,11 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	mode := fs.String("mode", "block", "`block`: every reference counts on its own; prefix: a reference hits only if its whole request prefix hit")
 	asJSON := fs.Bool("json", false, "print a JSON list instead of a table")
 	bench := fs.Bool("bench", false, "measure replay speed (accesses/s on one core, allocations per access) instead")
+	htmlOut := fs.String("html", "", "also write the curves as an HTML chart to `FILE`")
+	assets := fs.String("assets", "", "with --html: local ECharts 5 dist `DIR`; echarts.min.js is copied next to FILE")
 	sample := fs.Float64("sample", 0, "SHARDS spatial sampling `RATE` in (0,1]: replay that share of blocks, with sizes scaled by it")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--bench] [--sample RATE]")
+		fmt.Fprintln(fs.Output(), "usage: kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -101,6 +106,12 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if sampled {
 		mrc.AdjustSampled(res, blocks, int64(len(tr.Blocks)), *sample)
+	}
+	if *htmlOut != "" {
+		title := fmt.Sprintf("%s: %s mode, %d references, %d distinct blocks", filepath.Base(*tracePath), m, len(tr.Blocks), tr.Distinct)
+		if err := writeMRCHTML(*htmlOut, *assets, title, res); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return writeJSON(stdout, res)
@@ -237,4 +248,32 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3g\t%.4f\t\n", r.Policy, r.SizeBlocks, r.AccessesPerSec/1e6, r.AllocsPerAccess, r.MissRatio)
 	}
 	return tw.Flush()
+}
+
+// writeMRCHTML renders the curves with the report package.
+func writeMRCHTML(path, assets, title string, res []mrc.Result) error {
+	var curves []report.Curve
+	idx := map[string]int{}
+	for _, r := range res {
+		i, ok := idx[r.Policy]
+		if !ok {
+			i = len(curves)
+			idx[r.Policy] = i
+			curves = append(curves, report.Curve{Policy: r.Policy})
+		}
+		curves[i].SizeBlocks = append(curves[i].SizeBlocks, r.SizeBlocks)
+		curves[i].MissRatio = append(curves[i].MissRatio, r.MissRatio)
+	}
+	o, err := pageOptions(filepath.Dir(path), assets)
+	if err != nil {
+		return badInput(err)
+	}
+	var b bytes.Buffer
+	if err := report.MRC(&b, title, curves, o); err != nil {
+		return err
+	}
+	if err := results.WriteFileAtomic(path, b.Bytes()); err != nil {
+		return badInputf("mrc: --html: %v", err)
+	}
+	return nil
 }

@@ -213,3 +213,26 @@ func TestMrcPercentSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestMrcHTML: --html writes a chart page; --assets makes it offline.
+func TestMrcHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "mrc.html")
+	_, stderr, code := runKvsim("mrc", "--trace", "../../traces/synthetic.jsonl", "--policies", "lru,fifo", "--sizes", "1%,10%,50%", "--html", page)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lru", "fifo", "echarts"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	_, stderr, code = runKvsim("mrc", "--trace", "../../traces/synthetic.jsonl", "--policies", "lru", "--sizes", "10%", "--html", page, "--assets", filepath.Join(dir, "none"))
+	if code != 2 || !strings.Contains(stderr, "echarts.min.js") {
+		t.Errorf("bad --assets: status %d, %q", code, stderr)
+	}
+}
