@@ -100,11 +100,17 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	if err == nil && got != n {
 		err = fmt.Errorf("read %d bytes, want %d", got, n)
 	}
+	var werr error
+	if err == nil {
+		werr = b.o.Stores[to].Put(blk, buf)
+	}
+	d := time.Since(t0).Nanoseconds() // the transfer only, not the checking
 	if err == nil && b.o.Verify {
 		b.Checked++
 		if !Verify(buf, blk) {
 			b.Corrupt++
 			err = fmt.Errorf("payload does not verify")
+			b.o.Stores[to].Delete(blk)
 		}
 	}
 	if err != nil {
@@ -116,11 +122,15 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		}
 		return
 	}
-	if err := b.o.Stores[to].Put(blk, buf); err != nil {
-		b.fail(blk, to, err)
+	if werr != nil {
+		b.fail(blk, to, werr)
 		return
 	}
-	d := time.Since(t0).Nanoseconds()
+	if ev, ok := b.o.Stores[to].(interface{ Evicted() []int32 }); ok {
+		for _, k := range ev.Evicted() {
+			b.fail(k, to, fmt.Errorf("evicted by the store"))
+		}
+	}
 	ls := b.links[from][to]
 	if ls == nil {
 		ls = &LinkStat{From: from, To: to}

@@ -22,7 +22,8 @@ type ProfileLink struct {
 	From, To         string  // tier kinds
 	Bandwidth        float64 // bytes/s, From -> To
 	ReverseBandwidth float64 // bytes/s, To -> From
-	Latency          int64   // ns per transfer
+	Latency          int64   // ns per transfer, From -> To
+	ReverseLatency   int64   // ns per transfer, To -> From
 }
 
 type profileFile struct {
@@ -36,6 +37,7 @@ type profileFile struct {
 		Bandwidth        string `toml:"bandwidth"`
 		ReverseBandwidth string `toml:"reverse_bandwidth"`
 		Latency          string `toml:"latency"`
+		ReverseLatency   string `toml:"reverse_latency"`
 	} `toml:"link"`
 }
 
@@ -83,6 +85,12 @@ func LoadProfile(path string) (*Profile, error) {
 				return nil, at("latency", fmt.Errorf("want a duration >= 0, got %q", l.Latency))
 			}
 		}
+		pl.ReverseLatency = pl.Latency
+		if l.ReverseLatency != "" {
+			if pl.ReverseLatency, err = ParseDuration(l.ReverseLatency); err != nil || pl.ReverseLatency < 0 {
+				return nil, at("reverse_latency", fmt.Errorf("want a duration >= 0, got %q", l.ReverseLatency))
+			}
+		}
 		p.Links = append(p.Links, pl)
 	}
 	return p, nil
@@ -96,25 +104,27 @@ func errText(err error) string {
 }
 
 // lookup returns the profile's figures for a link from kind a to kind b.
-func (p *Profile) lookup(a, b string) (fwd, rev float64, lat int64, ok bool) {
+func (p *Profile) lookup(a, b string) (ProfileLink, bool) {
 	if p == nil {
-		return 0, 0, 0, false
+		return ProfileLink{}, false
 	}
 	for _, l := range p.Links {
 		switch {
 		case l.From == a && l.To == b:
-			return l.Bandwidth, l.ReverseBandwidth, l.Latency, true
+			return l, true
 		case l.From == b && l.To == a:
-			return l.ReverseBandwidth, l.Bandwidth, l.Latency, true
+			return ProfileLink{From: a, To: b, Bandwidth: l.ReverseBandwidth, ReverseBandwidth: l.Bandwidth,
+				Latency: l.ReverseLatency, ReverseLatency: l.Latency}, true
 		}
 	}
-	return 0, 0, 0, false
+	return ProfileLink{}, false
 }
 
 // applyDefault puts the profile's figures into a default link.
 func (p *Profile) applyDefault(l *Link, tiers []Tier) {
-	if fwd, rev, lat, ok := p.lookup(tiers[l.From].Kind, tiers[l.To].Kind); ok {
-		l.Bandwidth, l.ReverseBandwidth, l.Latency = fwd, rev, lat
+	if pl, ok := p.lookup(tiers[l.From].Kind, tiers[l.To].Kind); ok {
+		l.Bandwidth, l.ReverseBandwidth = pl.Bandwidth, pl.ReverseBandwidth
+		l.Latency, l.ReverseLatency = pl.Latency, pl.ReverseLatency
 	}
 }
 

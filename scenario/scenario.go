@@ -80,7 +80,8 @@ type Link struct {
 	From, To         int     // indices into Scenario.Tiers
 	Bandwidth        float64 // bytes/s, From -> To
 	ReverseBandwidth float64 // bytes/s, To -> From; default Bandwidth
-	Latency          int64   // ns
+	Latency          int64   // ns, From -> To
+	ReverseLatency   int64   // ns, To -> From; default Latency
 	Lanes            int     // parallel transfers; default 1
 }
 
@@ -138,7 +139,8 @@ func DefaultLink(tiers []Tier, a, b int) Link {
 	if pair(ta.Kind, tb.Kind, "hbm", "dram") {
 		bw = PageableBandwidth
 	}
-	return Link{From: a, To: b, Bandwidth: bw, ReverseBandwidth: bw, Latency: max(ta.Latency, tb.Latency), Lanes: 1}
+	lat := max(ta.Latency, tb.Latency)
+	return Link{From: a, To: b, Bandwidth: bw, ReverseBandwidth: bw, Latency: lat, ReverseLatency: lat, Lanes: 1}
 }
 
 func pair(a, b, x, y string) bool { return a == x && b == y || a == y && b == x }
@@ -528,7 +530,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		add(t.unknown(allow("name", "kind", "capacity", "bandwidth", "latency", "cost_per_gb")))
 	}
 	for _, t := range links {
-		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "lanes")))
+		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "reverse_latency", "lanes")))
 	}
 	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines")))
 	if len(unknown) > 0 {
@@ -821,6 +823,15 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		}
 		if l.Latency < 0 {
 			return nil, t.errf("latency", "must be >= 0")
+		}
+		if _, given := t.m["latency"]; given {
+			l.ReverseLatency = l.Latency
+		}
+		if l.ReverseLatency, err = t.duration("reverse_latency", l.ReverseLatency); err != nil {
+			return nil, err
+		}
+		if l.ReverseLatency < 0 {
+			return nil, t.errf("reverse_latency", "must be >= 0")
 		}
 		lanes, err := t.integer("lanes", 1)
 		if err != nil {

@@ -70,7 +70,7 @@ func TestMinimalDefaults(t *testing.T) {
 			{Name: "hbm", Kind: "hbm", Capacity: 64424509440, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
 			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
 		},
-		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, Lanes: 1}},
+		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, ReverseLatency: 100, Lanes: 1}},
 		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake"},
 		Policies: []Policy{{Name: "lru", Eviction: "lru", Params: map[string]float64{}}},
 	}
@@ -176,9 +176,9 @@ func TestFull(t *testing.T) {
 			{Name: "far", Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3000, CostPerGB: 5},
 		},
 		Links: []Link{
-			{From: 0, To: 1, Bandwidth: 50e9, ReverseBandwidth: 40e9, Latency: 100, Lanes: 2},
-			{From: 2, To: 1, Bandwidth: 5e6, ReverseBandwidth: 5e6, Latency: 500_000, Lanes: 1},
-			{From: 1, To: 3, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 5000, Lanes: 1},
+			{From: 0, To: 1, Bandwidth: 50e9, ReverseBandwidth: 40e9, Latency: 100, ReverseLatency: 100, Lanes: 2},
+			{From: 2, To: 1, Bandwidth: 5e6, ReverseBandwidth: 5e6, Latency: 500_000, ReverseLatency: 500_000, Lanes: 1},
+			{From: 1, To: 3, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 5000, ReverseLatency: 5000, Lanes: 1},
 		},
 		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true},
 		Policies: []Policy{
@@ -210,11 +210,11 @@ func TestDefaultLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Link{
-		{From: 0, To: 1, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 100, Lanes: 1},
-		{From: 1, To: 2, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 100, Lanes: 1},
-		{From: 2, To: 3, Bandwidth: 7e9, ReverseBandwidth: 7e9, Latency: 10000, Lanes: 1},
-		{From: 3, To: 4, Bandwidth: 6e9, ReverseBandwidth: 6e9, Latency: 20000, Lanes: 1},
-		{From: 4, To: 5, Bandwidth: 6e9, ReverseBandwidth: 6e9, Latency: 20000, Lanes: 1},
+		{From: 0, To: 1, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 100, ReverseLatency: 100, Lanes: 1},
+		{From: 1, To: 2, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 100, ReverseLatency: 100, Lanes: 1},
+		{From: 2, To: 3, Bandwidth: 7e9, ReverseBandwidth: 7e9, Latency: 10000, ReverseLatency: 10000, Lanes: 1},
+		{From: 3, To: 4, Bandwidth: 6e9, ReverseBandwidth: 6e9, Latency: 20000, ReverseLatency: 20000, Lanes: 1},
+		{From: 4, To: 5, Bandwidth: 6e9, ReverseBandwidth: 6e9, Latency: 20000, ReverseLatency: 20000, Lanes: 1},
 	}
 	if !reflect.DeepEqual(s.Links, want) {
 		t.Errorf("links %+v\nwant  %+v", s.Links, want)
@@ -383,6 +383,7 @@ func TestErrors(t *testing.T) {
 		{"link self", doc(tiers2 + "[[link]]\nfrom = \"dram\"\nto = \"dram\"\n"), `scenarios/x.toml:7: link 1: to: same tier as from ("dram")`},
 		{"link twice", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n[[link]]\nfrom = \"dram\"\nto = \"hbm\"\n"), `scenarios/x.toml:10: link 2: to: "dram" and "hbm" are already linked by link 1`},
 		{"link bandwidth zero", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nbandwidth = 0\n"), `scenarios/x.toml:8: link 1: bandwidth: must be > 0`},
+		{"link reverse latency negative", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nreverse_latency = \"-1us\"\n"), `scenarios/x.toml:8: link 1: reverse_latency: must be >= 0`},
 		{"link reverse negative", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nreverse_bandwidth = \"-1GB/s\"\n"), `scenarios/x.toml:8: link 1: reverse_bandwidth: must be > 0`},
 		{"link lanes", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nlanes = 0\n"), `scenarios/x.toml:8: link 1: lanes: must be >= 1`},
 		{"link latency", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nlatency = \"fast\"\n"), `scenarios/x.toml:8: link 1: latency: bad duration "fast": missing number`},

@@ -14,7 +14,8 @@ type LinkSpec struct {
 	From, To         int
 	Bandwidth        float64 // bytes/s, From->To
 	ReverseBandwidth float64 // bytes/s, To->From (0: same as Bandwidth)
-	Latency          int64   // ns
+	Latency          int64   // ns, From->To
+	ReverseLatency   int64   // ns, To->From (0: same as Latency)
 	Lanes            int     // parallel transfers per direction (0: 1)
 }
 
@@ -105,16 +106,21 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 			rev = ls.Bandwidth
 		}
 		lanes := max(ls.Lanes, 1)
+		rlat := ls.ReverseLatency
+		if rlat <= 0 {
+			rlat = ls.Latency
+		}
 		for _, d := range [2]struct {
 			a, b int
 			bw   float64
-		}{{ls.From, ls.To, ls.Bandwidth}, {ls.To, ls.From, rev}} {
+			lat  int64
+		}{{ls.From, ls.To, ls.Bandwidth, ls.Latency}, {ls.To, ls.From, rev, rlat}} {
 			if d.bw <= 0 {
 				return nil, fmt.Errorf("sim: link %d->%d: bandwidth must be > 0", d.a, d.b)
 			}
 			s.links = append(s.links, &link{
 				name: cfg.Core.Tiers[d.a].Name + "->" + cfg.Core.Tiers[d.b].Name,
-				from: d.a, to: d.b, bw: d.bw / float64(lanes), latency: ls.Latency,
+				from: d.a, to: d.b, bw: d.bw / float64(lanes), latency: d.lat,
 				lanes: make([]int64, lanes),
 			})
 		}

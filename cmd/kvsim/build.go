@@ -52,7 +52,7 @@ func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	cfg := sim.Config{Core: coreConfig(sc, p, future)}
 	for _, l := range sc.Links {
 		cfg.Links = append(cfg.Links, sim.LinkSpec{From: l.From, To: l.To, Bandwidth: l.Bandwidth,
-			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, Lanes: l.Lanes})
+			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, ReverseLatency: l.ReverseLatency, Lanes: l.Lanes})
 	}
 	g := sc.GPU
 	cfg.GPU = sim.GPUSpec{PrefillTokensPerSec: g.PrefillTokensPerSec, AttentionNsPerToken2: g.AttentionNsPerToken2,

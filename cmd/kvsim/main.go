@@ -63,8 +63,12 @@ func commands() []command {
 		{"run", "simulate scenarios in virtual time and write results", runRun},
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
-		{"report", "re-render HTML reports from saved results", runReport},
 		{"mrc", "miss-ratio curves of eviction policies", runMrc},
+		{"replay", "replay a trace on real memory and storage (--real)", runReplay},
+		{"calibrate", "measure this machine's links and write a hardware profile", runCalibrate},
+		{"report", "re-render HTML reports from saved results", runReport},
+		{"doctor", "check this machine for KV offload (hugepages, io_uring, O_DIRECT, memlock, GPU, RDMA, NVMe)", runDoctor},
+		{"iobench", "measure file I/O the way the SSD tier does it", runIobench},
 	}
 }
 

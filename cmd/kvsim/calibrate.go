@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kvsim/hw"
+	"kvsim/results"
+	"kvsim/scenario"
+)
+
+// calibration is what `kvsim calibrate` measured.
+type calibration struct {
+	Machine    string                `json:"machine"`
+	Date       string                `json:"date"`
+	BlockBytes int                   `json:"block_bytes"`
+	Backends   map[string]string     `json:"backends"`
+	Links      map[string]hw.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
+	Extra      map[string]float64    `json:"measurements"`
+}
+
+func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("calibrate", stderr)
+	dir := fs.String("dir", "kvsim-calibrate", "`DIR` for the SSD test files (not tmpfs)")
+	out := fs.String("out", "", "write the hardware profile TOML to `FILE` (default: DIR/profile.toml)")
+	blockBytes := fs.Int("block-bytes", 64<<10, "block size to calibrate for (`N`, as replay --block-bytes)")
+	count := fs.Int("count", 256, "blocks moved per measurement (`N`)")
+	asJSON := fs.Bool("json", false, "print the measurements as JSON")
+	engine := fs.String("engine", "auto", "SSD I/O engine: auto, io_uring or pread")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--json]")
+		fs.PrintDefaults()
+	}
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *blockBytes < 8192 || *blockBytes%4096 != 0 {
+		return badInputf("calibrate: --block-bytes %d: must be a multiple of 4096, at least 8192", *blockBytes)
+	}
+	if *count < 8 {
+		return badInputf("calibrate: --count must be >= 8")
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return badInputf("calibrate: --dir: %v", err)
+	}
+	if *out == "" {
+		*out = filepath.Join(*dir, "profile.toml")
+	}
+	cal, err := calibrate(ctx, *dir, *blockBytes, *count, *engine)
+	if err != nil {
+		return err
+	}
+	if err := results.WriteFileAtomic(*out, []byte(profileTOML(cal))); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(cal, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprintf(stdout, "calibrated %s for %d-byte blocks:\n", cal.Machine, cal.BlockBytes)
+	for _, k := range sortedKeys(cal.Links) {
+		l := cal.Links[k]
+		fmt.Fprintf(stdout, "  %-20s %8.2f GB/s  latency %7.1f us   (median %.1f us at %d B)\n", k, l.Bandwidth/1e9, float64(l.Latency)/1e3, float64(l.LargeNs)/1e3, l.LargeBytes)
+	}
+	for _, k := range sortedKeys(cal.Extra) {
+		fmt.Fprintf(stdout, "  %-40s %.1f\n", k, cal.Extra[k])
+	}
+	fmt.Fprintf(stdout, "wrote %s; use it with: profile = %q in a scenario, or kvsim replay --profile %s\n", *out, *out, *out)
+	return nil
+}
+
+func calibrate(ctx context.Context, dir string, blockBytes, count int, engine string) (*calibration, error) {
+	host, _ := os.Hostname()
+	cal := &calibration{Machine: host, Date: time.Now().UTC().Format(time.RFC3339), BlockBytes: blockBytes,
+		Backends: map[string]string{}, Links: map[string]hw.LinkFit{}, Extra: map[string]float64{}}
+	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
+	stores, notes, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
+	if err != nil {
+		return nil, badInputf("calibrate: %v", err)
+	}
+	defer func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	}()
+	for i, s := range specs {
+		cal.Backends[s.Kind] = stores[i].Backend()
+	}
+	_ = notes
+	small := blockBytes / 4
+	const mem1, mem2, dram, ssd = 0, 1, 2, 3
+	for i, p := range []struct {
+		name string
+		a, b int
+		hot  bool
+	}{
+		{"memory->memory hot", mem1, mem2, true}, {"memory->memory", mem2, mem1, false},
+		{"memory->dram hot", mem1, dram, true}, {"memory->dram", mem1, dram, false},
+		{"dram->memory", dram, mem1, false}, {"dram->ssd", dram, ssd, false}, {"ssd->dram", ssd, dram, false},
+	} {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := hw.MeasureMoves(stores[p.a], stores[p.b], small, blockBytes, count, int32(i*count*4), p.hot)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", p.name, err)
+		}
+		cal.Links[p.name] = f
+	}
+	return cal, nil
+}
+
+// profileTOML writes the profile in the form scenario.LoadProfile reads:
+// every pair of tier kinds the replay's stores implement the same way gets
+// the figures measured for that path.
+func profileTOML(c *calibration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# kvsim hardware profile, written by kvsim calibrate for %d-byte blocks.\n", c.BlockBytes)
+	fmt.Fprintf(&b, "# Use it with `profile = \"FILE\"` in a scenario, or `kvsim replay --profile FILE`.\n")
+	fmt.Fprintf(&b, "machine = %q\ndate = %q\n", c.Machine, c.Date)
+	fmt.Fprintf(&b, "notes = %q\n\n", "backends: "+fmt.Sprint(c.Backends))
+	link := func(from, to string, fwd, rev hw.LinkFit) {
+		fmt.Fprintf(&b, "[[link]]\nfrom = %q\nto = %q\nbandwidth = %q\nreverse_bandwidth = %q\nlatency = %q\nreverse_latency = %q\n\n",
+			from, to, bps(fwd.Bandwidth), bps(rev.Bandwidth), scenario.FormatDuration(fwd.Latency), scenario.FormatDuration(rev.Latency))
+	}
+	// Moves out of HBM carry blocks just computed (hot); every other move
+	// carries a block nobody touched for a while (cold).
+	L := c.Links
+	link("hbm", "pinned", L["memory->memory hot"], L["memory->memory"])
+	link("hbm", "remote_dram", L["memory->memory hot"], L["memory->memory"])
+	link("pinned", "remote_dram", L["memory->memory"], L["memory->memory"])
+	link("hbm", "dram", L["memory->dram hot"], L["dram->memory"])
+	link("pinned", "dram", L["memory->dram"], L["dram->memory"])
+	link("remote_dram", "dram", L["memory->dram"], L["dram->memory"])
+	for _, a := range []string{"hbm", "pinned", "dram", "remote_dram"} {
+		for _, d := range []string{"ssd", "nvmeof"} {
+			link(a, d, L["dram->ssd"], L["ssd->dram"])
+		}
+	}
+	if len(c.Extra) > 0 {
+		b.WriteString("[measurements]\n")
+		for _, k := range sortedKeys(c.Extra) {
+			fmt.Fprintf(&b, "%q = %g\n", k, c.Extra[k])
+		}
+	}
+	return b.String()
+}
+
+func bps(v float64) string { return fmt.Sprintf("%.6gMB/s", v/1e6) }

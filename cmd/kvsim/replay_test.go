@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kvsim/core"
+	"kvsim/scenario"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+// replayDir is a directory for storage tiers: not tmpfs, so O_DIRECT works.
+func replayDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(".", ".replay-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func readReplay(t *testing.T, path string) *Replay {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Replay
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// simOnly runs a scenario's first policy through the simulator alone.
+func simOnly(t *testing.T, path string, limit int) core.Stats {
+	t.Helper()
+	sc, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(simConfig(sc, sc.Policies[0], nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := trace.Open(sc.Workload.Trace, trace.Options{Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := s.Run(workload.NewSource(r, trace.NewDict()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Stats
+}
+
+// TestReplayConformance: the same scenario through the simulated mover
+// alone and through the real one makes the same decisions (hits, misses,
+// evictions per tier); every block read back verifies.
+func TestReplayConformance(t *testing.T) {
+	for _, sc := range []string{"../../scenarios/hbm_dram.toml", "../../scenarios/quickstart.toml", "../../scenarios/hbm_dram_ssd.toml"} {
+		t.Run(filepath.Base(sc), func(t *testing.T) {
+			want := simOnly(t, sc, 600)
+			dir := replayDir(t)
+			_, stderr, code := runKvsim("replay", "--real", "--scenario", sc, "--dir", dir, "--limit", "600", "--verify", "--block-bytes", "16384", "../../traces/synthetic.jsonl")
+			if code != 0 {
+				t.Fatalf("status %d: %s", code, stderr)
+			}
+			r := readReplay(t, filepath.Join(dir, "replay.json"))
+			if r.Verify.Corrupt != 0 || r.Verify.Checked == 0 {
+				t.Errorf("verify: %+v", r.Verify)
+			}
+			s, _ := scenario.Load(sc)
+			for i, ti := range s.Tiers {
+				if r.Hits[ti.Name] != want.Hits[i] || r.Evictions[ti.Name] != want.Evictions[i] || r.Lost[ti.Name] != 0 {
+					t.Errorf("tier %s: real hits %d evictions %d lost %d; simulated hits %d evictions %d",
+						ti.Name, r.Hits[ti.Name], r.Evictions[ti.Name], r.Lost[ti.Name], want.Hits[i], want.Evictions[i])
+				}
+			}
+			if r.Misses != want.Misses {
+				t.Errorf("misses: real %d, simulated %d", r.Misses, want.Misses)
+			}
+			if len(r.Links) == 0 {
+				t.Error("no link carried traffic")
+			}
+			for name, l := range r.Links {
+				if l.Count == 0 || l.P50us <= 0 || l.PredictedP50us <= 0 {
+					t.Errorf("link %s: %+v", name, l)
+				}
+			}
+		})
+	}
+}
+
+func TestReplayBadInput(t *testing.T) {
+	dir := replayDir(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", "../../traces/synthetic.jsonl"}, "--real is required"},
+		{[]string{"replay", "--real", "--dir", dir, "--block-bytes", "5000", "../../traces/synthetic.jsonl"}, "multiple of 4096"},
+		{[]string{"replay", "--real", "--dir", dir, "nope.jsonl"}, "nope.jsonl"},
+		{[]string{"replay", "--real", "--dir", dir, "--scenario", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
+		{[]string{"replay", "--real", "--dir", dir, "--policy", "zz", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, `"zz"`},
+		{[]string{"replay", "--real", "--dir", dir, "--profile", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
+	}
+	for _, tc := range cases {
+		_, stderr, code := runKvsim(tc.args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

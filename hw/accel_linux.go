@@ -1,0 +1,69 @@
+//go:build linux
+
+package hw
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// accelHostAlloc maps n bytes of anonymous pageable memory, populated so
+// first-touch faults stay out of timed copies. It is outside the Go heap,
+// so asynchronous copies may read it after the call returns.
+func accelHostAlloc(n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("host alloc %d bytes: size must be > 0", n)
+	}
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", fmtBytes(int64(n)), err)
+	}
+	return mem, nil
+}
+
+func accelHostFree(mem []byte) error { return unix.Munmap(mem) }
+
+// accelMlock page-locks mem; a failure names the memlock limit, the usual
+// cause.
+func accelMlock(mem []byte) error {
+	if err := unix.Mlock(mem); err != nil {
+		lim, unlimited := memlockBytes()
+		if !unlimited && (errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN)) {
+			return fmt.Errorf("mlock %s: %w (RLIMIT_MEMLOCK is %s; raise it with ulimit -l)", fmtBytes(int64(len(mem))), err, fmtBytes(lim))
+		}
+		return fmt.Errorf("mlock %s: %w", fmtBytes(int64(len(mem))), err)
+	}
+	return nil
+}
+
+func accelMunlock(mem []byte) error { return unix.Munlock(mem) }
+
+// memlockBytes is the soft RLIMIT_MEMLOCK; unlimited also when
+// CAP_IPC_LOCK lifts it.
+func memlockBytes() (limit int64, unlimited bool) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || accelCapIPCLock() {
+		return 0, true
+	}
+	return int64(min(rl.Cur, 1<<62)), false
+}
+
+// accelCapIPCLock reads CapEff from /proc/self/status (bit 14).
+func accelCapIPCLock() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_IPC_LOCK) != 0
+		}
+	}
+	return false
+}

@@ -1,0 +1,438 @@
+//go:build linux
+
+package hw
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Doctor checks this machine for KV offload: hugepages, transparent
+// hugepages, io_uring, O_DIRECT in o.Dir, the memlock limit, GPUs and the
+// CUDA runtime, RDMA devices and NVMe controllers. It needs no root, and
+// absent hardware is a finding (StatusAbsent), never an error.
+func Doctor(o DoctorOptions) ([]Check, error) {
+	if o.Dir == "" {
+		o.Dir = "."
+	}
+	gpu := o.gpu()
+	return []Check{
+		o.hugepages(hugeSpecs[0]),
+		o.hugepages(hugeSpecs[1]),
+		o.thp(),
+		o.ioUring(),
+		o.directIO(),
+		memlock(),
+		gpu,
+		o.cudaRuntime(gpu.Status == StatusOK),
+		o.rdma(),
+		o.nvme(),
+	}, nil
+}
+
+func (o DoctorOptions) path(p string) string { return filepath.Join(o.root, p) }
+
+func (o DoctorOptions) readString(p string) (string, error) {
+	b, err := os.ReadFile(o.path(p))
+	return strings.TrimSpace(string(b)), err
+}
+
+func (o DoctorOptions) hugepages(hs hugeSpec) Check {
+	c := Check{Name: "hugepages-" + hs.label}
+	dir := o.path(hs.sysfs)
+	if _, err := os.Stat(dir); err != nil {
+		c.Status, c.Found = StatusAbsent, fmt.Sprintf("no %s hugepages on this kernel/CPU (%s is absent)", hs.label, hs.sysfs)
+		return c
+	}
+	nr, err1 := readInt(dir + "/nr_hugepages")
+	free, err2 := readInt(dir + "/free_hugepages")
+	if err := errors.Join(err1, err2); err != nil {
+		c.Status, c.Found = StatusWarn, "cannot read the counts: "+err.Error()
+		return c
+	}
+	c.Found = fmt.Sprintf("%d reserved, %d free (%s free)", nr, free, fmtBytes(free*hs.bytes))
+	is2M := hs.bytes == 2<<20
+	reserve := func(n int64) string {
+		if is2M {
+			return fmt.Sprintf("as root: sysctl -w vm.nr_hugepages=%d (%s), then check HugePages_Free in /proc/meminfo", n, fmtBytes(n*hs.bytes))
+		}
+		return fmt.Sprintf("as root: echo %d > %s/nr_hugepages, or boot with hugepagesz=1G hugepages=%d", n, hs.sysfs, n)
+	}
+	switch {
+	case nr == 0 && is2M:
+		c.Status, c.Found = StatusWarn, "0 reserved: the DRAM pool falls back to 4 KiB pages (populating it takes several times longer) and I/O buffers rely on THP"
+		c.Fix = reserve(512)
+	case nr == 0:
+		c.Status, c.Found = StatusAbsent, "0 reserved (optional: 2MB pages serve the pool as well)"
+		c.Fix = reserve(1)
+	case free == 0:
+		c.Status = StatusWarn
+		c.Found += ": all in use"
+		c.Fix = reserve(nr * 2)
+	default:
+		c.Status = StatusOK
+	}
+	return c
+}
+
+func (o DoctorOptions) thp() Check {
+	const p = "/sys/kernel/mm/transparent_hugepage/enabled"
+	c := Check{Name: "transparent-hugepages"}
+	s, err := o.readString(p)
+	if err != nil {
+		c.Status, c.Found = StatusAbsent, "no transparent hugepage support ("+p+" is absent)"
+		return c
+	}
+	mode := s
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			mode = s[i+1 : i+j]
+		}
+	}
+	c.Found = "mode " + mode
+	switch mode {
+	case "always", "madvise":
+		c.Status = StatusOK
+		c.Found += ": I/O buffers get 2 MiB pages by madvise when no hugetlb pages are reserved"
+	default:
+		c.Status = StatusWarn
+		c.Found += ": without reserved hugetlb pages, I/O buffers are on 4 KiB pages"
+		c.Fix = "as root: echo madvise > " + p
+	}
+	return c
+}
+
+func (o DoctorOptions) ioUring() Check {
+	c := Check{Name: "io_uring"}
+	var found []string
+	disabled, derr := o.readString("/proc/sys/kernel/io_uring_disabled")
+	if derr == nil {
+		found = append(found, "io_uring_disabled="+disabled)
+	}
+	u, reason, err := newUring(4, nil)
+	if err != nil {
+		c.Status = StatusWarn
+		found = append(found, err.Error()+"; kvsim falls back to pread/pwrite")
+		c.Found = strings.Join(found, "; ")
+		switch {
+		case errors.Is(err, unix.ENOSYS):
+			c.Fix = "a kernel built with CONFIG_IO_URING (5.6+; 6.1+ recommended), or outside a sandbox such as gVisor"
+		case disabled != "" && disabled != "0":
+			c.Fix = "as root: sysctl -w kernel.io_uring_disabled=0"
+		default:
+			c.Fix = "allow io_uring_setup/enter/register in the seccomp profile (containers), or sysctl -w kernel.io_uring_disabled=0"
+		}
+		return c
+	}
+	u.Close()
+	found = append(found, "io_uring_setup works")
+	// Registered buffers are pinned memory: the memlock limit applies.
+	if a, err := NewArenaPages(hugeSize, false); err == nil {
+		if u, reason, err = newUring(4, []*Arena{a}); err == nil {
+			u.Close()
+		}
+		a.Close()
+		if reason == "" && err == nil {
+			found = append(found, "registered buffers work")
+		} else {
+			found = append(found, "registered buffers fail: "+strings.TrimSuffix(reason, "; io_uring runs with unregistered buffers"))
+			c.Fix = "raise the memlock limit (see memlock)"
+		}
+	}
+	c.Status = StatusOK
+	if c.Fix != "" {
+		c.Status = StatusWarn
+	}
+	c.Found = strings.Join(found, "; ")
+	return c
+}
+
+func (o DoctorOptions) directIO() Check {
+	c := Check{Name: "o_direct"}
+	dir, _ := filepath.Abs(o.Dir)
+	fs, a, err := ProbeDirectIO(dir)
+	dev := blockDevice(dir)
+	on := dir
+	if fs != "" {
+		on += " (" + fs + dev + ")"
+	}
+	switch {
+	case err == nil:
+		c.Status = StatusOK
+		c.Found = fmt.Sprintf("%s: O_DIRECT works, alignment %d B for offsets and lengths, %d B for buffers", on, a.Offset, a.Mem)
+	case errors.Is(err, ErrNoDirectIO):
+		c.Status = StatusFail
+		c.Found = err.Error()
+		c.Fix = "put the SSD tier's store directory on a disk filesystem (ext4, xfs) and check it with kvsim doctor --dir DIR"
+	default:
+		c.Status = StatusWarn
+		c.Found = on + ": cannot test O_DIRECT: " + err.Error()
+		c.Fix = "run kvsim doctor --dir DIR on a directory you can write"
+	}
+	return c
+}
+
+// blockDevice names the disk under dir (", on vda") from /sys/dev/block.
+func blockDevice(dir string) string {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return ""
+	}
+	link, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		return ""
+	}
+	return ", on " + filepath.Base(link)
+}
+
+func memlock() Check {
+	c := Check{Name: "memlock"}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		c.Status, c.Found = StatusWarn, "getrlimit: "+err.Error()
+		return c
+	}
+	const fix = "ulimit -l unlimited (limits.conf: '* - memlock unlimited'; systemd: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1)"
+	switch {
+	case rl.Cur == unix.RLIM_INFINITY:
+		c.Status, c.Found = StatusOK, "unlimited"
+	case hasCapIPCLock():
+		c.Status, c.Found = StatusOK, fmt.Sprintf("%s, but this process has CAP_IPC_LOCK, which lifts it", fmtBytes(int64(rl.Cur)))
+	case rl.Cur < 1<<30:
+		c.Status = StatusWarn
+		c.Found = fmt.Sprintf("%s: pinned host memory (cudaHostRegister, RDMA registration, io_uring registered buffers) beyond it fails", fmtBytes(int64(rl.Cur)))
+		c.Fix = fix
+	default:
+		c.Status, c.Found = StatusOK, fmtBytes(int64(rl.Cur))
+	}
+	return c
+}
+
+// hasCapIPCLock reads CapEff from /proc/self/status (bit 14).
+func hasCapIPCLock() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_IPC_LOCK) != 0
+		}
+	}
+	return false
+}
+
+func (o DoctorOptions) gpu() Check {
+	c := Check{Name: "gpu"}
+	var models []string
+	dirs, _ := filepath.Glob(o.path("/proc/driver/nvidia/gpus/*"))
+	for _, d := range dirs {
+		model := "NVIDIA GPU"
+		if b, err := os.ReadFile(filepath.Join(d, "information")); err == nil {
+			for line := range strings.SplitSeq(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "Model:"); ok {
+					model = strings.TrimSpace(v)
+				}
+			}
+		}
+		models = append(models, model+" ("+filepath.Base(d)+")")
+	}
+	if len(models) == 0 {
+		if devs, _ := filepath.Glob(o.path("/dev/nvidia[0-9]*")); len(devs) > 0 {
+			models = append(models, fmt.Sprintf("%d NVIDIA device node(s) in /dev, no /proc/driver/nvidia", len(devs)))
+		}
+	}
+	if _, err := os.Stat(o.path("/dev/kfd")); err == nil {
+		models = append(models, "AMD GPU (/dev/kfd)")
+	}
+	if len(models) == 0 {
+		c.Status, c.Found = StatusAbsent, "no GPU: the HBM and pinned tiers are emulated in host memory"
+		return c
+	}
+	c.Status, c.Found = StatusOK, strings.Join(models, ", ")
+	return c
+}
+
+func (o DoctorOptions) cudaRuntime(haveGPU bool) Check {
+	c := Check{Name: "cuda-runtime"}
+	if p := os.Getenv("KVSIM_CUDART"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			c.Status, c.Found = StatusFail, "KVSIM_CUDART="+p+": "+err.Error()
+			c.Fix = "point KVSIM_CUDART at an existing libcudart.so.N, or unset it"
+			return c
+		}
+	}
+	found := o.findCUDARuntime()
+	if len(found) == 0 {
+		c.Status, c.Found = StatusAbsent, "no libcudart.so.* in the loader paths, CUDA_HOME, /usr/local/cuda or Python environments"
+		if haveGPU {
+			c.Status = StatusWarn
+		}
+		c.Fix = "install the CUDA runtime (pip install nvidia-cuda-runtime-cu12, or the CUDA toolkit), or set KVSIM_CUDART=/path/to/libcudart.so.N"
+		return c
+	}
+	c.Status, c.Found = StatusOK, found[0]
+	if len(found) > 1 {
+		c.Found += fmt.Sprintf(" (and %d more: %s)", len(found)-1, strings.Join(found[1:], ", "))
+	}
+	if !haveGPU {
+		c.Found += "; no GPU to use it with"
+	}
+	return c
+}
+
+// FindCUDARuntime lists libcudart.so.* files, most preferred first:
+// $KVSIM_CUDART, the loader's paths ($LD_LIBRARY_PATH, /etc/ld.so.conf,
+// the system directories), $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
+// pip wheel layouts (nvidia/cu13/lib for CUDA 13, nvidia/cuda_runtime/lib
+// for CUDA 12) under $VIRTUAL_ENV, $CONDA_PREFIX and /opt/*. It only looks:
+// nothing is loaded.
+func FindCUDARuntime() []string { return DoctorOptions{}.findCUDARuntime() }
+
+func (o DoctorOptions) findCUDARuntime() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || seen[p] {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	glob := func(dir string) {
+		m, _ := filepath.Glob(filepath.Join(dir, "libcudart.so.*"))
+		slices.SortFunc(m, func(a, b string) int { return strings.Compare(b, a) }) // newest major first
+		for _, p := range m {
+			add(p)
+		}
+	}
+	if p := os.Getenv("KVSIM_CUDART"); p != "" {
+		add(p)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
+		if d != "" {
+			glob(d)
+		}
+	}
+	for _, d := range o.ldConfDirs(o.path("/etc/ld.so.conf"), 0) {
+		glob(d)
+	}
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
+	for _, d := range []string{"/lib/" + arch + "-linux-gnu", "/usr/lib/" + arch + "-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+		glob(o.path(d))
+	}
+	if h := os.Getenv("CUDA_HOME"); h != "" {
+		glob(filepath.Join(h, "lib64"))
+	}
+	glob(o.path("/usr/local/cuda/lib64"))
+	var prefixes []string
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := os.Getenv(v); p != "" {
+			prefixes = append(prefixes, p)
+		}
+	}
+	opt, _ := filepath.Glob(o.path("/opt/*"))
+	prefixes = append(prefixes, opt...)
+	prefixes = append(prefixes, o.path("/usr/local"), o.path("/usr"))
+	for _, pre := range prefixes {
+		sites, _ := filepath.Glob(filepath.Join(pre, "lib", "python3*", "*-packages"))
+		for _, s := range sites {
+			glob(filepath.Join(s, "nvidia", "cu13", "lib"))
+			glob(filepath.Join(s, "nvidia", "cuda_runtime", "lib"))
+		}
+	}
+	return out
+}
+
+// ldConfDirs reads the directories of an ld.so.conf, following include.
+func (o DoctorOptions) ldConfDirs(file string, depth int) []string {
+	f, err := os.Open(file)
+	if err != nil || depth > 4 {
+		return nil
+	}
+	defer f.Close()
+	var dirs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		line = strings.TrimSpace(line)
+		if inc, ok := strings.CutPrefix(line, "include "); ok {
+			pat := strings.TrimSpace(inc)
+			if !filepath.IsAbs(pat) {
+				pat = filepath.Join(filepath.Dir(file), pat)
+			} else {
+				pat = o.path(pat)
+			}
+			m, _ := filepath.Glob(pat)
+			for _, inc := range m {
+				dirs = append(dirs, o.ldConfDirs(inc, depth+1)...)
+			}
+		} else if strings.HasPrefix(line, "/") {
+			dirs = append(dirs, o.path(line))
+		}
+	}
+	return dirs
+}
+
+func (o DoctorOptions) rdma() Check {
+	c := Check{Name: "rdma"}
+	devs, _ := filepath.Glob(o.path("/sys/class/infiniband/*"))
+	if len(devs) == 0 {
+		c.Status, c.Found = StatusAbsent, "no RDMA devices in /sys/class/infiniband: remote tiers are simulated only"
+		return c
+	}
+	var found []string
+	for _, d := range devs {
+		desc := filepath.Base(d)
+		ports, _ := filepath.Glob(filepath.Join(d, "ports", "*"))
+		for _, p := range ports {
+			rd := func(f string) string {
+				b, _ := os.ReadFile(filepath.Join(p, f))
+				return strings.TrimSpace(string(b))
+			}
+			desc += fmt.Sprintf(" port %s: %s %s %s", filepath.Base(p), rd("link_layer"), rd("state"), rd("rate"))
+		}
+		found = append(found, strings.Join(strings.Fields(desc), " "))
+	}
+	c.Status, c.Found = StatusOK, strings.Join(found, "; ")
+	return c
+}
+
+func (o DoctorOptions) nvme() Check {
+	c := Check{Name: "nvme"}
+	ctrls, _ := filepath.Glob(o.path("/sys/class/nvme/*"))
+	if len(ctrls) == 0 {
+		c.Status, c.Found = StatusAbsent, "no NVMe controllers in /sys/class/nvme"
+		return c
+	}
+	var found []string
+	for _, d := range ctrls {
+		rd := func(f string) string {
+			b, _ := os.ReadFile(filepath.Join(d, f))
+			return strings.TrimSpace(string(b))
+		}
+		desc := filepath.Base(d) + " " + rd("transport")
+		if t := rd("transport"); t != "" && t != "pcie" {
+			desc += " (NVMe-oF)"
+		}
+		if m := rd("model"); m != "" {
+			desc += " " + m
+		}
+		if a := rd("address"); a != "" {
+			desc += " at " + a
+		}
+		found = append(found, desc)
+	}
+	c.Status, c.Found = StatusOK, strings.Join(found, "; ")
+	return c
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hw
+
+func faultSync(fd int) error { return ErrUnsupported }

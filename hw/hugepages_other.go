@@ -1,0 +1,10 @@
+//go:build !linux
+
+package hw
+
+import "fmt"
+
+// SetHugepages is Linux only.
+func SetHugepages(size string, n int64) (prev, got int64, err error) {
+	return 0, 0, fmt.Errorf("hugepages: %w", ErrUnsupported)
+}

@@ -1,0 +1,129 @@
+//go:build linux
+
+package hw
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// probeNeed skips a test whose prerequisite (root, io_uring) this machine
+// lacks; with KVSIM_REQUIRE_ALL=1, as in CI, it fails instead.
+func probeNeed(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
+		t.Fatalf("KVSIM_REQUIRE_ALL=1 but "+format, args...)
+	}
+	t.Skipf("skipping: "+format+" (set KVSIM_REQUIRE_ALL=1 to fail instead)", args...)
+}
+
+// probeLacks skips for hardware a machine may simply not have (1 GB pages,
+// contiguous memory for them): never a failure.
+func probeLacks(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Skipf("skipping, this machine lacks it: "+format, args...)
+}
+
+func probeRoot(t testing.TB) {
+	t.Helper()
+	probeNeed(t, os.Geteuid() == 0, "needs root (uid %d)", os.Geteuid())
+}
+
+// probeState counts open fds and the mappings this package makes that
+// /proc/self/maps can name (memfds, io_uring rings, hugetlb).
+type probeState struct{ fds, maps int }
+
+func probeSnap(t testing.TB) probeState {
+	t.Helper()
+	var s probeState
+	f, err := os.Open("/proc/self/maps") // opening a file also starts the poller, whose fds then stay
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, "memfd:") || strings.Contains(l, "io_uring") || strings.Contains(l, "anon_hugepage") {
+			s.maps++
+		}
+	}
+	f.Close()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.fds = len(ents)
+	return s
+}
+
+// probeLeaks checks, when the test ends, that it left no fd or named
+// mapping behind. Register it first so that it runs after other cleanups.
+func probeLeaks(t *testing.T) {
+	t.Helper()
+	before := probeSnap(t)
+	t.Cleanup(func() {
+		if after := probeSnap(t); after != before {
+			t.Errorf("leak: %d fds and %d memfd/io_uring/hugetlb mappings before, %d and %d after", before.fds, before.maps, after.fds, after.maps)
+		}
+	})
+}
+
+// probeUnmapped fails if any mapping still overlaps [addr, addr+n).
+func probeUnmapped(t testing.TB, addr uintptr, n int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		lo, rest, ok := strings.Cut(l, "-")
+		if !ok {
+			continue
+		}
+		hi, _, _ := strings.Cut(rest, " ")
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		z, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && a < uint64(addr)+uint64(n) && uint64(addr) < z {
+			t.Errorf("range %#x+%d still mapped after Close: %s", addr, n, l)
+		}
+	}
+}
+
+// probeDiskDir is a temporary directory on a filesystem with O_DIRECT; the
+// package directory is tried when TMPDIR is tmpfs.
+func probeDiskDir(t testing.TB) string {
+	t.Helper()
+	for _, base := range []string{"", "."} {
+		var dir string
+		if base == "" {
+			dir = t.TempDir()
+		} else {
+			d, err := os.MkdirTemp(base, ".probe-")
+			if err != nil {
+				continue
+			}
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dir, _ = filepath.Abs(d)
+		}
+		if _, _, err := ProbeDirectIO(dir); err == nil {
+			return dir
+		}
+	}
+	probeLacks(t, "no directory with O_DIRECT (TMPDIR and the package directory are not on a disk filesystem)")
+	return ""
+}
+
+// probeUring skips (or fails under KVSIM_REQUIRE_ALL) when io_uring is off.
+func probeUring(t testing.TB) {
+	t.Helper()
+	u, _, err := newUring(1, nil)
+	probeNeed(t, err == nil, "io_uring unavailable: %v", err)
+	u.Close()
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package hw
+
+import (
+	"context"
+	"fmt"
+)
+
+// ServePool is Linux only.
+func ServePool(ctx context.Context, socketPath string, p *Pool) error {
+	return fmt.Errorf("serve pool: %w", ErrUnsupported)
+}
+
+// ReceivePool is Linux only.
+func ReceivePool(socketPath string) (*Pool, error) {
+	return nil, fmt.Errorf("receive pool: %w", ErrUnsupported)
+}

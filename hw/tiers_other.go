@@ -1,0 +1,6 @@
+//go:build !linux
+
+package hw
+
+func dramStore(t TierSpec, o TierOptions) (Store, string, error) { return nil, "", ErrUnsupported }
+func diskStore(t TierSpec, o TierOptions) (Store, string, error) { return nil, "", ErrUnsupported }
