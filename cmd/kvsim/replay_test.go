@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/hw"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
@@ -111,6 +112,22 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", "--real", "--dir", dir, "--scenario", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
 		{[]string{"replay", "--real", "--dir", dir, "--policy", "zz", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, `"zz"`},
 		{[]string{"replay", "--real", "--dir", dir, "--profile", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		shm, err := os.MkdirTemp("/dev/shm", "kvsim-test-")
+		if err == nil {
+			defer os.RemoveAll(shm)
+			cases = append(cases, struct {
+				args []string
+				want string
+			}{[]string{"replay", "--real", "--dir", shm, "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}, "tmpfs"})
+		}
+	}
+	if reserved, _, err := hw.HugepageCounts("2MB"); err == nil && reserved == 0 {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"replay", "--real", "--dir", dir, "--hugepages", "require", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, "vm.nr_hugepages"})
 	}
 	for _, tc := range cases {
 		_, stderr, code := runKvsim(tc.args...)
