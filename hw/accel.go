@@ -35,9 +35,9 @@ type AcceleratorDevice interface {
 	Malloc(n int) (uintptr, error)
 	Free(p uintptr) error
 	HostAlloc(n int) ([]byte, error) // page-locked host memory
-	HostFree(b []byte) error
-	HostRegister(b []byte) error // pin existing (mmap'd) host memory
-	HostUnregister(b []byte) error
+	HostFree(b []byte) error         // the slice HostAlloc returned
+	HostRegister(b []byte) error     // pin existing (mmap'd) host memory
+	HostUnregister(b []byte) error   // the slice HostRegister was given
 	// IsPinned says whether the runtime knows b as page-locked (false
 	// when it cannot tell).
 	IsPinned(b []byte) bool
@@ -94,9 +94,11 @@ func (p Probe) String() string {
 	return b.String()
 }
 
-// OpenDevice returns the first runtime (CUDA, then HIP) whose library
-// loads and reports at least one device, else an emulated device in host
-// memory. KVSIM_ACCEL=emulated skips the probe.
+// OpenDevice returns device 0 of the first runtime (CUDA, then HIP) whose
+// library loads and reports at least one device, else an emulated device
+// in host memory. KVSIM_CUDART and KVSIM_HIP name a library to try first
+// (CUDA_VISIBLE_DEVICES picks the device); KVSIM_ACCEL=emulated skips the
+// probe. Call it once per process and share the device.
 func OpenDevice() (AcceleratorDevice, Probe) {
 	var p Probe
 	if os.Getenv("KVSIM_ACCEL") == "emulated" {
@@ -224,6 +226,9 @@ func (d *emuDevice) HostAlloc(n int) ([]byte, error) {
 }
 
 func (d *emuDevice) HostFree(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
 	d.mu.Lock()
 	delete(d.pinned, &b[0])
 	d.mu.Unlock()
@@ -244,6 +249,9 @@ func (d *emuDevice) HostRegister(b []byte) error {
 }
 
 func (d *emuDevice) HostUnregister(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
 	d.mu.Lock()
 	delete(d.pinned, &b[0])
 	d.mu.Unlock()

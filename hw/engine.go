@@ -55,7 +55,8 @@ type Streamer interface {
 
 // Stream runs n ops on e, through its own Stream method when it has one
 // (both of this package's engines do), else in batches of DefaultQueueDepth
-// through Do, so that wrappers around an Engine still work.
+// through Do, so that wrappers around an Engine still work; next may then
+// run up to DefaultQueueDepth ops ahead of done.
 func Stream(e Engine, n int, next func(i int) Op, done func(i int, op *Op)) error {
 	if s, ok := e.(Streamer); ok {
 		return s.Stream(n, next, done)

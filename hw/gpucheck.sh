@@ -26,7 +26,7 @@
 set -u -o pipefail
 
 if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
-	sed -n '2,12p' "$0" >&2
+	sed -n '2,10p' "$0" >&2
 	echo "usage: $0 KVSIM_BINARY HW_TEST_BINARY" >&2
 	exit 2
 fi

@@ -20,43 +20,89 @@ type TierOptions struct {
 	HugepageSize string // 2MB or 1GB
 	Engine       string // auto, io_uring, pread
 	QueueDepth   int
+	Device       string // "" (first GPU found, else emulated) or "emulated"
 }
 
-// OpenStores builds one store per tier. GPU tiers (hbm, pinned) are
-// emulated in host memory until a GPU backend exists; remote DRAM is
-// emulated without an RDMA device; DRAM is a memfd pool; SSD and NVMe-oF
-// are bucket files in o.Dir. Notes say where a fallback happened.
-func OpenStores(tiers []TierSpec, o TierOptions) (stores []Store, notes []string, err error) {
+// Stores are the real stores of a hierarchy and the device behind them.
+type Stores struct {
+	List  []Store
+	Notes []string // where a fallback happened, and why
+	dev   AcceleratorDevice
+	pool  *PinnedBufferPool
+}
+
+// Close releases the pinned pool (unregistering DRAM while it is still
+// mapped), then every store, then the device.
+func (s *Stores) Close() error {
+	var first error
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	for _, st := range s.List {
+		if err := st.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if s.dev != nil {
+		s.dev.Close()
+	}
+	return first
+}
+
+// OpenStores builds one store per tier. GPU tiers (hbm, pinned) use the
+// first CUDA or HIP device found, else are emulated in host memory (and
+// say so); remote DRAM is emulated without an RDMA device; DRAM is a memfd
+// pool; SSD and NVMe-oF are bucket files in o.Dir.
+func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
+	ss = &Stores{}
 	defer func() {
 		if err != nil {
-			for _, s := range stores {
-				s.Close()
-			}
-			stores = nil
+			ss.Close()
+			ss = nil
 		}
 	}()
+	gpu := false
+	for _, t := range tiers {
+		gpu = gpu || t.Kind == "hbm" || t.Kind == "pinned"
+	}
+	if gpu && o.Device != "emulated" {
+		dev, probe := OpenDevice()
+		if dev.Kind() == "emulated" {
+			dev.Close()
+			ss.Notes = append(ss.Notes, "GPU tiers emulated in host memory: "+probe.Why)
+		} else {
+			ss.dev = dev
+			ss.pool = NewPinnedBufferPool(dev, PinnedPoolOptions{})
+		}
+	}
 	for _, t := range tiers {
 		var s Store
 		var note string
 		switch t.Kind {
-		case "hbm", "pinned", "remote_dram":
+		case "hbm", "pinned":
+			if ss.dev != nil {
+				s = NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool)
+			} else {
+				s = emulatedStore(t, o)
+			}
+		case "remote_dram":
 			s = emulatedStore(t, o)
 		case "dram":
-			s, note, err = dramStore(t, o)
+			s, note, err = dramStore(t, o, ss.pool)
 		case "ssd", "nvmeof":
 			s, note, err = diskStore(t, o)
 		default:
 			err = fmt.Errorf("tier %q: unknown kind %q", t.Name, t.Kind)
 		}
 		if err != nil {
-			return stores, notes, fmt.Errorf("tier %q: %w", t.Name, err)
+			return ss, fmt.Errorf("tier %q: %w", t.Name, err)
 		}
-		stores = append(stores, s)
+		ss.List = append(ss.List, s)
 		if note != "" {
-			notes = append(notes, fmt.Sprintf("tier %q: %s", t.Name, note))
+			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: %s", t.Name, note))
 		}
 	}
-	return stores, notes, nil
+	return ss, nil
 }
 
 // slotsPerChunk sizes memory chunks at about 64 MiB.

@@ -11,7 +11,9 @@ import (
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
 // the way Mooncake's store holds its DRAM segment.
-func dramStore(t TierSpec, o TierOptions) (Store, string, error) {
+// With a GPU, each pool is registered as pinned memory (cudaHostRegister)
+// so copies to and from HBM need no staging buffer.
+func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, string, error) {
 	per := slotsPerChunk(o.SlotBytes)
 	// Probe once so a hugepage shortage fails (require) or is reported (try)
 	// before the replay starts, not at the first demotion.
@@ -23,6 +25,14 @@ func dramStore(t TierSpec, o TierOptions) (Store, string, error) {
 	// them once so a replay does not time first-write faults.
 	clear(probe.Bytes())
 	backend, note := probe.Backend(), probe.Fallback()
+	if pinned != nil {
+		if err := pinned.RegisterHost(probe.Bytes()); err != nil {
+			note = strings.TrimPrefix(note+"; not registered with the GPU: "+err.Error(), "; ")
+			pinned = nil
+		} else {
+			backend += "+registered"
+		}
+	}
 	first := true
 	s := NewMemStore(backend, o.SlotBytes, per, func(n int) (Chunk, error) {
 		if first {
@@ -34,9 +44,15 @@ func dramStore(t TierSpec, o TierOptions) (Store, string, error) {
 			return Chunk{}, err
 		}
 		clear(p.Bytes())
+		if pinned != nil {
+			if err := pinned.RegisterHost(p.Bytes()); err != nil {
+				p.Close()
+				return Chunk{}, err
+			}
+		}
 		return Chunk{Mem: p.Bytes()[:n], Closer: p}, nil
 	})
-	if note != "" {
+	if note != "" && probe.Fallback() != "" {
 		note = "hugepages: " + note
 	}
 	return s, note, nil

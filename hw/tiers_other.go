@@ -2,5 +2,7 @@
 
 package hw
 
-func dramStore(t TierSpec, o TierOptions) (Store, string, error) { return nil, "", ErrUnsupported }
+func dramStore(t TierSpec, o TierOptions, _ *PinnedBufferPool) (Store, string, error) {
+	return nil, "", ErrUnsupported
+}
 func diskStore(t TierSpec, o TierOptions) (Store, string, error) { return nil, "", ErrUnsupported }

@@ -122,6 +122,7 @@ type uring struct {
 	cqes                 []uringCQE
 	localTail, localHead uint32
 
+	broken   error // a failed io_uring_enter: ops may still be in flight
 	regs     []regBuf
 	fixedOps int // SQEs sent as READ_FIXED/WRITE_FIXED, for tests
 	slots    []uringSlot
@@ -278,6 +279,9 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 	if u.fd < 0 {
 		return errors.New("io_uring: engine is closed")
 	}
+	if u.broken != nil {
+		return u.broken
+	}
 	// Completions of file I/O are finished as task work of the submitting
 	// thread; keeping one thread for the whole call means the thread that
 	// waits is the one that runs it.
@@ -312,6 +316,7 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 			inflight++
 			if len(sl.op.Buf) >= submitAloneBytes {
 				if err := u.submit(&pending); err != nil {
+					u.broken = err
 					return err
 				}
 			}
@@ -320,7 +325,9 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 			continue
 		}
 		if err := u.enter(&pending, inflight); err != nil {
-			// The ring is unusable; nothing more will complete.
+			// The kernel refuses the ring: what is in flight cannot be
+			// reaped, so the engine is done for.
+			u.broken = err
 			return err
 		}
 		head := u.localHead

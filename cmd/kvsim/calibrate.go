@@ -23,6 +23,8 @@ type calibration struct {
 	Backends   map[string]string     `json:"backends"`
 	Links      map[string]hw.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
 	Extra      map[string]float64    `json:"measurements"`
+	GPU        string                `json:"gpu"`
+	Copies     []hw.CopyResult       `json:"gpu_copies,omitempty"`
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,7 +32,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	dir := fs.String("dir", "kvsim-calibrate", "`DIR` for the SSD test files (not tmpfs)")
 	out := fs.String("out", "", "write the hardware profile TOML to `FILE` (default: DIR/profile.toml)")
 	blockBytes := fs.Int("block-bytes", 64<<10, "block size to calibrate for (`N`, as replay --block-bytes)")
-	count := fs.Int("count", 256, "blocks moved per measurement (`N`)")
+	count := fs.Int("count", 1024, "blocks moved per measurement (`N`)")
 	asJSON := fs.Bool("json", false, "print the measurements as JSON")
 	engine := fs.String("engine", "auto", "SSD I/O engine: auto, io_uring or pread")
 	fs.Usage = func() {
@@ -64,13 +66,13 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "calibrated %s for %d-byte blocks:\n", cal.Machine, cal.BlockBytes)
+	fmt.Fprintf(stdout, "calibrated %s for %d-byte blocks (GPU: %s):\n", cal.Machine, cal.BlockBytes, cal.GPU)
 	for _, k := range sortedKeys(cal.Links) {
 		l := cal.Links[k]
 		fmt.Fprintf(stdout, "  %-20s %8.2f GB/s  latency %7.1f us   (median %.1f us at %d B)\n", k, l.Bandwidth/1e9, float64(l.Latency)/1e3, float64(l.LargeNs)/1e3, l.LargeBytes)
 	}
-	for _, k := range sortedKeys(cal.Extra) {
-		fmt.Fprintf(stdout, "  %-40s %.1f\n", k, cal.Extra[k])
+	if len(cal.Copies) > 0 {
+		fmt.Fprint(stdout, hw.FormatCopyResults(cal.Copies))
 	}
 	fmt.Fprintf(stdout, "wrote %s; use it with: profile = %q in a scenario, or kvsim replay --profile %s\n", *out, *out, *out)
 	return nil
@@ -81,29 +83,29 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 	cal := &calibration{Machine: host, Date: time.Now().UTC().Format(time.RFC3339), BlockBytes: blockBytes,
 		Backends: map[string]string{}, Links: map[string]hw.LinkFit{}, Extra: map[string]float64{}}
 	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
-	stores, notes, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
+	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
 	if err != nil {
 		return nil, badInputf("calibrate: %v", err)
 	}
-	defer func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	}()
+	defer ss.Close()
+	stores, notes := ss.List, ss.Notes
 	for i, s := range specs {
 		cal.Backends[s.Kind] = stores[i].Backend()
 	}
 	_ = notes
 	small := blockBytes / 4
-	const mem1, mem2, dram, ssd = 0, 1, 2, 3
+	// Store order: hbm, pinned, dram, ssd. Moves out of HBM carry blocks
+	// just computed (hot); every other move carries a block nobody touched
+	// for a while (cold).
+	const hbm, pinned, dram, ssd = 0, 1, 2, 3
 	for i, p := range []struct {
 		name string
 		a, b int
 		hot  bool
 	}{
-		{"memory->memory hot", mem1, mem2, true}, {"memory->memory", mem2, mem1, false},
-		{"memory->dram hot", mem1, dram, true}, {"memory->dram", mem1, dram, false},
-		{"dram->memory", dram, mem1, false}, {"dram->ssd", dram, ssd, false}, {"ssd->dram", ssd, dram, false},
+		{"hbm->pinned", hbm, pinned, true}, {"pinned->hbm", pinned, hbm, false}, {"pinned->pinned", pinned, pinned, false},
+		{"hbm->dram", hbm, dram, true}, {"pinned->dram", pinned, dram, false}, {"dram->hbm", dram, hbm, false},
+		{"dram->pinned", dram, pinned, false}, {"dram->ssd", dram, ssd, false}, {"ssd->dram", ssd, dram, false},
 	} {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -113,6 +115,25 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 			return nil, fmt.Errorf("calibrate: %s: %w", p.name, err)
 		}
 		cal.Links[p.name] = f
+	}
+	dev, probe := hw.OpenDevice()
+	defer dev.Close()
+	cal.GPU = dev.Name()
+	if dev.Kind() == "emulated" {
+		cal.GPU = "none (" + probe.Why + ")"
+	} else {
+		res, err := hw.MeasureCopies(dev, hw.DefaultCopySizes, 0)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: GPU copies: %w", err)
+		}
+		cal.Copies = res
+		for _, r := range res {
+			mib := fmt.Sprintf("%d KiB", r.Bytes>>10)
+			cal.Extra["gpu D2H pinned GB/s at "+mib] = r.D2HPinnedGBs
+			cal.Extra["gpu D2H pageable GB/s at "+mib] = r.D2HPageableGBs
+			cal.Extra["gpu H2D pinned GB/s at "+mib] = r.H2DPinnedGBs
+			cal.Extra["gpu H2D pageable GB/s at "+mib] = r.H2DPageableGBs
+		}
 	}
 	return cal, nil
 }
@@ -130,15 +151,15 @@ func profileTOML(c *calibration) string {
 		fmt.Fprintf(&b, "[[link]]\nfrom = %q\nto = %q\nbandwidth = %q\nreverse_bandwidth = %q\nlatency = %q\nreverse_latency = %q\n\n",
 			from, to, bps(fwd.Bandwidth), bps(rev.Bandwidth), scenario.FormatDuration(fwd.Latency), scenario.FormatDuration(rev.Latency))
 	}
-	// Moves out of HBM carry blocks just computed (hot); every other move
-	// carries a block nobody touched for a while (cold).
+	// Each pair of kinds gets the path the replay's stores use for it;
+	// remote DRAM is emulated in host memory like the pinned tier.
 	L := c.Links
-	link("hbm", "pinned", L["memory->memory hot"], L["memory->memory"])
-	link("hbm", "remote_dram", L["memory->memory hot"], L["memory->memory"])
-	link("pinned", "remote_dram", L["memory->memory"], L["memory->memory"])
-	link("hbm", "dram", L["memory->dram hot"], L["dram->memory"])
-	link("pinned", "dram", L["memory->dram"], L["dram->memory"])
-	link("remote_dram", "dram", L["memory->dram"], L["dram->memory"])
+	link("hbm", "pinned", L["hbm->pinned"], L["pinned->hbm"])
+	link("hbm", "remote_dram", L["hbm->pinned"], L["pinned->hbm"])
+	link("pinned", "remote_dram", L["pinned->pinned"], L["pinned->pinned"])
+	link("hbm", "dram", L["hbm->dram"], L["dram->hbm"])
+	link("pinned", "dram", L["pinned->dram"], L["dram->pinned"])
+	link("remote_dram", "dram", L["pinned->dram"], L["dram->pinned"])
 	for _, a := range []string{"hbm", "pinned", "dram", "remote_dram"} {
 		for _, d := range []string{"ssd", "nvmeof"} {
 			link(a, d, L["dram->ssd"], L["ssd->dram"])

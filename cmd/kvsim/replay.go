@@ -204,16 +204,13 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	for _, t := range sc.Tiers {
 		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale)})
 	}
-	stores, notes, err := hw.OpenStores(specs, hw.TierOptions{Dir: o.dir, SlotBytes: o.blockBytes,
+	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: o.dir, SlotBytes: o.blockBytes,
 		Hugepages: o.hugepages, HugepageSize: o.hugeSize, Engine: o.engine, QueueDepth: 32})
 	if err != nil {
 		return nil, badInputf("replay: %v", err)
 	}
-	defer func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	}()
+	defer ss.Close()
+	stores, notes := ss.List, ss.Notes
 	pol := sc.Policies[pi]
 	cfg := simConfig(sc, pol, nil)
 	if needsFuture(pol.Eviction) {
