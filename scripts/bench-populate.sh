@@ -3,7 +3,7 @@
 # (mmap MAP_SHARED|MAP_POPULATE: fault and zero every page) on 4 KiB pages
 # and on 2 MiB hugetlb pages, from `go test ./hw -bench PoolPopulate`.
 #
-#   usage: scripts/bench-populate.sh        (env: RUNS, default 3 per case)
+#   usage: scripts/bench-populate.sh        (env: RUNS, default 5 per case)
 #
 # As root it reserves 512 2 MiB pages for the run (sysctl vm.nr_hugepages)
 # and puts the old count back on exit; otherwise the hugetlb case runs only
@@ -21,16 +21,23 @@ if [ -d "$hp" ] && [ "$(cat "$hp/free_hugepages")" -lt 512 ] && [ "$(id -u)" = 0
 	echo "reserved 2 MiB hugepages: nr_hugepages $old_nr -> $(cat "$hp/nr_hugepages") (restored on exit)"
 fi
 
-out=$(go test ./hw -run '^$' -bench '^BenchmarkPoolPopulate$' -benchtime "${RUNS:-3}x" -count 1 2>&1) || { echo "$out" >&2; exit 1; }
-echo "$out" | grep -E '^(Benchmark|---|\s+hugepages)' || true
+out=$(go test ./hw -run '^$' -bench '^BenchmarkPoolPopulate$' -benchtime 1x -count "${RUNS:-5}" 2>&1) || { echo "$out" >&2; exit 1; }
+echo "$out" | grep -E '^\s+hugepages_test' || true # skip reasons
 echo "$out" | awk '
 	/^BenchmarkPoolPopulate\// {
 		split($1, a, "/"); name = a[2]; sub(/-[0-9]+$/, "", name)
-		for (i = 2; i < NF; i++) if ($(i+1) == "ms/pool") ms[name] = $i
+		for (i = 2; i < NF; i++) if ($(i+1) == "ms/pool") { n[name]++; v[name, n[name]] = $i; runs[name] = runs[name] " " $i }
+	}
+	function median(name,   i, j, t, m) {
+		m = n[name]
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[name, j] < v[name, i]) { t = v[name, i]; v[name, i] = v[name, j]; v[name, j] = t }
+		return (m % 2) ? v[name, (m + 1) / 2] : (v[name, m / 2] + v[name, m / 2 + 1]) / 2
 	}
 	END {
-		printf "1 GiB memfd pool, create + populate, mean of the runs\n"
-		printf "  4 KiB pages:          %s ms\n", ("4K" in ms) ? ms["4K"] : "n/a"
-		printf "  2 MiB hugetlb pages:  %s ms\n", ("hugetlb-2MB" in ms) ? ms["hugetlb-2MB"] : "n/a (no 512 free 2 MiB pages; run as root)"
-		if (("4K" in ms) && ("hugetlb-2MB" in ms) && ms["hugetlb-2MB"] > 0) printf "  hugetlb is %.1fx faster\n", ms["4K"] / ms["hugetlb-2MB"]
+		print "1 GiB memfd pool, create + populate (MAP_POPULATE), median ms (runs)"
+		if ("4K" in n) printf "  4 KiB pages:          %7.1f ms  (%s )\n", median("4K"), runs["4K"]
+		else print "  4 KiB pages:          n/a"
+		if ("hugetlb-2MB" in n) printf "  2 MiB hugetlb pages:  %7.1f ms  (%s )\n", median("hugetlb-2MB"), runs["hugetlb-2MB"]
+		else print "  2 MiB hugetlb pages:  n/a (512 free 2 MiB pages needed; run as root)"
+		if (("4K" in n) && ("hugetlb-2MB" in n)) printf "  4 KiB / hugetlb:      %.1fx\n", median("4K") / median("hugetlb-2MB")
 	}'
