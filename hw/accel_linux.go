@@ -5,9 +5,6 @@ package hw
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,23 +44,9 @@ func accelMunlock(mem []byte) error { return unix.Munlock(mem) }
 // CAP_IPC_LOCK lifts it.
 func memlockBytes() (limit int64, unlimited bool) {
 	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || accelCapIPCLock() {
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || hasCapIPCLock() {
 		return 0, true
 	}
 	return int64(min(rl.Cur, 1<<62)), false
 }
 
-// accelCapIPCLock reads CapEff from /proc/self/status (bit 14).
-func accelCapIPCLock() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && caps&(1<<unix.CAP_IPC_LOCK) != 0
-		}
-	}
-	return false
-}

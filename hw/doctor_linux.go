@@ -34,12 +34,37 @@ func Doctor(o DoctorOptions) ([]Check, error) {
 		memlock(),
 		gpu,
 		o.cudaRuntime(gpu.Status == StatusOK),
+		o.device(gpu.Status == StatusOK),
 		o.rdma(),
 		o.nvme(),
 	}, nil
 }
 
 func (o DoctorOptions) path(p string) string { return filepath.Join(o.root, p) }
+
+// device loads the GPU runtime the way replay does and reports the device,
+// driver and runtime versions (or why the GPU tiers will be emulated).
+func (o DoctorOptions) device(haveGPU bool) Check {
+	c := Check{Name: "gpu-device"}
+	if o.root != "" { // a test's fake tree: nothing to load
+		c.Status, c.Found = StatusAbsent, "not probed"
+		return c
+	}
+	dev, probe := OpenDevice()
+	defer dev.Close()
+	if dev.Kind() == "emulated" {
+		c.Status, c.Found = StatusAbsent, "GPU tiers will be emulated: "+probe.Why
+		if haveGPU {
+			c.Status = StatusWarn
+			c.Fix = "make libcudart loadable (KVSIM_CUDART=/path/to/libcudart.so.N) so replay drives the GPU"
+		}
+		return c
+	}
+	c.Status = StatusOK
+	c.Found = fmt.Sprintf("%s: %s x%d, driver %s, runtime %s (%s)", dev.Kind(), dev.Name(), dev.DeviceCount(),
+		dev.DriverVersion(), dev.RuntimeVersion(), probe.Lib)
+	return c
+}
 
 func (o DoctorOptions) readString(p string) (string, error) {
 	b, err := os.ReadFile(o.path(p))

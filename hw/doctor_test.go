@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "rdma", "nvme"}
+var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "nvme"}
 
 func checkMap(t *testing.T, checks []Check) map[string]Check {
 	t.Helper()

@@ -635,14 +635,14 @@ func parseModel(t *table) (Model, error) {
 		return m, t.errf("block_tokens", "must be <= %d", maxDim)
 	}
 	m.BlockTokens = int(bt)
-	if _, ok := mulAll(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
+	if _, ok := MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
 		return m, t.errf("", "KV bytes per block overflow int64")
 	}
 	return m, nil
 }
 
-// mulAll multiplies non-negative numbers, reporting overflow.
-func mulAll(xs ...int64) (int64, bool) {
+// MulChecked multiplies non-negative numbers, reporting int64 overflow.
+func MulChecked(xs ...int64) (int64, bool) {
 	v := int64(1)
 	for _, x := range xs {
 		hi, lo := bits.Mul64(uint64(v), uint64(x))

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"math/bits"
 	"strings"
 
 	"kvsim/scenario"
@@ -112,16 +110,16 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		DTypeBytes: m.DTypeBytes(), BlockTokens: m.BlockTokens, Tokens: *tokens,
 	}
 	var ok bool
-	if r.BytesPerToken, ok = sizeMul(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim)); !ok {
+	if r.BytesPerToken, ok = scenario.MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim)); !ok {
 		return badInputf("size: bytes per token overflow int64")
 	}
-	if r.BytesPerBlock, ok = sizeMul(r.BytesPerToken, int64(m.BlockTokens)); !ok {
+	if r.BytesPerBlock, ok = scenario.MulChecked(r.BytesPerToken, int64(m.BlockTokens)); !ok {
 		return badInputf("size: bytes per block overflow int64")
 	}
 	if *tokens > 0 {
 		blocks := (*tokens + int64(m.BlockTokens) - 1) / int64(m.BlockTokens)
-		exact, ok1 := sizeMul(*tokens, r.BytesPerToken)
-		whole, ok2 := sizeMul(blocks, r.BytesPerBlock)
+		exact, ok1 := scenario.MulChecked(*tokens, r.BytesPerToken)
+		whole, ok2 := scenario.MulChecked(blocks, r.BytesPerBlock)
 		if !ok1 || !ok2 {
 			return badInputf("size: bytes per request overflow int64")
 		}
@@ -170,15 +168,3 @@ func printSize(w io.Writer, r sizeReport) error {
 	return err
 }
 
-// sizeMul multiplies non-negative numbers, reporting int64 overflow.
-func sizeMul(xs ...int64) (int64, bool) {
-	v := int64(1)
-	for _, x := range xs {
-		hi, lo := bits.Mul64(uint64(v), uint64(x))
-		if hi != 0 || lo > math.MaxInt64 {
-			return 0, false
-		}
-		v = int64(lo)
-	}
-	return v, true
-}
