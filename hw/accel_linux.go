@@ -49,4 +49,3 @@ func memlockBytes() (limit int64, unlimited bool) {
 	}
 	return int64(min(rl.Cur, 1<<62)), false
 }
-

@@ -167,4 +167,3 @@ func printSize(w io.Writer, r sizeReport) error {
 	_, err := io.WriteString(w, sb.String())
 	return err
 }
-
