@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"kvsim/core"
-	"kvsim/hw"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
@@ -123,16 +122,51 @@ func TestReplayBadInput(t *testing.T) {
 			}{[]string{"replay", "--real", "--dir", shm, "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}, "tmpfs"})
 		}
 	}
-	if reserved, _, err := hw.HugepageCounts("2MB"); err == nil && reserved == 0 {
-		cases = append(cases, struct {
-			args []string
-			want string
-		}{[]string{"replay", "--real", "--dir", dir, "--hugepages", "require", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, "vm.nr_hugepages"})
-	}
 	for _, tc := range cases {
 		_, stderr, code := runKvsim(tc.args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: status %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestReplayHugepagesRequired: with --hugepages require the DRAM pool is on
+// hugepages or the replay fails saying how many are reserved and what to
+// run. Other test packages may reserve pages meanwhile, so both outcomes
+// are checked for what they must show.
+func TestReplayHugepagesRequired(t *testing.T) {
+	dir := replayDir(t)
+	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "50", "--hugepages", "require",
+		"--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl")
+	switch code {
+	case 0:
+		r := readReplay(t, filepath.Join(dir, "replay.json"))
+		if !strings.Contains(r.Backends["dram"], "hugetlb") {
+			t.Errorf("require succeeded without hugepages: %v", r.Backends)
+		}
+	case 2:
+		if !strings.Contains(stderr, "vm.nr_hugepages") || !strings.Contains(stderr, "reserved") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("shortage error should say what is reserved and the sysctl to run: %q", stderr)
+		}
+	default:
+		t.Errorf("status %d: %s", code, stderr)
+	}
+}
+
+// TestReplayConversationVerify replays the start of the Mooncake trace on
+// real memory and SSD with every block checked.
+func TestReplayConversationVerify(t *testing.T) {
+	tr := needSharedTrace(t)
+	dir := replayDir(t)
+	_, stderr, code := runKvsim("replay", "--real", "--verify", "--limit", "3000", "--block-bytes", "4096", "--dir", dir, tr)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	r := readReplay(t, filepath.Join(dir, "replay.json"))
+	if r.Requests != 3000 || r.Verify.Checked == 0 || r.Verify.Corrupt != 0 || r.Lost["ssd"] != 0 {
+		t.Errorf("requests %d, verify %+v, lost %v", r.Requests, r.Verify, r.Lost)
+	}
+	if r.Links["dram->ssd"].Count == 0 || r.Links["ssd->hbm"].Count == 0 {
+		t.Errorf("the SSD tier should be written and read: %v", r.Links)
 	}
 }
