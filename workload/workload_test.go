@@ -1,0 +1,76 @@
+package workload
+
+import (
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"kvsim/core"
+	"kvsim/trace"
+)
+
+const tiny = `{"timestamp": 0, "input_length": 1000, "output_length": 1, "hash_ids": [70, 71]}
+{"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [70, 90]}
+{"timestamp": 9, "input_length": 1024, "output_length": 1, "hash_ids": [70, 71]}
+`
+
+func TestSourceAndFuture(t *testing.T) {
+	src := NewSource(trace.NewReader(strings.NewReader(tiny), "tiny.jsonl", trace.Options{}), trace.NewDict())
+	var r core.Request
+	var got [][]core.Block
+	for {
+		err := src.Next(&r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, append([]core.Block(nil), r.Blocks...))
+	}
+	// Dense ids in order of first appearance.
+	if want := "[[0 1] [0 2] [0 1]]"; fmtBlocks(got) != want {
+		t.Errorf("blocks %s, want %s", fmtBlocks(got), want)
+	}
+	if src.Requests != 3 || src.BlockAccesses != 6 || src.Distinct() != 3 || src.InputTokens != 2624 || src.LastArrival != 9e6 {
+		t.Errorf("counts %+v distinct %d", src, src.Distinct())
+	}
+
+	f, err := BuildFuture(NewSource(trace.NewReader(strings.NewReader(tiny), "tiny.jsonl", trace.Options{}), trace.NewDict()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b    core.Block
+		now  int64
+		want int64
+	}{
+		{0, -1, 0}, {0, 0, 5e6}, {0, 5e6, 9e6}, {0, 9e6, math.MaxInt64},
+		{1, 0, 9e6}, {2, 0, 5e6}, {2, 5e6, math.MaxInt64}, {7, 0, math.MaxInt64},
+	} {
+		if got := f.NextUse(c.b, c.now); got != c.want {
+			t.Errorf("NextUse(%d, %d) = %d, want %d", c.b, c.now, got, c.want)
+		}
+	}
+}
+
+func fmtBlocks(x [][]core.Block) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, r := range x {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("[")
+		for j, v := range r {
+			if j > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(string(rune('0' + v)))
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("]")
+	return b.String()
+}
