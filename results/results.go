@@ -16,6 +16,7 @@ type Summary struct {
 	Seed        int64        `json:"seed"`
 	Model       Model        `json:"model"`
 	Tiers       []Tier       `json:"tiers"`
+	CostUSD     float64      `json:"hierarchy_cost_usd"` // sum of capacity x cost_per_gb
 	Trace       Trace        `json:"trace"`
 	Policies    []Policy     `json:"policies"`
 	Run         Run          `json:"run"`
@@ -41,6 +42,7 @@ type Tier struct {
 	Bandwidth     float64 `json:"bandwidth_bytes_per_s"`
 	LatencyNs     int64   `json:"latency_ns"`
 	CostPerGB     float64 `json:"cost_per_gb"`
+	CostUSD       float64 `json:"cost_usd"`
 }
 
 // Trace describes the workload as read.
@@ -86,6 +88,7 @@ type Policy struct {
 	QueueMs          Quantiles        `json:"queue_ms"`
 	DepWaits         int64            `json:"dependency_waits"`
 	BytesMoved       map[string]int64 `json:"bytes_moved"`
+	BytesByPurpose   map[string]int64 `json:"bytes_moved_by_purpose"` // load, demote, write_through, prefetch
 	Links            map[string]Link  `json:"links"`
 	Evictions        map[string]int64 `json:"evictions"`
 	Demotions        map[string]int64 `json:"demotions"`

@@ -278,8 +278,10 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		Model: results.Model{Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
 			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
 	for _, t := range sc.Tiers {
+		cost := float64(t.Capacity) / 1e9 * t.CostPerGB
 		sum.Tiers = append(sum.Tiers, results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
-			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB})
+			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost})
+		sum.CostUSD += cost
 	}
 	src := runs[0].src
 	sum.Trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
@@ -298,6 +300,8 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses,
 			RecomputedTokens: st.RecomputedTokens, TTFTms: quantiles(&r.res.TTFT), QueueMs: quantiles(&r.res.Queue),
 			DepWaits: st.DepWaits, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
+			BytesByPurpose: map[string]int64{"load": r.res.MovedByKind[core.Load], "demote": r.res.MovedByKind[core.Demote],
+				"write_through": r.res.MovedByKind[core.WriteThrough], "prefetch": r.res.MovedByKind[core.PrefetchMove]},
 			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
 			Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(r.res.End) / 1e9}
 		if st.BlockAccesses > 0 {
@@ -398,7 +402,7 @@ func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%"
 
 func printTable(w io.Writer, s *results.Summary) {
 	t := s.Trace
-	fmt.Fprintf(w, "scenario %s: %d requests, %d block accesses, %d distinct blocks", s.Scenario, t.Requests, t.BlockAccesses, t.DistinctBlocks)
+	fmt.Fprintf(w, "scenario %s: %d requests, %d block accesses, %d distinct blocks; hierarchy $%.0f", s.Scenario, t.Requests, t.BlockAccesses, t.DistinctBlocks, s.CostUSD)
 	if t.SkippedLines > 0 {
 		fmt.Fprintf(w, ", %d bad lines skipped", t.SkippedLines)
 	}
