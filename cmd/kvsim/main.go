@@ -75,7 +75,7 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: kvsim <command> [flags] [args]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.brief)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.brief)
 	}
 	fmt.Fprintln(w, "\nRun 'kvsim <command> -h' for a command's flags.")
 }
