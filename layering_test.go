@@ -16,7 +16,7 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"scenario": {"core", "policy"},
+	"scenario": {"core", "policy", "trace"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"hw":       {"core", "policy"},

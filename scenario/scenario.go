@@ -16,6 +16,7 @@ import (
 
 	"kvsim/core"
 	"kvsim/policy"
+	"kvsim/trace"
 )
 
 // Scenario is one validated scenario file with every default filled in.
@@ -91,6 +92,9 @@ type Workload struct {
 	Format       string // "mooncake" (default)
 	Limit        int    // requests to read; 0 = all
 	SkipBadLines bool   // key skip_bad_lines
+	// Gen is set for format = "synthetic": the trace is generated, in
+	// memory, from the scenario's seed (Trace then only labels it).
+	Gen *trace.GenConfig
 }
 
 // Policy is one [[policy]] entry: an eviction strategy and its knobs.
@@ -146,7 +150,7 @@ func DefaultLink(tiers []Tier, a, b int) Link {
 func pair(a, b, x, y string) bool { return a == x && b == y || a == y && b == x }
 
 // Formats lists the accepted workload formats.
-func Formats() []string { return []string{"mooncake"} }
+func Formats() []string { return []string{"mooncake", "synthetic"} }
 
 // Error is a scenario problem on one line: file, line when known, key.
 type Error struct {
@@ -532,7 +536,8 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	for _, t := range links {
 		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "reverse_latency", "lanes")))
 	}
-	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines")))
+	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines",
+		"requests", "rate", "turns", "system_tokens", "user_tokens", "output_tokens", "think", "max_context")))
 	if len(unknown) > 0 {
 		first := unknown[0]
 		for _, e := range unknown[1:] {
@@ -583,7 +588,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	if err := p.reachable(tiers, s.Tiers, s.Links); err != nil {
 		return err
 	}
-	if s.Workload, err = parseWorkload(workload); err != nil {
+	if s.Workload, err = parseWorkload(workload, s.Seed, s.Model.BlockTokens); err != nil {
 		return err
 	}
 	if s.Policies, err = p.parsePolicies(policies); err != nil {
@@ -877,23 +882,40 @@ func (p *parser) reachable(ts []*table, tiers []Tier, links []Link) error {
 	return nil
 }
 
-func parseWorkload(t *table) (Workload, error) {
+func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 	w := Workload{Format: "mooncake"}
 	var err error
-	if w.Trace, err = t.str("trace", ""); err != nil {
-		return w, err
-	}
-	if w.Trace == "" {
-		return w, t.errf("trace", "required (path of the trace file)")
-	}
-	if !filepath.IsAbs(w.Trace) {
-		w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
-	}
 	if w.Format, err = t.str("format", w.Format); err != nil {
 		return w, err
 	}
 	if !slices.Contains(Formats(), w.Format) {
 		return w, t.errf("format", "unknown format %q (known: %s)", w.Format, strings.Join(Formats(), ", "))
+	}
+	if w.Format == "synthetic" {
+		if _, ok := t.m["trace"]; ok {
+			return w, t.errf("trace", "a synthetic workload is generated from the scenario's seed, not read from a file")
+		}
+		g, err := parseGen(t, seed, blockTokens)
+		if err != nil {
+			return w, err
+		}
+		w.Gen = &g
+		w.Trace = fmt.Sprintf("synthetic(seed=%d)", seed)
+	} else {
+		for _, k := range []string{"requests", "rate", "turns", "system_tokens", "user_tokens", "output_tokens", "think", "max_context"} {
+			if _, ok := t.m[k]; ok {
+				return w, t.errf(k, "only for format = \"synthetic\"")
+			}
+		}
+		if w.Trace, err = t.str("trace", ""); err != nil {
+			return w, err
+		}
+		if w.Trace == "" {
+			return w, t.errf("trace", "required (path of the trace file)")
+		}
+		if !filepath.IsAbs(w.Trace) {
+			w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
+		}
 	}
 	limit, err := t.integer("limit", 0)
 	if err != nil {
@@ -1095,4 +1117,42 @@ func checkStrategy(t *table, pol *Policy) error {
 		return t.errf("prefetch", "\"timeout\" needs prefetch_timeout > 0")
 	}
 	return nil
+}
+
+// parseGen reads the generator settings of a synthetic workload; defaults
+// are trace.DefaultGenConfig's, the seed is the scenario's.
+func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
+	g := trace.DefaultGenConfig()
+	g.Seed, g.BlockTokens = seed, blockTokens
+	ints := []struct {
+		key string
+		dst *int
+	}{{"requests", &g.Requests}, {"system_tokens", &g.SystemPromptTokens}, {"user_tokens", &g.MeanUserTokens},
+		{"output_tokens", &g.MeanOutputTokens}, {"max_context", &g.MaxContextTokens}}
+	for _, f := range ints {
+		v, err := t.integer(f.key, int64(*f.dst))
+		if err != nil {
+			return g, err
+		}
+		if v < 0 || v > math.MaxInt32 {
+			return g, t.errf(f.key, "must be in 0..%d", math.MaxInt32)
+		}
+		*f.dst = int(v)
+	}
+	var err error
+	if g.RatePerSec, err = t.number("rate", g.RatePerSec); err != nil {
+		return g, err
+	}
+	if g.MeanTurns, err = t.number("turns", g.MeanTurns); err != nil {
+		return g, err
+	}
+	think, err := t.duration("think", int64(g.MeanThinkSec*1e9))
+	if err != nil {
+		return g, err
+	}
+	g.MeanThinkSec = float64(think) / 1e9
+	if err := g.Validate(); err != nil {
+		return g, t.errf("format", "synthetic: %v", err)
+	}
+	return g, nil
 }

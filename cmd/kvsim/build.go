@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -65,7 +66,7 @@ func needsFuture(name string) bool { return name == "belady" }
 
 // buildFuture reads the whole trace once for offline policies.
 func buildFuture(sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
-	r, err := trace.Open(sc.Workload.Trace, opt)
+	r, err := openTrace(sc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +89,17 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 		return badInput(err)
 	}
 	return badInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
+}
+
+// openTrace opens the scenario's trace, or generates its synthetic one
+// (in memory, from the scenario's seed).
+func openTrace(sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
+	if g := sc.Workload.Gen; g != nil {
+		var b bytes.Buffer
+		if err := trace.Generate(&b, *g); err != nil {
+			return nil, fmt.Errorf("%s: workload: %w", sc.Path, err)
+		}
+		return trace.NewReader(bytes.NewReader(b.Bytes()), sc.Workload.Trace, opt), nil
+	}
+	return trace.Open(sc.Workload.Trace, opt)
 }

@@ -153,7 +153,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return badInput(err)
 	}
-	sc.Workload.Trace = tracePath
+	sc.Workload.Trace, sc.Workload.Gen = tracePath, nil
 	if o.profile != "" {
 		p, err := scenario.LoadProfile(o.profile)
 		if err != nil {
@@ -238,7 +238,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 			s.Core().Lost(s.Now(), l.Block, l.Tier)
 		}
 	})
-	rd, err := trace.Open(sc.Workload.Trace, traceOptions(sc, false, o.limit))
+	rd, err := openTrace(sc, traceOptions(sc, false, o.limit))
 	if err != nil {
 		return nil, wrapTrace(sc, err)
 	}

@@ -71,7 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return badInput(err)
 		}
-		if _, err := os.Stat(sc.Workload.Trace); err != nil {
+		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
 			return badInputf("%s: workload: trace: %v", sc.Path, err)
 		}
 		if prev, dup := seen[sc.Name]; dup {
@@ -127,7 +127,12 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 	opt := traceOptions(sc, o.skipBad, o.limit)
 	var prog *progress
 	if !o.quiet && isTerminal(stderr) {
-		total := countLines(sc.Workload.Trace)
+		var total int64
+		if g := sc.Workload.Gen; g != nil {
+			total = int64(g.Requests)
+		} else {
+			total = countLines(sc.Workload.Trace)
+		}
 		if opt.Limit > 0 {
 			total = min(total, int64(opt.Limit))
 		}
@@ -216,7 +221,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		pr.err = badInputf("%s: policy %q: %v", sc.Path, p.Name, err)
 		return
 	}
-	rd, err := trace.Open(sc.Workload.Trace, opt)
+	rd, err := openTrace(sc, opt)
 	if err != nil {
 		tmp.Close()
 		pr.err = wrapTrace(sc, err)

@@ -269,3 +269,23 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("skip-bad-lines: status %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestSyntheticSeed: a generated workload gives identical results for the
+// same seed and other results for another seed.
+func TestSyntheticSeed(t *testing.T) {
+	toml := func(seed int) string {
+		return fmt.Sprintf("name = \"s\"\nseed = %d\n[model]\nlayers = 32\nkv_heads = 8\nhead_dim = 128\n"+
+			"[gpu]\nprefill_tokens_per_s = 100000\n[[tier]]\nkind = \"hbm\"\ncapacity = \"16GiB\"\n[[tier]]\nkind = \"pinned\"\ncapacity = \"64GiB\"\n"+
+			"[workload]\nformat = \"synthetic\"\nrequests = 400\n[[policy]]\neviction = \"lru\"\n", seed)
+	}
+	a, b, c := simulate(t, toml(3)), simulate(t, toml(3)), simulate(t, toml(4))
+	if stripRun(t, a) != stripRun(t, b) {
+		t.Error("same seed, different results")
+	}
+	if a.Trace.BlockAccesses == c.Trace.BlockAccesses && a.Policies[0].Hits["hbm"] == c.Policies[0].Hits["hbm"] {
+		t.Error("another seed should give another workload")
+	}
+	if a.Trace.Requests != 400 {
+		t.Errorf("requests %d", a.Trace.Requests)
+	}
+}
