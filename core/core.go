@@ -56,6 +56,7 @@ type Core struct {
 	mv    Mover
 	obs   Observer
 	pol   []policy.Policy
+	hold  policy.Holder // HBM's policy, if it sets blocks in use aside
 	nt    int
 	cap   []int64
 	used  []int64
@@ -104,6 +105,7 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 		c.cap = append(c.cap, t.Capacity)
 	}
 	c.used = make([]int64, nt)
+	c.hold, _ = c.pol[0].(policy.Holder)
 	s := &c.Stats
 	for _, p := range []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.Lost, &s.PeakUsed} {
 		*p = make([]int64, nt)
@@ -178,6 +180,9 @@ func (c *Core) newStamp() uint32 {
 func (c *Core) pin(b Block) {
 	if c.pins[b] == 0 && c.where[b]&1 != 0 {
 		c.pinnd += c.size[b]
+		if c.hold != nil {
+			c.hold.Acquire(b)
+		}
 	}
 	c.pins[b]++
 }
@@ -195,6 +200,10 @@ func (c *Core) unpin(now int64, b Block) {
 		c.pol[0].Remove(b)
 		c.remove(0, b)
 		c.mv.Drop(now, b, 0)
+		return
+	}
+	if c.hold != nil {
+		c.hold.Release(b, now)
 	}
 }
 
@@ -202,10 +211,13 @@ func (c *Core) unpin(now int64, b Block) {
 func (c *Core) insert(now int64, t int, b Block) {
 	c.where[b] |= 1 << t
 	c.used[t] += c.size[b]
+	c.pol[t].Insert(b, c.size[b], now)
 	if t == 0 && c.pins[b] > 0 {
 		c.pinnd += c.size[b]
+		if c.hold != nil {
+			c.hold.Acquire(b)
+		}
 	}
-	c.pol[t].Insert(b, c.size[b], now)
 	c.peak(t)
 }
 

@@ -70,6 +70,7 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold, isHolder := p.(Holder) // the core's pins reach a Holder as Acquire/Release
 	resident := make([]bool, n)
 	size := make([]int64, n)
 	pins := make(pinCount, n)
@@ -116,12 +117,22 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 			}
 			if fits {
 				p.Insert(b, o.size, int64(i))
+				if isHolder && pins[b] {
+					hold.Acquire(b)
+				}
 				resident[b], size[b] = true, o.size
 				used += o.size
 				count++
 			}
 		case 'p':
 			pins[b] = !pins[b]
+			if isHolder && resident[b] {
+				if pins[b] {
+					hold.Acquire(b)
+				} else {
+					hold.Release(b, int64(i))
+				}
+			}
 		case 'r':
 			if resident[b] {
 				p.Remove(b)

@@ -1,15 +1,48 @@
 package policy
 
-// LRU evicts the least recently used unpinned block.
-type LRU struct{ l *List }
+// LRU evicts the least recently used unpinned block. As a Holder it ages
+// blocks from their release.
+type LRU struct {
+	l    *List
+	held int // resident blocks taken out by Acquire
+}
 
 // NewLRU returns an empty LRU.
 func NewLRU() *LRU { return &LRU{l: NewList()} }
 
 func (p *LRU) Insert(b Block, _ int64, _ int64) { p.l.PushFront(b) }
-func (p *LRU) Access(b Block, _ int64)          { p.l.MoveToFront(b) }
-func (p *LRU) Remove(b Block)                   { p.l.Remove(b) }
-func (p *LRU) Len() int                         { return p.l.Len() }
+func (p *LRU) Len() int                         { return p.l.Len() + p.held }
+
+// Access refreshes b; a held block is refreshed at its release instead.
+func (p *LRU) Access(b Block, _ int64) {
+	if p.l.Contains(b) {
+		p.l.MoveToFront(b)
+	}
+}
+
+func (p *LRU) Remove(b Block) {
+	if p.l.Contains(b) {
+		p.l.Remove(b)
+	} else {
+		p.held--
+	}
+}
+
+// Acquire implements Holder.
+func (p *LRU) Acquire(b Block) {
+	if p.l.Contains(b) {
+		p.l.Remove(b)
+		p.held++
+	}
+}
+
+// Release implements Holder.
+func (p *LRU) Release(b Block, _ int64) {
+	if !p.l.Contains(b) {
+		p.held--
+		p.l.PushFront(b)
+	}
+}
 
 // Evict walks from the cold end past pinned blocks. In-use blocks were
 // touched recently, so the walk is short in practice.

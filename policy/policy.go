@@ -45,6 +45,20 @@ type Policy interface {
 	Len() int
 }
 
+// Holder is implemented by recency-based policies that, like vLLM's
+// free-block queue and SGLang's radix cache, take a block out of the
+// running while a request uses it and age it from its release. The core
+// calls Acquire when a resident block becomes in use (or is inserted in
+// use) and Release when the last request using it finishes, for a
+// request's blocks in prefix order with one now. A held block stays
+// resident (Len counts it, Remove may be called on it) but Evict never
+// considers it, so evictions need not walk past blocks in use. Frequency
+// policies do not implement it: a release is not an access.
+type Holder interface {
+	Acquire(b Block)
+	Release(b Block, now int64)
+}
+
 // Params are the numeric knobs of one policy (keys of its [[policy]] entry).
 type Params map[string]float64
 

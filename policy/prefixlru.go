@@ -18,12 +18,13 @@ type PrefixLRU struct {
 	l     *List
 	now   int64
 	group Block // deepest block of the front group, None if the group is empty
+	held  int   // resident blocks taken out by Acquire
 }
 
 // NewPrefixLRU returns an empty prefix LRU.
 func NewPrefixLRU() *PrefixLRU { return &PrefixLRU{l: NewList(), group: None, now: -1 << 63} }
 
-func (p *PrefixLRU) Len() int { return p.l.Len() }
+func (p *PrefixLRU) Len() int { return p.l.Len() + p.held }
 
 func (p *PrefixLRU) touch(b Block, now int64) {
 	if now > p.now {
@@ -40,13 +41,43 @@ func (p *PrefixLRU) touch(b Block, now int64) {
 func (p *PrefixLRU) Insert(b Block, _ int64, now int64) { p.touch(b, now) }
 
 func (p *PrefixLRU) Access(b Block, now int64) {
-	p.Remove(b)
+	if !p.l.Contains(b) {
+		return // held: refreshed at its release
+	}
+	p.unlink(b)
 	p.touch(b, now)
 }
 
-// Remove unlinks b; if b ended the front group, the block in front of it
-// (still in the group, or None when the group is now empty) ends it.
+// Acquire implements Holder.
+func (p *PrefixLRU) Acquire(b Block) {
+	if p.l.Contains(b) {
+		p.unlink(b)
+		p.held++
+	}
+}
+
+// Release implements Holder: a request's blocks are released in prefix
+// order with one now, so its deepest block goes first, as vLLM frees a
+// finished request's blocks in reverse order.
+func (p *PrefixLRU) Release(b Block, now int64) {
+	if !p.l.Contains(b) {
+		p.held--
+		p.touch(b, now)
+	}
+}
+
 func (p *PrefixLRU) Remove(b Block) {
+	if p.l.Contains(b) {
+		p.unlink(b)
+	} else {
+		p.held--
+	}
+}
+
+// unlink takes b off the list; if b ended the front group, the block in
+// front of it (still in the group, or None when the group is now empty)
+// ends it.
+func (p *PrefixLRU) unlink(b Block) {
 	if b == p.group {
 		p.group = p.l.Prev(b)
 	}
@@ -56,7 +87,7 @@ func (p *PrefixLRU) Remove(b Block) {
 func (p *PrefixLRU) Evict(_ int64, pinned Pinned) (Block, bool) {
 	for b := p.l.Back(); b != None; b = p.l.Prev(b) {
 		if !pinned.Pinned(b) {
-			p.Remove(b)
+			p.unlink(b)
 			return b, true
 		}
 	}
