@@ -65,7 +65,9 @@ type Core struct {
 	// per block
 	size      []int64
 	where     []uint8 // bitmask of tiers holding a copy
-	pins      []int32 // requests using (or prefetching) the block
+	pins      []int32 // running requests using the block
+	pfpins    []int32 // queued requests prefetching it (holds lower-tier copies only)
+	views     []tierPins
 	producer  []ReqID // request computing or loading it into HBM, or -1
 	refs      []int32 // requests that referenced it so far
 	lowHits   []uint8 // hits served from a lower tier (saturating)
@@ -106,6 +108,9 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	}
 	c.used = make([]int64, nt)
 	c.hold, _ = c.pol[0].(policy.Holder)
+	for t := range nt {
+		c.views = append(c.views, tierPins{c: c, tier: t})
+	}
 	s := &c.Stats
 	for _, p := range []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.Lost, &s.PeakUsed} {
 		*p = make([]int64, nt)
@@ -113,9 +118,22 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	return c, nil
 }
 
-// Pinned implements policy.Pinned: blocks used by a running request (or
-// being prefetched for a queued one) stay put in every tier holding them.
+// Pinned reports whether a running request uses b: such blocks stay put in
+// every tier holding them.
 func (c *Core) Pinned(b Block) bool { return c.pins[b] > 0 }
+
+// tierPins is what one tier's policy sees as pinned: blocks in use, and in
+// lower tiers also the copies a queued request's prefetch holds (HBM is
+// never held for a request that is not running, or queued requests could
+// starve the running ones of HBM).
+type tierPins struct {
+	c    *Core
+	tier int
+}
+
+func (p *tierPins) Pinned(b Block) bool {
+	return p.c.pins[b] > 0 || (p.tier > 0 && p.c.pfpins[b] > 0)
+}
 
 // BlockBytes is the size of block b (fixed when it was first seen).
 func (c *Core) BlockBytes(b Block) int64 { return c.size[b] }
@@ -147,6 +165,7 @@ func (c *Core) growBlocks(b Block) {
 			c.size = append(c.size, 0)
 			c.where = append(c.where, 0)
 			c.pins = append(c.pins, 0)
+			c.pfpins = append(c.pfpins, 0)
 			c.producer = append(c.producer, -1)
 			c.refs = append(c.refs, 0)
 			c.lowHits = append(c.lowHits, 0)
@@ -392,11 +411,11 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 				c.Stats.PrefetchLate++
 			}
 		}
-		c.unpin(now, b)
+		c.pfpins[b]--
 	}
 	r.prefetched, r.pf = r.prefetched[:0], 0
 	for c.cap[0]-c.used[0] < need {
-		v, ok := c.pol[0].Evict(now, c)
+		v, ok := c.pol[0].Evict(now, &c.views[0])
 		if !ok {
 			panic("core: HBM accounting out of step with the policy")
 		}
@@ -491,7 +510,7 @@ func (c *Core) makeRoom(now int64, t int, need int64) bool {
 		return false
 	}
 	for c.cap[t]-c.used[t] < need {
-		v, ok := c.pol[t].Evict(now, c)
+		v, ok := c.pol[t].Evict(now, &c.views[t])
 		if !ok {
 			return false
 		}
@@ -553,9 +572,9 @@ func (c *Core) prefetch(now int64, id ReqID) {
 			continue // already in HBM or tier 1
 		}
 		src := bits.TrailingZeros8(w)
-		c.pin(b) // so making room in tier 1 cannot evict the source
+		c.pfpins[b]++ // so making room in tier 1 cannot evict the source
 		if !c.admits(1, b) || !c.makeRoom(now, 1, c.size[b]) {
-			c.unpin(now, b)
+			c.pfpins[b]--
 			break
 		}
 		c.insert(now, 1, b)
