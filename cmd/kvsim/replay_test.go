@@ -38,14 +38,14 @@ func readReplay(t *testing.T, path string) *Replay {
 	return &r
 }
 
-// simOnly runs a scenario's first policy through the simulator alone.
-func simOnly(t *testing.T, path string, limit int) core.Stats {
+// simOnly runs a scenario's policy through the simulator alone.
+func simOnly(t *testing.T, path string, policy, limit int) core.Stats {
 	t.Helper()
 	sc, err := scenario.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sim.New(simConfig(sc, sc.Policies[0], nil), nil)
+	s, err := sim.New(simConfig(sc, sc.Policies[policy], nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,37 +65,42 @@ func simOnly(t *testing.T, path string, limit int) core.Stats {
 // alone and through the real one makes the same decisions (hits, misses,
 // evictions per tier); every block read back verifies.
 func TestReplayConformance(t *testing.T) {
-	for _, sc := range []string{"../../scenarios/hbm_dram.toml", "../../scenarios/quickstart.toml", "../../scenarios/hbm_dram_ssd.toml"} {
-		t.Run(filepath.Base(sc), func(t *testing.T) {
-			want := simOnly(t, sc, 600)
-			dir := replayDir(t)
-			_, stderr, code := runKvsim("replay", "--real", "--scenario", sc, "--dir", dir, "--limit", "600", "--verify", "--block-bytes", "16384", "../../traces/synthetic.jsonl")
-			if code != 0 {
-				t.Fatalf("status %d: %s", code, stderr)
-			}
-			r := readReplay(t, filepath.Join(dir, "replay.json"))
-			if r.Verify.Corrupt != 0 || r.Verify.Checked == 0 {
-				t.Errorf("verify: %+v", r.Verify)
-			}
-			s, _ := scenario.Load(sc)
-			for i, ti := range s.Tiers {
-				if r.Hits[ti.Name] != want.Hits[i] || r.Evictions[ti.Name] != want.Evictions[i] || r.Lost[ti.Name] != 0 {
-					t.Errorf("tier %s: real hits %d evictions %d lost %d; simulated hits %d evictions %d",
-						ti.Name, r.Hits[ti.Name], r.Evictions[ti.Name], r.Lost[ti.Name], want.Hits[i], want.Evictions[i])
+	for _, path := range []string{"../../scenarios/hbm_dram.toml", "../../scenarios/quickstart.toml", "../../scenarios/hbm_dram_ssd.toml"} {
+		sc, err := scenario.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pi, pol := range sc.Policies { // write-through, promotion and prefetch variants too
+			t.Run(filepath.Base(path)+"/"+pol.Name, func(t *testing.T) {
+				want := simOnly(t, path, pi, 600)
+				dir := replayDir(t)
+				_, stderr, code := runKvsim("replay", "--real", "--scenario", path, "--policy", pol.Name, "--dir", dir, "--limit", "600", "--verify", "--block-bytes", "16384", "../../traces/synthetic.jsonl")
+				if code != 0 {
+					t.Fatalf("status %d: %s", code, stderr)
 				}
-			}
-			if r.Misses != want.Misses {
-				t.Errorf("misses: real %d, simulated %d", r.Misses, want.Misses)
-			}
-			if len(r.Links) == 0 {
-				t.Error("no link carried traffic")
-			}
-			for name, l := range r.Links {
-				if l.Count == 0 || l.P50us <= 0 || l.PredictedP50us <= 0 {
-					t.Errorf("link %s: %+v", name, l)
+				r := readReplay(t, filepath.Join(dir, "replay.json"))
+				if r.Verify.Corrupt != 0 || r.Verify.Checked == 0 {
+					t.Errorf("verify: %+v", r.Verify)
 				}
-			}
-		})
+				for i, ti := range sc.Tiers {
+					if r.Hits[ti.Name] != want.Hits[i] || r.Evictions[ti.Name] != want.Evictions[i] || r.Lost[ti.Name] != 0 {
+						t.Errorf("tier %s: real hits %d evictions %d lost %d; simulated hits %d evictions %d",
+							ti.Name, r.Hits[ti.Name], r.Evictions[ti.Name], r.Lost[ti.Name], want.Hits[i], want.Evictions[i])
+					}
+				}
+				if r.Misses != want.Misses {
+					t.Errorf("misses: real %d, simulated %d", r.Misses, want.Misses)
+				}
+				if len(r.Links) == 0 {
+					t.Error("no link carried traffic")
+				}
+				for name, l := range r.Links {
+					if l.Count == 0 || l.P50us <= 0 || l.PredictedP50us <= 0 {
+						t.Errorf("link %s: %+v", name, l)
+					}
+				}
+			})
+		}
 	}
 }
 
