@@ -3,6 +3,7 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -143,13 +144,26 @@ func WriteFileAtomic(path string, data []byte) error {
 	return werr
 }
 
-// WriteSummary writes summary.json (indented, trailing newline).
+// MarshalJSON indents v and leaves "->" in keys readable (encoding/json
+// escapes '>' for HTML by default); it ends with a newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteSummary writes summary.json.
 func WriteSummary(path string, s *Summary) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := MarshalJSON(s)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'))
+	return WriteFileAtomic(path, b)
 }
 
 // ReadSummary loads a summary.json, with errors that name the file.

@@ -1044,13 +1044,20 @@ func (s *Scenario) Describe() string {
 	for _, t := range s.Tiers {
 		fmt.Fprintf(&b, "  %-12s %-12s %10s  %10s  %7s  $%g/GB\n", t.Name, t.Kind, FormatBytes(t.Capacity), FormatBandwidth(t.Bandwidth), FormatDuration(t.Latency), t.CostPerGB)
 	}
-	b.WriteString("links:\n")
+	b.WriteString("links:")
+	if s.Profile != "" {
+		fmt.Fprintf(&b, " (defaults from hardware profile %s)", s.Profile)
+	}
+	b.WriteString("\n")
 	for _, l := range s.Links {
 		fmt.Fprintf(&b, "  %s <-> %s: %s", s.Tiers[l.From].Name, s.Tiers[l.To].Name, FormatBandwidth(l.Bandwidth))
 		if l.ReverseBandwidth != l.Bandwidth {
 			fmt.Fprintf(&b, " (back %s)", FormatBandwidth(l.ReverseBandwidth))
 		}
 		fmt.Fprintf(&b, ", %s", FormatDuration(l.Latency))
+		if l.ReverseLatency != l.Latency {
+			fmt.Fprintf(&b, " (back %s)", FormatDuration(l.ReverseLatency))
+		}
 		if l.Lanes != 1 {
 			fmt.Fprintf(&b, ", %d lanes", l.Lanes)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -62,14 +61,20 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(cal, "", "  ")
-		fmt.Fprintln(stdout, string(b))
-		return nil
+		b, err := results.MarshalJSON(cal)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
 	}
 	fmt.Fprintf(stdout, "calibrated %s for %d-byte blocks (GPU: %s):\n", cal.Machine, cal.BlockBytes, cal.GPU)
 	for _, k := range sortedKeys(cal.Links) {
 		l := cal.Links[k]
 		fmt.Fprintf(stdout, "  %-20s %8.2f GB/s  latency %7.1f us   (median %.1f us at %d B)\n", k, l.Bandwidth/1e9, float64(l.Latency)/1e3, float64(l.LargeNs)/1e3, l.LargeBytes)
+	}
+	for _, k := range sortedKeys(cal.Extra) {
+		fmt.Fprintf(stdout, "  %-46s %9.1f\n", k, cal.Extra[k])
 	}
 	if len(cal.Copies) > 0 {
 		fmt.Fprint(stdout, hw.FormatCopyResults(cal.Copies))
@@ -116,6 +121,10 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		}
 		cal.Links[p.name] = f
 	}
+	if err := measureIO(ctx, cal, dir, engine); err != nil {
+		return nil, err
+	}
+	measurePopulate(cal)
 	dev, probe := hw.OpenDevice()
 	defer dev.Close()
 	cal.GPU = dev.Name()
@@ -175,3 +184,58 @@ func profileTOML(c *calibration) string {
 }
 
 func bps(v float64) string { return fmt.Sprintf("%.6gMB/s", v/1e6) }
+
+// measureIO records the SSD path's raw throughput: io_uring and
+// pread/pwrite with O_DIRECT, at two block sizes and two queue depths.
+func measureIO(ctx context.Context, cal *calibration, dir, engine string) error {
+	file := filepath.Join(dir, "iobench.dat")
+	defer os.Remove(file)
+	engines := []string{"io_uring", "pread"}
+	if engine == "pread" {
+		engines = engines[1:]
+	}
+	for _, rw := range []bool{true, false} { // write first: reads need the data
+		for _, eng := range engines {
+			for _, bs := range []int{64 << 10, 1 << 20} {
+				for _, qd := range []int{1, 32} {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					if eng == "pread" && qd > 1 {
+						continue // one op at a time by construction
+					}
+					r, err := hw.IOBench(hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: bs, QueueDepth: qd,
+						Write: rw, Engine: eng, Direct: true, Hugepages: true})
+					if err != nil {
+						if eng == "io_uring" {
+							cal.Extra["io_uring unavailable"] = 1
+							break
+						}
+						return fmt.Errorf("calibrate: %s: %w", eng, err)
+					}
+					op := "read"
+					if rw {
+						op = "write"
+					}
+					cal.Extra[fmt.Sprintf("%s %s O_DIRECT %d KiB qd%d MiB/s", r.Engine, op, bs>>10, qd)] = r.MiBps
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// measurePopulate records how long a 256 MiB memfd pool takes to create and
+// populate on 4 KiB pages and, where reserved, on 2 MiB hugepages.
+func measurePopulate(cal *calibration) {
+	for _, mode := range []string{"off", "require"} {
+		t0 := time.Now()
+		p, err := hw.NewPool(hw.PoolOptions{Size: 256 << 20, Hugepages: mode, HugepageSize: "2MB", Name: "kvsim-calibrate"})
+		if err != nil {
+			continue // no hugepages reserved: nothing to compare
+		}
+		d := time.Since(t0)
+		p.Close()
+		cal.Extra["populate 256 MiB memfd pool ms, "+map[string]string{"off": "4 KiB pages", "require": "2 MiB hugepages"}[mode]] = float64(d.Microseconds()) / 1e3
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -180,8 +179,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	b = append(b, '\n')
+	b, err := results.MarshalJSON(rep)
+	if err != nil {
+		return err
+	}
 	if err := results.WriteFileAtomic(filepath.Join(o.dir, "replay.json"), b); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
