@@ -28,7 +28,14 @@ func IOBench(o IOBenchOptions) (IOBenchResult, error) {
 	}
 	var f *os.File
 	var align Align
+	_, statErr := os.Stat(o.File)
+	created := os.IsNotExist(statErr)
 	var err error
+	defer func() {
+		if err != nil && created { // leave nothing behind from a failed run
+			os.Remove(o.File)
+		}
+	}()
 	if o.Direct {
 		f, align, err = OpenDirect(o.File, os.O_RDWR|os.O_CREATE, 0o644)
 	} else {
@@ -57,7 +64,7 @@ func IOBench(o IOBenchOptions) (IOBenchResult, error) {
 		off int64
 		n   int
 	}{{0, o.BlockSize}, {int64(o.BlockSize), o.BlockSize}, {o.Size - last, int(last)}} {
-		if err := CheckAligned(mem[:c.n], c.off, align); err != nil {
+		if err = CheckAligned(mem[:c.n], c.off, align); err != nil {
 			return r, fmt.Errorf("iobench: %w", err)
 		}
 	}
