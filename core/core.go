@@ -31,6 +31,7 @@ type Stats struct {
 	Prefetches       int64   // blocks prefetched for queued requests
 	PrefetchLate     int64   // still in flight when their request was admitted
 	Lost             []int64 // copies a body reported unusable (failed write, corrupt read), by tier
+	RecomputeCuts    int64   // requests that recomputed part of their prefix rather than load it
 	PeakUsed         []int64 // bytes
 }
 
@@ -375,12 +376,21 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 		return false
 	}
 
+	cut := len(r.Blocks)
+	if c.st.RecomputeWhenCheaper && c.cfg.Cost != nil {
+		cut = c.cheapestCut(now, r)
+	}
+
 	// Decide sources and pin every distinct block before evicting, so the
 	// eviction cascade can take none of them from any tier.
 	r.src = r.src[:0]
 	prefix := true
 	st = c.newStamp()
-	for _, b := range r.Blocks {
+	for i, b := range r.Blocks {
+		if i == cut && prefix {
+			prefix = false
+			c.Stats.RecomputeCuts++
+		}
 		if c.mark[b] == st { // repeated id inside one request
 			if prefix {
 				r.src = append(r.src, -2)
@@ -484,6 +494,59 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 		c.startPrefill(now, id)
 	}
 	return true
+}
+
+// cheapestCut returns how many leading blocks of r to take from the cache
+// so that loading them and computing the rest finishes first, by the cost
+// model's estimate (overlapped: the longer of the two; serial: their sum).
+// Loads from different tiers run on different links, in parallel.
+func (c *Core) cheapestCut(now int64, r *reqState) int {
+	cm := c.cfg.Cost
+	var backlog, busy [MaxTiers]int64
+	var seen [MaxTiers]bool
+	st := c.newStamp()
+	best, bestK := int64(-1), 0
+	cached := 0
+	for k := 0; ; k++ {
+		var load int64
+		for t := 1; t < c.nt; t++ {
+			if seen[t] {
+				load = max(load, backlog[t]+busy[t])
+			}
+		}
+		cost := cm.EstimateCompute(cached, r.InputTokens-cached)
+		if cm.Overlapped() {
+			cost = max(cost, load)
+		} else {
+			cost += load
+		}
+		if best < 0 || cost <= best { // ties keep more of the cache
+			best, bestK = cost, k
+		}
+		if k == len(r.Blocks) {
+			break
+		}
+		b := r.Blocks[k]
+		if c.mark[b] != st {
+			c.mark[b] = st
+			w := c.visible(b)
+			if w == 0 {
+				if bestK == k {
+					return len(r.Blocks) // the prefix ends here anyway: no cut
+				}
+				break
+			}
+			if t := bits.TrailingZeros8(w); t > 0 {
+				bl, sv := cm.EstimateLoad(now, t, c.size[b])
+				if !seen[t] {
+					seen[t], backlog[t] = true, bl
+				}
+				busy[t] += sv
+			}
+		}
+		cached += c.tokens(&r.Request, k)
+	}
+	return bestK
 }
 
 func (c *Core) addDep(id, on ReqID) {

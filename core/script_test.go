@@ -45,6 +45,18 @@ func (r *recorder) Decode(now int64, req ReqID, tokens int) {
 }
 func (r *recorder) Wake(at int64, req ReqID) { fmt.Fprintf(r.out, "wake %s at %d\n", r.req(req), at) }
 
+// fixedCost is a CostModel with per-byte load and per-token compute costs.
+type fixedCost struct {
+	loadPerByte, computePerToken int64
+	overlap                      bool
+}
+
+func (f fixedCost) EstimateLoad(_ int64, _ int, bytes int64) (int64, int64) {
+	return 0, f.loadPerByte * bytes
+}
+func (f fixedCost) EstimateCompute(_, compute int) int64 { return f.computePerToken * int64(compute) }
+func (f fixedCost) Overlapped() bool                     { return f.overlap }
+
 // scriptState is one script's world.
 type scriptState struct {
 	cfg   Config
@@ -120,6 +132,13 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		if v, ok := a["timeout"]; ok {
 			st.PrefetchTimeout = atoi(t, v)
 		}
+		if st.RecomputeWhenCheaper, err = ParseRecompute(a["recompute"]); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := a["cost"]; ok { // cost=LOAD_NS_PER_BYTE/COMPUTE_NS_PER_TOKEN[/overlap]
+			f := strings.Split(v, "/")
+			s.cfg.Cost = fixedCost{loadPerByte: atoi(t, f[0]), computePerToken: atoi(t, f[1]), overlap: len(f) > 2}
+		}
 		s.rec = &recorder{out: &out}
 		s.c, err = New(s.cfg, s.rec, func(r *Record) {
 			fmt.Fprintf(s.rec.out, "done R%d hits=%v block-hits=%d recomputed=%d rejected=%v\n", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected)
@@ -172,8 +191,8 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		fmt.Fprintf(&out, "queued %d running %d\n", s.c.Queued(), s.c.Running())
 	case "stats":
 		st := s.c.Stats
-		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d lost=%v\n",
-			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate, st.Lost)
+		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d lost=%v cuts=%d\n",
+			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate, st.Lost, st.RecomputeCuts)
 	default:
 		t.Fatalf("unknown command %q", f[0])
 	}

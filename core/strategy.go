@@ -56,6 +56,23 @@ type Strategy struct {
 	Promotion       Promotion
 	Prefetch        Prefetch
 	PrefetchTimeout int64 // ns, for PrefetchTimeout
+	// RecomputeWhenCheaper cuts a request's usable prefix where loading
+	// the rest from lower tiers would take longer than recomputing it
+	// ("compute or load", as Cake and LMCache's blending ask), judged by
+	// Config.Cost with the links' current backlog. Only a suffix of the
+	// prefix can be dropped: block k's KV needs every block before it.
+	RecomputeWhenCheaper bool
+}
+
+// ParseRecompute reads "never" or "when-cheaper".
+func ParseRecompute(s string) (bool, error) {
+	switch s {
+	case "", "never":
+		return false, nil
+	case "when-cheaper":
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown recompute %q (want \"never\" or \"when-cheaper\")", s)
 }
 
 // ParseAdmission reads "always" or "after:K".

@@ -21,6 +21,21 @@ type Config struct {
 	NewPolicy func(tier int, capacity int64) (policy.Policy, error)
 	// Strategy: admission, write, promotion and prefetch.
 	Strategy Strategy
+	// Cost estimates loads and compute for Strategy.RecomputeWhenCheaper;
+	// bodies that can estimate set it (the simulator does).
+	Cost CostModel
+}
+
+// CostModel is a body's estimate of what loading and computing cost now.
+type CostModel interface {
+	// EstimateLoad is the wait before a transfer of bytes from tier into
+	// HBM could start (the link's backlog) and how long it then takes.
+	EstimateLoad(now int64, tier int, bytes int64) (backlog, service int64)
+	// EstimateCompute is the prefill time of compute tokens after cached ones.
+	EstimateCompute(cached, compute int) int64
+	// Overlapped says whether loads overlap compute (layer-wise) or
+	// precede it.
+	Overlapped() bool
 }
 
 // Request is one arrival. Blocks holds dense ids of the request's prefix

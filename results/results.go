@@ -88,6 +88,7 @@ type Policy struct {
 	TTFTms           Quantiles        `json:"ttft_ms"`
 	QueueMs          Quantiles        `json:"queue_ms"`
 	DepWaits         int64            `json:"dependency_waits"`
+	RecomputeCuts    int64            `json:"recompute_cuts"` // requests that recomputed cached blocks because loading them was slower
 	BytesMoved       map[string]int64 `json:"bytes_moved"`
 	BytesByPurpose   map[string]int64 `json:"bytes_moved_by_purpose"` // load, demote, write_through, prefetch
 	Links            map[string]Link  `json:"links"`

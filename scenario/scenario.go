@@ -108,7 +108,8 @@ type Policy struct {
 	Promotion       string
 	Write           string
 	Prefetch        string
-	PrefetchTimeout int64 // ns; key prefetch_timeout
+	Recompute       string // "never" (default) or "when-cheaper"
+	PrefetchTimeout int64  // ns; key prefetch_timeout
 }
 
 // Kinds lists the tier kinds in hierarchy order.
@@ -936,7 +937,7 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 
 // policyKeys are the fixed keys of a [[policy]] entry; every other key is a
 // numeric parameter of the eviction policy.
-var policyKeys = []string{"name", "eviction", "admission", "promotion", "write", "prefetch", "prefetch_timeout"}
+var policyKeys = []string{"name", "eviction", "admission", "promotion", "write", "prefetch", "prefetch_timeout", "recompute"}
 
 // extraKeys are the keys of a [[policy]] entry beyond policyKeys.
 func (t *table) extraKeys() []string {
@@ -994,7 +995,7 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 		for _, f := range []struct {
 			key string
 			dst *string
-		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}} {
+		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}, {"recompute", &pol.Recompute}} {
 			if *f.dst, err = t.str(f.key, ""); err != nil {
 				return nil, err
 			}
@@ -1115,6 +1116,9 @@ func checkStrategy(t *table, pol *Policy) error {
 	}
 	if _, err := core.ParsePromotion(pol.Promotion); err != nil {
 		return t.errf("promotion", "%v", err)
+	}
+	if _, err := core.ParseRecompute(pol.Recompute); err != nil {
+		return t.errf("recompute", "%v", err)
 	}
 	pf, err := core.ParsePrefetch(pol.Prefetch)
 	if err != nil {

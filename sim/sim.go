@@ -128,6 +128,9 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 	if err := s.buildRoutes(); err != nil {
 		return nil, err
 	}
+	if cfg.Core.Strategy.RecomputeWhenCheaper && cfg.Core.Cost == nil {
+		cfg.Core.Cost = s
+	}
 	c, err := core.New(cfg.Core, s, s.observe)
 	if err != nil {
 		return nil, err
@@ -288,6 +291,27 @@ func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 
 // Wake implements core.Mover.
 func (s *Sim) Wake(at int64, req core.ReqID) { s.heap.push(at, evWake, req) }
+
+// EstimateLoad implements core.CostModel: the first hop's backlog (its
+// earliest lane) and the idle time of the whole route into HBM.
+func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service int64) {
+	route := s.route[tier][0]
+	if len(route) == 0 {
+		return 0, 0
+	}
+	l := s.links[route[0]]
+	free := l.lanes[0]
+	for _, f := range l.lanes[1:] {
+		free = min(free, f)
+	}
+	return max(0, free-now), s.PredictNs(tier, 0, bytes)
+}
+
+// EstimateCompute implements core.CostModel.
+func (s *Sim) EstimateCompute(cached, compute int) int64 { return s.cfg.GPU.ComputeNs(cached, compute) }
+
+// Overlapped implements core.CostModel.
+func (s *Sim) Overlapped() bool { return !s.cfg.GPU.Serial }
 
 // PredictNs is the model's time for one transfer of bytes from tier a to
 // tier b on idle links: latency + bytes/bandwidth per hop.

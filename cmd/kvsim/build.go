@@ -31,6 +31,7 @@ func strategy(p scenario.Policy) core.Strategy {
 	st.Promotion, _ = core.ParsePromotion(p.Promotion)
 	st.Prefetch, _ = core.ParsePrefetch(p.Prefetch)
 	st.PrefetchTimeout = p.PrefetchTimeout
+	st.RecomputeWhenCheaper, _ = core.ParseRecompute(p.Recompute)
 	return st
 }
 

@@ -304,7 +304,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		pol := results.Policy{Name: p.Name, Eviction: p.Eviction, Requests: st.Requests, Rejected: st.Rejected,
 			BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses,
 			RecomputedTokens: st.RecomputedTokens, TTFTms: quantiles(&r.res.TTFT), QueueMs: quantiles(&r.res.Queue),
-			DepWaits: st.DepWaits, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
+			DepWaits: st.DepWaits, RecomputeCuts: st.RecomputeCuts, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
 			BytesByPurpose: map[string]int64{"load": r.res.MovedByKind[core.Load], "demote": r.res.MovedByKind[core.Demote],
 				"write_through": r.res.MovedByKind[core.WriteThrough], "prefetch": r.res.MovedByKind[core.PrefetchMove]},
 			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
