@@ -48,7 +48,8 @@ func fuzzCore(t *testing.T, data []byte) {
 			}
 		}
 		st := core.Strategy{AdmitAfter: next() % 3, WriteThrough: next()%2 == 1,
-			Promotion: core.Promotion(next() % 3), Prefetch: core.Prefetch(next() % 4), PrefetchTimeout: int64(1 + next()*1000)}
+			Promotion: core.Promotion(next() % 3), Prefetch: core.Prefetch(next() % 4), PrefetchTimeout: int64(1 + next()*1000),
+			RecomputeWhenCheaper: next()%2 == 1}
 		cfg := Config{
 			Core: core.Config{Tiers: tiers, BytesPerToken: 1, BlockTokens: 4, Strategy: st,
 				NewPolicy: func(_ int, c int64) (policy.Policy, error) {
