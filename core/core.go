@@ -759,14 +759,26 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 // waiting for its prefetch is passed over; the first ready one that does
 // not fit stops the scan (first come, first served for HBM).
 func (c *Core) drainQueue(now int64) {
-	k := 0
-	stop := false
-	for _, id := range c.queue {
-		if !stop && c.ready(now, &c.reqs[id]) {
+	// Admit from the front: the common case, and O(admitted) so a long
+	// queue costs nothing per completion.
+	i := 0
+	for i < len(c.queue) && c.ready(now, &c.reqs[c.queue[i]]) && c.tryAdmit(now, c.queue[i]) {
+		i++
+	}
+	c.queue = c.queue[i:]
+	if len(c.queue) == 0 || c.ready(now, &c.reqs[c.queue[0]]) {
+		return // empty, or the head is ready and does not fit
+	}
+	// The head waits for its prefetch: requests behind it may go.
+	k := 1
+	for j := 1; j < len(c.queue); j++ {
+		id := c.queue[j]
+		if c.ready(now, &c.reqs[id]) {
 			if c.tryAdmit(now, id) {
 				continue
 			}
-			stop = true
+			k += copy(c.queue[k:], c.queue[j:])
+			break
 		}
 		c.queue[k] = id
 		k++
