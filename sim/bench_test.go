@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"testing"
@@ -69,4 +70,37 @@ func BenchmarkRunConversation(b *testing.B) {
 	runtime.ReadMemStats(&m1)
 	b.ReportMetric(float64(accesses)/b.Elapsed().Seconds(), "accesses/s")
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(accesses), "allocs/access")
+}
+
+// BenchmarkRunOverloaded replays a generated trace on a GPU far too slow
+// for it, so tens of thousands of requests queue: admission must stay
+// cheap however long the queue grows.
+func BenchmarkRunOverloaded(b *testing.B) {
+	g := trace.DefaultGenConfig()
+	g.Requests, g.RatePerSec = 50000, 50
+	var buf bytes.Buffer
+	if err := trace.Generate(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var accesses, queued int64
+	for b.Loop() {
+		cfg := conversationConfig("lru")
+		cfg.GPU.PrefillTokensPerSec = 20_000
+		s, err := New(cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.SampleEvery(1e9)
+		src := workload.NewSource(trace.NewReader(bytes.NewReader(buf.Bytes()), "gen", trace.Options{}), trace.NewDict())
+		if _, err := s.Run(src); err != nil {
+			b.Fatal(err)
+		}
+		accesses += src.BlockAccesses
+		for _, q := range s.Series().Queued {
+			queued = max(queued, int64(q))
+		}
+	}
+	b.ReportMetric(float64(accesses)/b.Elapsed().Seconds(), "accesses/s")
+	b.ReportMetric(float64(queued), "max-queued")
 }
