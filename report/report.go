@@ -201,11 +201,18 @@ func movedGiB(p *results.Policy) string {
 }
 
 var policyHead = []string{"hit ratio", "block-hit ratio", "TTFT p50 ms", "p90", "p99", "queue p99 ms",
-	"recomputed tokens", "moved GiB", "rejected"}
+	"recomputed tokens", "moved GiB", "written down GiB", "rejected"}
+
+// writtenGiB is what went down the hierarchy (demotions, write-through):
+// the write traffic a policy costs the lower tiers.
+func writtenGiB(p *results.Policy) string {
+	return f2(float64(p.BytesByPurpose["demote"]+p.BytesByPurpose["write_through"]) / (1 << 30))
+}
 
 func policyCells(p *results.Policy) []cell {
 	return []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(f1(p.TTFTms.P50)), num(f1(p.TTFTms.P90)),
-		num(f1(p.TTFTms.P99)), num(f1(p.QueueMs.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(itoa(p.Rejected))}
+		num(f1(p.TTFTms.P99)), num(f1(p.QueueMs.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(writtenGiB(p)),
+		num(itoa(p.Rejected))}
 }
 
 func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
@@ -219,6 +226,9 @@ func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
 			t.Requests, t.BlockAccesses, t.DistinctBlocks, t.InputTokens, t.DurationS),
 		fmt.Sprintf("Model: %d-token blocks of %.1f MiB (%d KiB per token). Seed %d.",
 			s.Model.BlockTokens, float64(s.Model.BytesPerBlock)/(1<<20), s.Model.BytesPerToken>>10, s.Seed))
+	if s.CostUSD > 0 {
+		p.Facts = append(p.Facts, fmt.Sprintf("Hierarchy cost: $%.0f (capacity x cost per GB, summed over tiers).", s.CostUSD))
+	}
 	if t.SkippedLines > 0 {
 		p.Facts = append(p.Facts, fmt.Sprintf("%d malformed trace lines were skipped.", t.SkippedLines))
 	}
