@@ -33,7 +33,9 @@ func TestProgress(t *testing.T) {
 	for i := range 40 {
 		p.add(int64(i) * 1e9)
 	}
-	time.Sleep(600 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(w.String(), "ETA") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the line is redrawn every 250 ms
+	}
 	p.finish()
 	out := w.String()
 	for _, want := range []string{"quickstart: 40/100 requests", "simulated 39.0 s", "requests/s", "ETA"} {
