@@ -13,8 +13,11 @@ import (
 // checks, per request and overall, what must always hold.
 func TestConversationInvariants(t *testing.T) {
 	path := needTrace(t)
-	for _, evict := range []string{"lru", "fifo"} {
+	for _, evict := range []string{"lru", "fifo", "s3fifo", "arc", "prefix-lru", "mooncake", "wtinylfu", "sieve", "gdsf"} {
 		for _, serial := range []bool{false, true} {
+			if serial && evict != "lru" && evict != "fifo" {
+				continue // the loading mode is the core's business, not the policy's
+			}
 			cfg := conversationConfig(evict)
 			cfg.Core.Tiers[0].Capacity = 24 << 30
 			cfg.Core.Tiers[1].Capacity = 96 << 30
