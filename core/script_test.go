@@ -65,7 +65,6 @@ type scriptState struct {
 	ids   map[string]Block
 	reqs  map[string]ReqID // "R0" -> slot, while live
 	seq   int64
-	notes []string
 }
 
 func (s *scriptState) block(name string) Block {

@@ -143,7 +143,7 @@ func (o DoctorOptions) ioUring() Check {
 	if derr == nil {
 		found = append(found, "io_uring_disabled="+disabled)
 	}
-	u, reason, err := newUring(4, nil)
+	u, _, err := newUring(4, nil)
 	if err != nil {
 		c.Status = StatusWarn
 		found = append(found, err.Error()+"; kvsim falls back to pread/pwrite")
@@ -162,6 +162,7 @@ func (o DoctorOptions) ioUring() Check {
 	found = append(found, "io_uring_setup works")
 	// Registered buffers are pinned memory: the memlock limit applies.
 	if a, err := NewArenaPages(hugeSize, false); err == nil {
+		var reason string
 		if u, reason, err = newUring(4, []*Arena{a}); err == nil {
 			u.Close()
 		}
