@@ -59,12 +59,12 @@ func (f fixedCost) Overlapped() bool                     { return f.overlap }
 
 // scriptState is one script's world.
 type scriptState struct {
-	cfg   Config
-	c     *Core
-	rec   *recorder
-	ids   map[string]Block
-	reqs  map[string]ReqID // "R0" -> slot, while live
-	seq   int64
+	cfg  Config
+	c    *Core
+	rec  *recorder
+	ids  map[string]Block
+	reqs map[string]ReqID // "R0" -> slot, while live
+	seq  int64
 }
 
 func (s *scriptState) block(name string) Block {
