@@ -184,9 +184,13 @@ type rtDevice struct {
 // reports no device: the runtime registers exit handlers that would run
 // into unmapped code.
 func openRuntime(kind, path string) (*rtDevice, error) {
+	// dlerror is per OS thread: read it on the thread that called dlopen.
+	runtime.LockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	runtime.UnlockOSThread()
 	if err != nil {
-		if !strings.Contains(path, "/") && strings.Contains(err.Error(), "No such file") {
+		msg := err.Error()
+		if !strings.Contains(path, "/") && (strings.Contains(msg, "No such file") || strings.TrimSpace(msg) == "") {
 			return nil, errors.New("not found by the loader")
 		}
 		return nil, fmt.Errorf("dlopen: %w", err)

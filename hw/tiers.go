@@ -2,6 +2,9 @@ package hw
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -87,10 +90,14 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 			}
 		case "remote_dram":
 			s = emulatedStore(t, o)
+			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s)", t.Name, rdmaState()))
 		case "dram":
 			s, note, err = dramStore(t, o, ss.pool)
 		case "ssd", "nvmeof":
 			s, note, err = diskStore(t, o)
+			if err == nil && t.Kind == "nvmeof" {
+				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState()))
+			}
 		default:
 			err = fmt.Errorf("tier %q: unknown kind %q", t.Name, t.Kind)
 		}
@@ -120,4 +127,27 @@ func emulatedStore(t TierSpec, o TierOptions) Store {
 		}
 		return Chunk{Mem: a.Bytes(), Closer: a}, nil
 	})
+}
+
+// rdmaState says what RDMA hardware there is for a remote DRAM tier.
+func rdmaState() string {
+	devs, _ := filepath.Glob("/sys/class/infiniband/*")
+	if len(devs) == 0 {
+		return "no RDMA device in /sys/class/infiniband"
+	}
+	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", filepath.Base(devs[0]))
+}
+
+// fabricState says whether NVMe-over-Fabrics controllers exist: the
+// replay writes wherever --dir is, so a real run puts it on one.
+func fabricState() string {
+	ctrls, _ := filepath.Glob("/sys/class/nvme/*/transport")
+	for _, c := range ctrls {
+		if b, err := os.ReadFile(c); err == nil {
+			if tr := strings.TrimSpace(string(b)); tr != "pcie" && tr != "" {
+				return fmt.Sprintf("an NVMe-oF controller (%s) is present: put --dir on its namespace", tr)
+			}
+		}
+	}
+	return "no NVMe-oF controller here: a local disk stands in"
 }
