@@ -284,15 +284,19 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 func printReplay(w io.Writer, r *Replay, path string) {
 	fmt.Fprintf(w, "replay %s (%s): %d requests, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, r.BlockBytes, r.Scale)
 	for _, t := range sortedKeys(r.Backends) {
-		fmt.Fprintf(w, "  tier %-6s %s\n", t, r.Backends[t])
+		fmt.Fprintf(w, "  tier %-12s %s\n", t, r.Backends[t])
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
-	fmt.Fprintf(w, "  %-12s %8s %10s %9s %9s %8s %13s %9s\n", "link", "moves", "MiB", "p50 us", "p99 us", "GB/s", "predicted p50", "rel err")
+	width := 12
+	for k := range r.Links {
+		width = max(width, len(k))
+	}
+	fmt.Fprintf(w, "  %-*s %8s %10s %9s %9s %8s %13s %9s\n", width, "link", "moves", "MiB", "p50 us", "p99 us", "GB/s", "predicted p50", "rel err")
 	for _, k := range sortedKeys(r.Links) {
 		l := r.Links[k]
-		fmt.Fprintf(w, "  %-12s %8d %10.1f %9.1f %9.1f %8.2f %13.1f %8.0f%%\n", k, l.Count, float64(l.Bytes)/(1<<20), l.P50us, l.P99us, l.GBps, l.PredictedP50us, 100*l.RelError)
+		fmt.Fprintf(w, "  %-*s %8d %10.1f %9.1f %9.1f %8.2f %13.1f %8.0f%%\n", width, k, l.Count, float64(l.Bytes)/(1<<20), l.P50us, l.P99us, l.GBps, l.PredictedP50us, 100*l.RelError)
 	}
 	fmt.Fprintf(w, "  verify: %d checked, %d corrupt; wrote %s\n", r.Verify.Checked, r.Verify.Corrupt, path)
 }
