@@ -80,7 +80,8 @@ type Core struct {
 
 	reqs  []reqState
 	free  []ReqID
-	queue []ReqID // requests waiting for HBM, in arrival order
+	queue []ReqID // requests waiting for HBM, in arrival order, from qh on
+	qh    int
 
 	Stats Stats
 }
@@ -151,10 +152,10 @@ func (c *Core) Resident(b Block, tier int) bool {
 }
 
 // Queued is the number of requests waiting for HBM.
-func (c *Core) Queued() int { return len(c.queue) }
+func (c *Core) Queued() int { return len(c.queue) - c.qh }
 
 // Running is the number of admitted, unfinished requests.
-func (c *Core) Running() int { return len(c.reqs) - len(c.free) - len(c.queue) }
+func (c *Core) Running() int { return len(c.reqs) - len(c.free) - c.Queued() }
 
 // Request returns a live request's data (valid until it finishes).
 func (c *Core) Request(id ReqID) *Request { return &c.reqs[id].Request }
@@ -283,7 +284,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 			c.refs[b]++
 		}
 	}
-	if len(c.queue) == 0 && c.tryAdmit(now, id) {
+	if c.Queued() == 0 && c.tryAdmit(now, id) {
 		return
 	}
 	if c.footprint(r) > c.cap[0] {
@@ -293,7 +294,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 	r.queuedAt = now
 	c.queue = append(c.queue, id)
 	c.prefetch(now, id)
-	if len(c.queue) > 1 {
+	if c.Queued() > 1 {
 		c.drainQueue(now) // requests ahead may be waiting on prefetches
 	}
 }
@@ -761,29 +762,36 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 func (c *Core) drainQueue(now int64) {
 	// Admit from the front: the common case, and O(admitted) so a long
 	// queue costs nothing per completion.
-	i := 0
-	for i < len(c.queue) && c.ready(now, &c.reqs[c.queue[i]]) && c.tryAdmit(now, c.queue[i]) {
-		i++
+	for c.qh < len(c.queue) && c.ready(now, &c.reqs[c.queue[c.qh]]) && c.tryAdmit(now, c.queue[c.qh]) {
+		c.qh++
 	}
-	c.queue = c.queue[i:]
-	if len(c.queue) == 0 || c.ready(now, &c.reqs[c.queue[0]]) {
-		return // empty, or the head is ready and does not fit
+	switch {
+	case c.qh == len(c.queue): // empty: reuse the whole array
+		c.queue, c.qh = c.queue[:0], 0
+		return
+	case c.qh > len(c.queue)/2: // mostly consumed: slide down, O(1) amortized
+		c.queue = c.queue[:copy(c.queue, c.queue[c.qh:])]
+		c.qh = 0
+	}
+	q := c.queue[c.qh:]
+	if c.ready(now, &c.reqs[q[0]]) {
+		return // the head is ready and does not fit
 	}
 	// The head waits for its prefetch: requests behind it may go.
 	k := 1
-	for j := 1; j < len(c.queue); j++ {
-		id := c.queue[j]
+	for j := 1; j < len(q); j++ {
+		id := q[j]
 		if c.ready(now, &c.reqs[id]) {
 			if c.tryAdmit(now, id) {
 				continue
 			}
-			k += copy(c.queue[k:], c.queue[j:])
+			k += copy(q[k:], q[j:])
 			break
 		}
-		c.queue[k] = id
+		q[k] = id
 		k++
 	}
-	c.queue = c.queue[:k]
+	c.queue = c.queue[:c.qh+k]
 }
 
 func sum(xs []int64) int64 {
@@ -842,7 +850,7 @@ func (c *Core) running() []ReqID {
 	for _, id := range c.free {
 		idle[id] = true
 	}
-	for _, id := range c.queue {
+	for _, id := range c.queue[c.qh:] {
 		idle[id] = true
 	}
 	var out []ReqID
