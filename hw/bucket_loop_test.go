@@ -43,7 +43,10 @@ func smallExt4(t *testing.T, size int64) string {
 		skipOrFail(t, "mkfs.ext4: %v: %s", err, out)
 	}
 	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		skipOrFail(t, "mount -o loop: %v: %s", err, out)
+		// A machine (or container) without loop devices cannot do this at
+		// all, like one without a GPU: the injected-fault tests still cover
+		// ENOSPC there.
+		t.Skipf("this machine allows no loop mount (the fault-injection tests cover ENOSPC): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
