@@ -70,7 +70,7 @@ type Quantiles struct {
 type Link struct {
 	Bytes       int64   `json:"bytes"`
 	Transfers   int64   `json:"transfers"`
-	Utilization float64 `json:"utilization"` // busy lane-time / (lanes x simulated time)
+	Utilization float64 `json:"utilization"` // share of simulated time the link moved bytes
 }
 
 // Policy is one [[policy]] entry's outcome.

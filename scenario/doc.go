@@ -33,7 +33,7 @@
 //	bandwidth = "25GB/s"
 //	reverse_bandwidth = "25GB/s"  # default: bandwidth
 //	latency = "100ns"
-//	lanes = 1                     # default 1
+//	lanes = 1                     # transfers in flight (hide latency); default 1
 //
 //	[workload]
 //	trace = "../traces/conversation_trace.jsonl"  # relative to this file's directory

@@ -83,7 +83,7 @@ type Link struct {
 	ReverseBandwidth float64 // bytes/s, To -> From; default Bandwidth
 	Latency          int64   // ns, From -> To
 	ReverseLatency   int64   // ns, To -> From; default Latency
-	Lanes            int     // parallel transfers; default 1
+	Lanes            int     // transfers in flight, hiding latency; default 1
 }
 
 // Workload names the trace to replay.

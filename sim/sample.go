@@ -7,7 +7,7 @@ type Series struct {
 	Interval int64       // ns between points
 	Times    []int64     // ns, end of each interval
 	TierUsed [][]float64 // [tier][point]: used / capacity at the sample
-	LinkUtil [][]float64 // [link][point]: busy lane-time / (lanes x interval)
+	LinkUtil [][]float64 // [link][point]: share of the interval the pipe moved bytes
 	Queued   []int
 	Running  []int
 }
@@ -53,7 +53,7 @@ func (s *Sim) sample(now int64) {
 			sp.s.TierUsed[t] = append(sp.s.TierUsed[t], float64(s.core.Used(t))/float64(s.core.Capacity(t)))
 		}
 		for i, l := range s.links {
-			u := float64(l.busy-sp.lastBusy[i]) / (float64(len(l.lanes)) * float64(iv))
+			u := float64(l.busy-sp.lastBusy[i]) / float64(iv)
 			sp.lastBusy[i] = l.busy
 			sp.s.LinkUtil[i] = append(sp.s.LinkUtil[i], min(u, 1))
 		}

@@ -16,7 +16,7 @@ type LinkSpec struct {
 	ReverseBandwidth float64 // bytes/s, To->From (0: same as Bandwidth)
 	Latency          int64   // ns, From->To
 	ReverseLatency   int64   // ns, To->From (0: same as Latency)
-	Lanes            int     // parallel transfers per direction (0: 1)
+	Lanes            int     // transfers in flight per direction, hiding latency (0: 1)
 }
 
 // GPUSpec is the compute model.
@@ -46,7 +46,7 @@ type LinkStats struct {
 	Lanes     int
 	Bytes     int64
 	Transfers int64
-	BusyNs    int64 // summed over lanes
+	BusyNs    int64 // the pipe moving bytes
 }
 
 // Result is what a run produced. Everything in it is a function of the
@@ -120,7 +120,7 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 			}
 			s.links = append(s.links, &link{
 				name: cfg.Core.Tiers[d.a].Name + "->" + cfg.Core.Tiers[d.b].Name,
-				from: d.a, to: d.b, bw: d.bw / float64(lanes), latency: d.lat,
+				from: d.a, to: d.b, bw: d.bw, latency: d.lat,
 				lanes: make([]int64, lanes),
 			})
 		}
@@ -299,12 +299,7 @@ func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service i
 	if len(route) == 0 {
 		return 0, 0
 	}
-	l := s.links[route[0]]
-	free := l.lanes[0]
-	for _, f := range l.lanes[1:] {
-		free = min(free, f)
-	}
-	return max(0, free-now), s.PredictNs(tier, 0, bytes)
+	return s.links[route[0]].backlog(now), s.PredictNs(tier, 0, bytes)
 }
 
 // EstimateCompute implements core.CostModel.
@@ -319,7 +314,7 @@ func (s *Sim) PredictNs(a, b int, bytes int64) int64 {
 	var t int64
 	for _, li := range s.route[a][b] {
 		l := s.links[li]
-		t += l.latency + int64(math.Ceil(float64(bytes)*1e9/(l.bw*float64(len(l.lanes)))))
+		t += l.latency + int64(math.Ceil(float64(bytes)*1e9/l.bw))
 	}
 	return t
 }

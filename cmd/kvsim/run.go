@@ -321,7 +321,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			pol.BytesMoved[l.Name] = l.Bytes
 			u := 0.0
 			if r.res.End > 0 {
-				u = float64(l.BusyNs) / (float64(l.Lanes) * float64(r.res.End))
+				u = float64(l.BusyNs) / float64(r.res.End)
 			}
 			pol.Links[l.Name] = results.Link{Bytes: l.Bytes, Transfers: l.Transfers, Utilization: u}
 		}
