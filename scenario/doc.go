@@ -4,7 +4,8 @@
 // Layout (only [model], [[tier]], [workload] and [[policy]] are required):
 //
 //	name = "conversation-3tier"   # default: file name without .toml
-//	seed = 1                      # default 1
+//	seed = 1                      # default 1; drives format = "synthetic"
+//	profile = "hw.toml"           # optional: link figures from kvsim calibrate replace the defaults
 //
 //	[model]
 //	layers = 32
@@ -33,20 +34,26 @@
 //	bandwidth = "25GB/s"
 //	reverse_bandwidth = "25GB/s"  # default: bandwidth
 //	latency = "100ns"
+//	reverse_latency = "100ns"     # default: latency
 //	lanes = 1                     # transfers in flight (hide latency); default 1
 //
 //	[workload]
 //	trace = "../traces/conversation_trace.jsonl"  # relative to this file's directory
-//	format = "mooncake"           # default and only format for now
+//	format = "mooncake"           # default; or "synthetic" (no trace: generated from seed,
+//	                              # keys requests, rate, turns, system_tokens, user_tokens,
+//	                              # output_tokens, think, max_context)
 //	limit = 0                     # requests to read, 0 = all
 //	skip_bad_lines = false
 //
 //	[[policy]]
 //	name = "lru"                  # label, default: the eviction name; unique
 //	eviction = "lru"              # a kvsim/policy name
-//	# any other key is a numeric parameter the eviction policy declares;
-//	# admission, promotion, write, prefetch (strings) and prefetch_timeout
-//	# (a duration) are reserved and stored as given.
+//	admission = "always"          # or "after:K"
+//	write = "back"                # or "through"
+//	promotion = "always"          # or "second-hit", "never"
+//	prefetch = "off"              # or "best_effort", "wait_complete", "timeout" (+ prefetch_timeout)
+//	recompute = "never"           # or "when-cheaper"
+//	# any other key is a numeric parameter the eviction policy declares.
 //
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //
