@@ -50,6 +50,26 @@ type Body struct {
 	Checked int64
 	Corrupt int64
 	Errors  []string // first few I/O errors, for the report
+
+	// With its own clock (RunSequential), the body reports completions.
+	own    bool
+	events []completion
+	loadNs []int64 // per request: time spent on its loads
+}
+
+type completionKind uint8
+
+const (
+	donePrefill completionKind = iota
+	doneDecode
+	doneMove
+	doneWake
+)
+
+type completion struct {
+	kind completionKind
+	req  core.ReqID
+	blk  core.Block
 }
 
 // NewBody builds a body over its stores. Call SetCore before the first command.
@@ -105,6 +125,17 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		werr = b.o.Stores[to].Put(blk, buf)
 	}
 	d := time.Since(t0).Nanoseconds() // the transfer only, not the checking
+	if b.own {
+		if kind == core.PrefetchMove {
+			defer func() { b.events = append(b.events, completion{kind: doneMove, req: req, blk: blk}) }()
+		}
+		if req >= 0 && kind == core.Load {
+			for int(req) >= len(b.loadNs) {
+				b.loadNs = append(b.loadNs, 0)
+			}
+			b.loadNs[req] += d
+		}
+	}
 	if err == nil && b.o.Verify {
 		b.Checked++
 		if !Verify(buf, blk) {
@@ -151,6 +182,9 @@ func (b *Body) Drop(now int64, blk core.Block, tier int) { b.o.Stores[tier].Dele
 // Prefill implements core.Mover: the KV of every block of the request that
 // HBM does not hold yet is "computed", i.e. its payload is written.
 func (b *Body) Prefill(now int64, req core.ReqID, cached, compute int) {
+	if b.own {
+		defer func() { b.events = append(b.events, completion{kind: donePrefill, req: req}) }()
+	}
 	hbm := b.o.Stores[0]
 	for _, blk := range b.core.Request(req).Blocks {
 		if hbm.Has(blk) {
@@ -165,10 +199,18 @@ func (b *Body) Prefill(now int64, req core.ReqID, cached, compute int) {
 }
 
 // Decode implements core.Mover (generated tokens are not materialised).
-func (b *Body) Decode(int64, core.ReqID, int) {}
+func (b *Body) Decode(_ int64, req core.ReqID, _ int) {
+	if b.own {
+		b.events = append(b.events, completion{kind: doneDecode, req: req})
+	}
+}
 
 // Wake implements core.Mover.
-func (b *Body) Wake(int64, core.ReqID) {}
+func (b *Body) Wake(_ int64, req core.ReqID) {
+	if b.own {
+		b.events = append(b.events, completion{kind: doneWake, req: req})
+	}
+}
 
 // Links returns the links that carried traffic, in (from, to) order.
 func (b *Body) Links() []*LinkStat {

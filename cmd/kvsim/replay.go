@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"kvsim/core"
 	"kvsim/hw"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -90,6 +91,7 @@ type Replay struct {
 	Evictions   map[string]int64 `json:"evictions"`
 	Lost        map[string]int64 `json:"lost"`
 	Errors      []string         `json:"errors,omitempty"`
+	Sequential  bool             `json:"sequential"` // own real clock, one request at a time, no simulator
 	WallSeconds float64          `json:"wall_seconds"`
 }
 
@@ -100,6 +102,7 @@ type replayOptions struct {
 	policy               string
 	blockBytes, limit    int
 	hugepages, hugeSize  string
+	sequential           bool
 	engine               string
 }
 
@@ -115,6 +118,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.BoolVar(&o.verify, "verify", false, "check every block read back, and every block left in a tier at the end")
 	fs.BoolVar(&o.asJSON, "json", false, "print replay.json to stdout")
+	fs.BoolVar(&o.sequential, "sequential", false, "no simulator: the real body runs the core on its own clock, one request at a time")
 	fs.StringVar(&o.hugepages, "hugepages", "try", "DRAM pool hugepages: off, try or require")
 	fs.StringVar(&o.hugeSize, "hugepage-size", "2MB", "hugepage size: 2MB or 1GB")
 	fs.StringVar(&o.engine, "engine", "auto", "SSD I/O: auto (io_uring, else pread/pwrite), io_uring or pread")
@@ -228,30 +232,45 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 		return nil, err
 	}
 	defer body.Close()
-	cfg.Tee = body
+	if !o.sequential {
+		cfg.Tee = body
+	}
 	s, err = sim.New(cfg, nil)
 	if err != nil {
 		return nil, badInputf("%s: %v", sc.Path, err)
 	}
-	body.SetCore(s.Core())
-	s.OnEvent(func(s *sim.Sim) {
-		for _, l := range body.TakeLost() {
-			s.Core().Lost(s.Now(), l.Block, l.Tier)
-		}
-	})
 	rd, err := openTrace(sc, traceOptions(sc, false, o.limit))
 	if err != nil {
 		return nil, wrapTrace(sc, err)
 	}
 	defer rd.Close()
 	src := workload.NewSource(rd, trace.NewDict())
+	in := &ctxSource{ctx: ctx, src: src, prog: startProgress(nil, "", 0, false)}
 	t0 := time.Now()
-	res, err := s.Run(&ctxSource{ctx: ctx, src: src, prog: startProgress(nil, "", 0, false)})
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return nil, err
+	var stats core.Stats
+	if o.sequential {
+		// No simulator: the body runs its own core on the real clock (s
+		// only predicts link times).
+		c, err := body.RunSequential(cfg.Core, in, nil)
+		if err != nil {
+			return nil, wrapTrace(sc, err)
 		}
-		return nil, wrapTrace(sc, err)
+		stats = c.Stats
+	} else {
+		body.SetCore(s.Core())
+		s.OnEvent(func(s *sim.Sim) {
+			for _, l := range body.TakeLost() {
+				s.Core().Lost(s.Now(), l.Block, l.Tier)
+			}
+		})
+		res, err := s.Run(in)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil, err
+			}
+			return nil, wrapTrace(sc, err)
+		}
+		stats = res.Stats
 	}
 	if o.verify {
 		body.VerifyStores(src.Distinct())
@@ -259,12 +278,12 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	rep := &Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
 		BlockBytes: o.blockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
 		Links: map[string]ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
-		Misses: res.Stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds()}
+		Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.sequential}
 	for i, t := range sc.Tiers {
 		rep.Backends[t.Name] = stores[i].Backend()
-		rep.Hits[t.Name] = res.Stats.Hits[i]
-		rep.Evictions[t.Name] = res.Stats.Evictions[i]
-		rep.Lost[t.Name] = res.Stats.Lost[i]
+		rep.Hits[t.Name] = stats.Hits[i]
+		rep.Evictions[t.Name] = stats.Evictions[i]
+		rep.Lost[t.Name] = stats.Lost[i]
 	}
 	rep.Verify.Checked, rep.Verify.Corrupt = body.Checked, body.Corrupt
 	for _, l := range body.Links() {
@@ -282,7 +301,11 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 }
 
 func printReplay(w io.Writer, r *Replay, path string) {
-	fmt.Fprintf(w, "replay %s (%s): %d requests, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, r.BlockBytes, r.Scale)
+	mode := "in the simulator's order"
+	if r.Sequential {
+		mode = "one at a time on the real clock"
+	}
+	fmt.Fprintf(w, "replay %s (%s): %d requests %s, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, mode, r.BlockBytes, r.Scale)
 	for _, t := range sortedKeys(r.Backends) {
 		fmt.Fprintf(w, "  tier %-12s %s\n", t, r.Backends[t])
 	}

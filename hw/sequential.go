@@ -1,0 +1,63 @@
+package hw
+
+import (
+	"io"
+	"time"
+
+	"kvsim/core"
+)
+
+// RunSequential drives a core of its own on the real clock, without the
+// simulator: requests are replayed one at a time, each running to
+// completion (its moves really done, its KV written, its decode
+// instantaneous) before the next arrives. Completions are delivered in the
+// order the real work finished. It is the body standing alone, so that the
+// same policies can be checked against the simulator by their decisions,
+// not only their timings; compute time is not emulated.
+func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer) (*core.Core, error) {
+	c, err := core.New(cfg, b, obs)
+	if err != nil {
+		return nil, err
+	}
+	b.SetCore(c)
+	b.own = true
+	defer func() { b.own = false }()
+	start := time.Now()
+	now := func() int64 { return time.Since(start).Nanoseconds() }
+	lost := func() {
+		for _, l := range b.TakeLost() {
+			c.Lost(now(), l.Block, l.Tier)
+		}
+	}
+	var r core.Request
+	for {
+		err := src.Next(&r)
+		if err == io.EOF {
+			return c, nil
+		}
+		if err != nil {
+			return c, err
+		}
+		c.Arrive(now(), &r)
+		lost()
+		for len(b.events) > 0 {
+			e := b.events[0]
+			b.events = b.events[1:]
+			switch e.kind {
+			case donePrefill:
+				var t core.Timing
+				if int(e.req) < len(b.loadNs) {
+					t.LoadNs, b.loadNs[e.req] = b.loadNs[e.req], 0
+				}
+				c.PrefillDone(now(), e.req, t)
+			case doneDecode:
+				c.DecodeDone(now(), e.req)
+			case doneMove:
+				c.MoveDone(now(), e.req, e.blk)
+			case doneWake:
+				c.Wake(now(), e.req)
+			}
+			lost()
+		}
+	}
+}
