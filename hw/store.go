@@ -27,16 +27,18 @@ type Chunk struct {
 	Closer io.Closer
 }
 
-// MemStore keeps fixed-size slots in chunks of memory obtained on demand
-// (anonymous mmap for emulated tiers, memfd pools for DRAM).
+// MemStore keeps blocks in fixed-size slots of memory chunks obtained on
+// demand (anonymous mmap for emulated tiers, memfd pools for DRAM), each
+// chunk carved by a Slots allocator.
 type MemStore struct {
 	backend  string
 	slot     int
 	perChunk int
 	newChunk func(bytes int) (Chunk, error)
 	chunks   []Chunk
-	free     []int32
-	where    []int32 // block -> slot+1 (0: absent)
+	slots    []*Slots
+	avail    []int32 // chunks that may have a free slot
+	where    []int32 // block -> chunk*perChunk + slot + 1 (0: absent)
 	size     []int32
 	n        int
 }
@@ -56,10 +58,29 @@ func (m *MemStore) Has(b int32) bool { return int(b) < len(m.where) && m.where[b
 // Len is the number of blocks held.
 func (m *MemStore) Len() int { return m.n }
 
-func (m *MemStore) slotMem(s int32) []byte {
-	c := m.chunks[int(s)/m.perChunk]
-	off := (int(s) % m.perChunk) * m.slot
-	return c.Mem[off : off+m.slot : off+m.slot]
+func (m *MemStore) slotMem(at int32) []byte {
+	return m.slots[int(at)/m.perChunk].Slot(int(at) % m.perChunk)
+}
+
+// alloc finds a free slot, adding a chunk when every chunk is full.
+func (m *MemStore) alloc() (int32, error) {
+	for len(m.avail) > 0 {
+		c := m.avail[len(m.avail)-1]
+		if i, ok := m.slots[c].Alloc(); ok {
+			return c*int32(m.perChunk) + int32(i), nil
+		}
+		m.avail = m.avail[:len(m.avail)-1] // full: it comes back on a Free
+	}
+	ch, err := m.newChunk(m.slot * m.perChunk)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", m.backend, err)
+	}
+	c := int32(len(m.chunks))
+	m.chunks = append(m.chunks, ch)
+	m.slots = append(m.slots, NewSlots(ch.Mem, m.slot))
+	m.avail = append(m.avail, c)
+	i, _ := m.slots[c].Alloc()
+	return c*int32(m.perChunk) + int32(i), nil
 }
 
 // Put implements Store; a block already held is overwritten.
@@ -72,25 +93,15 @@ func (m *MemStore) Put(b int32, data []byte) error {
 		m.where = append(m.where, make([]int32, n-len(m.where))...)
 		m.size = append(m.size, make([]int32, n-len(m.size))...)
 	}
-	s := m.where[b] - 1
-	if s < 0 {
-		if len(m.free) == 0 {
-			c, err := m.newChunk(m.slot * m.perChunk)
-			if err != nil {
-				return fmt.Errorf("%s: %w", m.backend, err)
-			}
-			base := int32(len(m.chunks) * m.perChunk)
-			m.chunks = append(m.chunks, c)
-			for i := m.perChunk - 1; i >= 0; i-- {
-				m.free = append(m.free, base+int32(i))
-			}
+	if m.where[b] == 0 {
+		at, err := m.alloc()
+		if err != nil {
+			return err
 		}
-		s = m.free[len(m.free)-1]
-		m.free = m.free[:len(m.free)-1]
-		m.where[b] = s + 1
+		m.where[b] = at + 1
 		m.n++
 	}
-	copy(m.slotMem(s), data)
+	copy(m.slotMem(m.where[b]-1), data)
 	m.size[b] = int32(len(data))
 	return nil
 }
@@ -112,7 +123,12 @@ func (m *MemStore) Delete(b int32) {
 	if !m.Has(b) {
 		return
 	}
-	m.free = append(m.free, m.where[b]-1)
+	at := m.where[b] - 1
+	c := at / int32(m.perChunk)
+	if m.slots[c].InUse() == m.slots[c].Cap() {
+		m.avail = append(m.avail, c) // it had no free slot: list it again
+	}
+	m.slots[c].Free(int(at) % m.perChunk)
 	m.where[b] = 0
 	m.n--
 }
@@ -127,6 +143,6 @@ func (m *MemStore) Close() error {
 			}
 		}
 	}
-	m.chunks, m.free, m.where, m.size, m.n = nil, nil, nil, nil, 0
+	m.chunks, m.slots, m.avail, m.where, m.size, m.n = nil, nil, nil, nil, nil, 0
 	return first
 }
