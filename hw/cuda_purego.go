@@ -135,7 +135,7 @@ func openRuntimes() (AcceleratorDevice, []ProbeTry) {
 	for _, b := range []struct {
 		kind   string
 		search []string
-	}{{"cuda", cudartSearch(os.Getenv)}, {"hip", hipSearch(os.Getenv)}} {
+	}{{"cuda", append(cudartSearch(os.Getenv), FindCUDARuntime()...)}, {"hip", hipSearch(os.Getenv)}} {
 		for _, t := range expandSearch(b.kind, b.search) {
 			if t.Err == "" {
 				dev, err := openRuntime(b.kind, t.Path)

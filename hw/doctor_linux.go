@@ -377,6 +377,15 @@ func (o DoctorOptions) findCUDARuntime() []string {
 			glob(filepath.Join(s, "nvidia", "cuda_runtime", "lib"))
 		}
 	}
+	// And every file OpenDevice would try (it tries these too), so doctor
+	// and replay never disagree about what is installed.
+	if o.root == "" {
+		for _, t := range expandSearch("cuda", cudartSearch(os.Getenv)) {
+			if t.Err == "" && strings.Contains(t.Path, "/") {
+				add(t.Path)
+			}
+		}
+	}
 	return out
 }
 
