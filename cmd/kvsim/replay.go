@@ -250,8 +250,10 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	var stats core.Stats
 	if o.sequential {
 		// No simulator: the body runs its own core on the real clock (s
-		// only predicts link times).
-		c, err := body.RunSequential(cfg.Core, in, nil)
+		// only predicts: link times, and loads vs recompute on idle links).
+		cc := cfg.Core
+		cc.Cost = s
+		c, err := body.RunSequential(cc, in, nil)
 		if err != nil {
 			return nil, wrapTrace(sc, err)
 		}
