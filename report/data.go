@@ -291,6 +291,34 @@ func bytesChart(s *results.Summary) chart {
 	return c
 }
 
+// purposes are the reasons bytes move, as summary.json names them.
+var purposes = []struct{ key, label string }{
+	{"load", "load (promotion into HBM)"}, {"demote", "demotion"},
+	{"write_through", "write-through"}, {"prefetch", "prefetch"},
+}
+
+// purposeChart stacks each policy's traffic by why it moved: what a write
+// or prefetch policy costs in bandwidth. Absent from summaries that
+// predate the field.
+func purposeChart(s *results.Summary) (chart, bool) {
+	c := chart{ID: "bytes_purpose", Kind: kindBar, Stack: true, Title: "Bytes moved by purpose",
+		Subtitle: "each move counted once, however many hops; in brackets: exact bytes",
+		XName:    "policy", YName: "moved (GiB)", Categories: policyNames(s),
+		Unit: " GiB", Decimals: 2, DetailUnit: " B"}
+	moved := false
+	for _, pu := range purposes {
+		sr := series{Name: pu.label}
+		for _, p := range s.Policies {
+			b := p.BytesByPurpose[pu.key]
+			moved = moved || b > 0
+			sr.Values = append(sr.Values, round(float64(b)/(1<<30)))
+			sr.Detail = append(sr.Detail, float64(b))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	return c, moved
+}
+
 // downsample averages runs of k samples so a line has at most n points;
 // each point sits at the time of the last sample it covers.
 func downsample(t, v []float64, n int) (x, y []float64, k int) {
@@ -426,6 +454,9 @@ func scenarioCharts(s *results.Summary, ttft map[string][]float64) []chart {
 		out = append(out, c)
 	}
 	out = append(out, ttftBarsChart(s), recomputeChart(s), bytesChart(s))
+	if c, ok := purposeChart(s); ok {
+		out = append(out, c)
+	}
 	return append(out, timeCharts(s)...)
 }
 
