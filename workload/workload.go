@@ -6,6 +6,7 @@
 package workload
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"sort"
@@ -43,6 +44,9 @@ func (s *Source) Next(out *core.Request) error {
 	out.InputTokens = s.tr.InputTokens
 	out.OutputTokens = s.tr.OutputTokens
 	out.Blocks = out.Blocks[:0]
+	if s.dict.Len() > math.MaxInt32-len(s.tr.HashIDs) { // dense ids are int32
+		return fmt.Errorf("line %d: more than %d distinct blocks: too many for one run", s.tr.Line, math.MaxInt32)
+	}
 	for _, h := range s.tr.HashIDs {
 		out.Blocks = append(out.Blocks, s.dict.ID(h))
 	}
