@@ -61,6 +61,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "simulate scenarios in virtual time and write results", runRun},
+		{"sweep", "simulate a scenario at several capacities of one tier", runSweep},
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
 		{"mrc", "miss-ratio curves of eviction policies", runMrc},
