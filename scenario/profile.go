@@ -43,6 +43,13 @@ type profileFile struct {
 
 // LoadProfile reads a hardware profile.
 func LoadProfile(path string) (*Profile, error) {
+	// A profile is a small regular file; refuse anything else (a device
+	// could block or never end).
+	if fi, err := os.Stat(path); err != nil {
+		return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
+	} else if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return nil, &Error{Path: path, Msg: "profile: not a regular file of at most 1 MiB"}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
