@@ -23,7 +23,26 @@ func (p *Clock) Remove(b Block)          { p.l.Remove(b) }
 func (p *Clock) Len() int                { return p.l.Len() }
 
 func (p *Clock) Evict(_ int64, pinned Pinned) (Block, bool) {
-	l := p.l
+	return clockSweep(p.l, pinned, p)
+}
+
+// secondChance implements chancer: a referenced block loses its bit and stays.
+func (p *Clock) secondChance(b Block) bool {
+	if !p.ref[b] {
+		return false
+	}
+	p.ref[b] = false
+	return true
+}
+
+// chancer decides, during a CLOCK sweep, whether a block is spared (and
+// updates what it keeps about the block).
+type chancer interface{ secondChance(b Block) bool }
+
+// clockSweep is the CLOCK hand over l from the back: a spared block goes to
+// the front, pinned ones are skipped, and the first other block is removed
+// and returned. ok is false when every block is pinned.
+func clockSweep(l *List, pinned Pinned, c chancer) (Block, bool) {
 	run := 0 // consecutive pinned blocks seen: Len of them means all are
 	for b := l.Back(); b != None; {
 		prev := l.Prev(b)
@@ -32,9 +51,8 @@ func (p *Clock) Evict(_ int64, pinned Pinned) (Block, bool) {
 			if run++; run >= l.Len() {
 				return None, false
 			}
-		case p.ref[b]:
+		case c.secondChance(b):
 			run = 0
-			p.ref[b] = false
 			l.MoveToFront(b)
 		default:
 			l.Remove(b)

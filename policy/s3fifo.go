@@ -109,30 +109,20 @@ func (p *S3FIFO) evictSmall(pinned Pinned) (Block, bool) {
 // evictMain is a CLOCK over main: a block with hits goes back to the front
 // with its count (capped at 3) minus one; the first without is evicted.
 func (p *S3FIFO) evictMain(pinned Pinned) (Block, bool) {
-	l := p.main
-	run := 0
-	for b := l.Back(); b != None; {
-		prev := l.Prev(b)
-		switch {
-		case pinned.Pinned(b):
-			if run++; run >= l.Len() {
-				return None, false
-			}
-		case p.freq[b] > 0:
-			run = 0
-			p.freq[b] = min(p.freq[b], 3) - 1
-			l.MoveToFront(b)
-		default:
-			l.Remove(b)
-			p.mUsed -= p.size[b]
-			return b, true
-		}
-		if prev == None {
-			prev = l.Back()
-		}
-		b = prev
+	b, ok := clockSweep(p.main, pinned, p)
+	if ok {
+		p.mUsed -= p.size[b]
 	}
-	return None, false
+	return b, ok
+}
+
+// secondChance implements chancer for main's CLOCK.
+func (p *S3FIFO) secondChance(b Block) bool {
+	if p.freq[b] == 0 {
+		return false
+	}
+	p.freq[b] = min(p.freq[b], 3) - 1
+	return true
 }
 
 func init() {
