@@ -27,17 +27,13 @@ type calibration struct {
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("calibrate", stderr)
+	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--json]", stderr)
 	dir := fs.String("dir", "kvsim-calibrate", "`DIR` for the SSD test files (not tmpfs)")
 	out := fs.String("out", "", "write the hardware profile TOML to `FILE` (default: DIR/profile.toml)")
 	blockBytes := fs.Int("block-bytes", 64<<10, "block size to calibrate for (`N`, as replay --block-bytes)")
 	count := fs.Int("count", 1024, "blocks moved per measurement (`N`)")
 	asJSON := fs.Bool("json", false, "print the measurements as JSON")
 	engine := fs.String("engine", "auto", "SSD I/O engine: auto, io_uring or pread")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--json]")
-		fs.PrintDefaults()
-	}
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -15,13 +15,9 @@ import (
 // runDoctor prints what this machine offers for KV offload (kvsim doctor).
 // Absent hardware is a finding, not a failure: it exits 0 unless misused.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("doctor", stderr)
+	fs := newFlags("doctor", "kvsim doctor [--dir DIR] [--json]\n\nChecks hugepages, transparent hugepages, io_uring, O_DIRECT in DIR, the memlock\nlimit, GPUs and the CUDA runtime, RDMA devices and NVMe controllers. Needs no root.", stderr)
 	dir := fs.String("dir", ".", "store `directory` to test for O_DIRECT (the SSD tier's files go there)")
 	asJSON := fs.Bool("json", false, `print JSON: {"checks": [{"name", "status", "found", "fix"}, ...]}`)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim doctor [--dir DIR] [--json]\n\nChecks hugepages, transparent hugepages, io_uring, O_DIRECT in DIR, the memlock\nlimit, GPUs and the CUDA runtime, RDMA devices and NVMe controllers. Needs no root.")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

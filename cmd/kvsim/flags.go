@@ -9,11 +9,15 @@ import (
 	"strings"
 )
 
-// newFlags returns a FlagSet that reports errors instead of exiting. Its
-// output is the help text of -h; errors are returned, one line each.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a FlagSet that reports errors instead of exiting. -h
+// prints "usage: " + usage and the flags; errors come back as one line.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvsim "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: "+usage)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 

@@ -13,7 +13,7 @@ import (
 
 // runIobench measures file I/O the way the SSD tier does it (kvsim iobench).
 func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("iobench", stderr)
+	fs := newFlags("iobench", "kvsim iobench --file F [--size 1GiB] [--bs 1MiB] [--qd 32] [--rw read|write] [--engine auto|io_uring|pread] [--direct=true] [--hugepages=true] [--json]", stderr)
 	file := fs.String("file", "", "`file` to read or write (created if missing; put it on the SSD tier's filesystem)")
 	size := fs.String("size", "1GiB", "bytes to move")
 	bs := fs.String("bs", "1MiB", "bytes per I/O")
@@ -23,10 +23,6 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	direct := fs.Bool("direct", true, "O_DIRECT (bypass the page cache)")
 	huge := fs.Bool("hugepages", true, "buffers on 2 MiB pages where possible (hugetlb, else THP); false: 4 KiB pages")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim iobench --file F [--size 1GiB] [--bs 1MiB] [--qd 32] [--rw read|write] [--engine auto|io_uring|pread] [--direct=true] [--hugepages=true] [--json]")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 )
 
 func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mrc", stderr)
+	fs := newFlags("mrc", "kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]", stderr)
 	tracePath := fs.String("trace", "", "trace `FILE` (Mooncake JSONL)")
 	format := fs.String("format", "mooncake", "trace `FORMAT`; only mooncake")
 	policies := fs.String("policies", "", "comma-separated eviction policies, each NAME or NAME:key=value:... (`LIST`; "+
@@ -31,10 +31,6 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	htmlOut := fs.String("html", "", "also write the curves as an HTML chart to `FILE`")
 	assets := fs.String("assets", "", "with --html: local ECharts 5 dist `DIR`; echarts.min.js is copied next to FILE")
 	sample := fs.Float64("sample", 0, "SHARDS spatial sampling `RATE` in (0,1]: replay that share of blocks, with sizes scaled by it")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -107,7 +107,7 @@ type replayOptions struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", stderr)
+	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--dir DIR] [--block-bytes N] [--limit N] [--verify] [--json] [--profile FILE] [--sequential] TRACE", stderr)
 	var o replayOptions
 	fs.BoolVar(&o.real, "real", false, "move real bytes through real memory and storage (required)")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario `FILE` giving the hierarchy and policy (default: HBM, DRAM, SSD with LRU)")
@@ -122,10 +122,6 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.hugepages, "hugepages", "try", "DRAM pool hugepages: off, try or require")
 	fs.StringVar(&o.hugeSize, "hugepage-size", "2MB", "hugepage size: 2MB or 1GB")
 	fs.StringVar(&o.engine, "engine", "auto", "SSD I/O: auto (io_uring, else pread/pwrite), io_uring or pread")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim replay --real [--scenario FILE] [--dir DIR] [--block-bytes N] [--limit N] [--verify] [--json] TRACE")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -15,16 +15,12 @@ import (
 )
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("report", stderr)
+	fs := newFlags("report", "kvsim report [--assets DIR] DIR...\n\n"+
+		"Re-renders HTML reports from saved results, without simulating: a DIR holding\n"+
+		"summary.json gets report.html; otherwise each subfolder holding summary.json gets\n"+
+		"its report.html and DIR gets index.html comparing them.", stderr)
 	assets := fs.String("assets", "", "ECharts `DIR` (its dist folder, holding echarts.min.js) to copy next to each page, so reports need no network")
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim report [--assets DIR] DIR...\n\n"+
-			"Re-renders HTML reports from saved results, without simulating: a DIR holding\n"+
-			"summary.json gets report.html; otherwise each subfolder holding summary.json gets\n"+
-			"its report.html and DIR gets index.html comparing them.")
-		fs.PrintDefaults()
-	}
 	dirs, err := parseFlags(fs, args)
 	if err != nil {
 		return err

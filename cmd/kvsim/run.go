@@ -33,7 +33,7 @@ type runOptions struct {
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
+	fs := newFlags("run", "kvsim run [--out DIR] [flags] SCENARIO.toml...", stderr)
 	var o runOptions
 	fs.StringVar(&o.out, "out", "out", "write results under `DIR`/<scenario>/")
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` (holding echarts.min.js): reports then need no network")
@@ -41,10 +41,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim run [--out DIR] [flags] SCENARIO.toml...")
-		fs.PrintDefaults()
-	}
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ type sizeReport struct {
 }
 
 func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("size", stderr)
+	fs := newFlags("size", "kvsim size [--scenario FILE] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]", stderr)
 	scen := fs.String("scenario", "", "take the model and the hbm tier's capacity from this scenario `file`")
 	layers := fs.Int("layers", 0, "transformer layers")
 	kvHeads := fs.Int("kv-heads", 0, "KV heads per layer")
@@ -46,10 +46,6 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tokens := fs.Int64("tokens", 0, "tokens per request (0: no per-request figures)")
 	hbm := fs.String("hbm", "", "HBM budget for KV, e.g. 60GiB (default: the scenario's hbm tier)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim size [--scenario FILE] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // is simulated once per capacity of one tier, every policy each time, and
 // the table sets hit ratio and TTFT against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", stderr)
+	fs := newFlags("sweep", "kvsim sweep --tier NAME --capacities LIST [--out DIR] SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
@@ -26,10 +26,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` for offline reports")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsim sweep --tier NAME --capacities LIST [--out DIR] SCENARIO.toml")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
