@@ -80,15 +80,7 @@ func fuzzCore(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.OnEvent(func(s *Sim) {
-			if err := s.Core().Check(); err != nil {
-				t.Fatalf("t=%d: %v", s.Now(), err)
-			}
-		})
-		res, err := s.Run(&sliceSource{reqs: reqs})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runChecked(t, s, reqs)
 		if os.Getenv("KVSIM_DEBUG") != "" {
 			fmt.Printf("evict=%s tiers=%+v links=%+v strategy=%+v gpu=%+v\n", evict, tiers, links, st, cfg.GPU)
 			for _, r := range reqs {

@@ -63,6 +63,12 @@ func runTiny(t *testing.T, cfg Config, reqs []core.Request) (*Result, []core.Rec
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runChecked(t, s, reqs), recs
+}
+
+// runChecked replays reqs, checking the core's accounting after every event.
+func runChecked(t *testing.T, s *Sim, reqs []core.Request) *Result {
+	t.Helper()
 	s.OnEvent(func(s *Sim) {
 		if err := s.Core().Check(); err != nil {
 			t.Fatalf("t=%d: %v", s.Now(), err)
@@ -72,7 +78,7 @@ func runTiny(t *testing.T, cfg Config, reqs []core.Request) (*Result, []core.Rec
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, recs
+	return res
 }
 
 // TestTinyByHand pins a case worked out on paper (see tiny): LRU eviction
