@@ -389,35 +389,31 @@ func timeCharts(s *results.Summary) []chart {
 		return what
 	}
 	var out []chart
-	for i, tier := range tierNames(s) {
+	// overTime draws one line per policy of what get picks from each
+	// policy's series, as a percentage.
+	overTime := func(id, title, yname, subtitle string, get func(x *results.TimeSeries) ([]float64, bool)) {
 		k = 1
-		c := chart{ID: fmt.Sprintf("occupancy_%d", i), Kind: kindLine, Title: "Occupancy of tier " + tier,
-			XName: "virtual time (s)", YName: "used (% of capacity)", YMax: 100,
+		c := chart{ID: id, Kind: kindLine, Title: title, XName: "virtual time (s)", YName: yname, YMax: 100,
 			Unit: " %", Decimals: 2, XUnit: " s", XDecimals: 1}
-		for _, x := range ts {
-			if u, ok := x.TierUsed[tier]; ok {
-				c.Series = append(c.Series, line(x.Policy, x.TimesS, scale(u, 100)))
+		for xi := range ts {
+			if u, ok := get(&ts[xi]); ok {
+				c.Series = append(c.Series, line(ts[xi].Policy, ts[xi].TimesS, scale(u, 100)))
 			}
 		}
-		c.Subtitle = sub("bytes held in " + tier + " over its capacity, sampled over virtual time")
+		c.Subtitle = sub(subtitle)
 		if len(c.Series) > 0 {
 			out = append(out, c)
 		}
 	}
+	for i, tier := range tierNames(s) {
+		overTime(fmt.Sprintf("occupancy_%d", i), "Occupancy of tier "+tier, "used (% of capacity)",
+			"bytes held in "+tier+" over its capacity, sampled over virtual time",
+			func(x *results.TimeSeries) ([]float64, bool) { u, ok := x.TierUsed[tier]; return u, ok })
+	}
 	for i, l := range linkNames(s) {
-		k = 1
-		c := chart{ID: fmt.Sprintf("link_util_%d", i), Kind: kindLine, Title: "Utilisation of link " + l,
-			XName: "virtual time (s)", YName: "busy (% of lane time)", YMax: 100,
-			Unit: " %", Decimals: 2, XUnit: " s", XDecimals: 1}
-		for _, x := range ts {
-			if u, ok := x.LinkUtil[l]; ok {
-				c.Series = append(c.Series, line(x.Policy, x.TimesS, scale(u, 100)))
-			}
-		}
-		c.Subtitle = sub("share of the link's lanes busy in each sampling interval")
-		if len(c.Series) > 0 {
-			out = append(out, c)
-		}
+		overTime(fmt.Sprintf("link_util_%d", i), "Utilisation of link "+l, "busy (% of time)",
+			"share of each sampling interval the link spent moving bytes",
+			func(x *results.TimeSeries) ([]float64, bool) { u, ok := x.LinkUtil[l]; return u, ok })
 	}
 	for _, q := range []struct{ id, title, what string }{
 		{"queued", "Queued requests", "requests waiting for HBM space"},
