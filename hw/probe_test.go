@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // probeNeed skips a test whose prerequisite (root, io_uring) this machine
@@ -38,11 +39,14 @@ func probeRoot(t testing.TB) {
 
 // probeState counts open fds and the mappings this package makes that
 // /proc/self/maps can name (memfds, io_uring rings, hugetlb).
-type probeState struct{ fds, maps int }
+type probeState struct {
+	fds, maps int
+	names     map[string]int // what the fds point at, to name a leak
+}
 
 func probeSnap(t testing.TB) probeState {
 	t.Helper()
-	var s probeState
+	s := probeState{names: map[string]int{}}
 	f, err := os.Open("/proc/self/maps") // opening a file also starts the poller, whose fds then stay
 	if err != nil {
 		t.Fatal(err)
@@ -60,18 +64,37 @@ func probeSnap(t testing.TB) probeState {
 		t.Fatal(err)
 	}
 	s.fds = len(ents)
+	for _, e := range ents {
+		n, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		s.names[n]++
+	}
 	return s
 }
 
 // probeLeaks checks, when the test ends, that it left no fd or named
 // mapping behind. Register it first so that it runs after other cleanups.
+// Only a rise that lasts counts: the race detector's runtime opens files of
+// its own for an instant, and finalizers close earlier tests' files at any
+// time, so a snapshot can be off by one either way for a moment.
 func probeLeaks(t *testing.T) {
 	t.Helper()
 	before := probeSnap(t)
 	t.Cleanup(func() {
-		if after := probeSnap(t); after != before {
-			t.Errorf("leak: %d fds and %d memfd/io_uring/hugetlb mappings before, %d and %d after", before.fds, before.maps, after.fds, after.maps)
+		var after probeState
+		for range 40 {
+			after = probeSnap(t)
+			if after.fds <= before.fds && after.maps <= before.maps {
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
 		}
+		var added []string
+		for n, k := range after.names {
+			if k > before.names[n] {
+				added = append(added, n)
+			}
+		}
+		t.Errorf("leak: %d fds and %d memfd/io_uring/hugetlb mappings before, %d and %d after; new fds: %q", before.fds, before.maps, after.fds, after.maps, added)
 	})
 }
 
