@@ -161,22 +161,35 @@ func (c *Core) Running() int { return len(c.reqs) - len(c.free) - c.Queued() }
 func (c *Core) Request(id ReqID) *Request { return &c.reqs[id].Request }
 
 func (c *Core) growBlocks(b Block) {
-	for int(b) >= len(c.size) {
-		n := max(2*len(c.size), 1024)
-		for len(c.size) < n {
-			c.size = append(c.size, 0)
-			c.where = append(c.where, 0)
-			c.pins = append(c.pins, 0)
-			c.pfpins = append(c.pfpins, 0)
-			c.producer = append(c.producer, -1)
-			c.refs = append(c.refs, 0)
-			c.lowHits = append(c.lowHits, 0)
-			c.transient = append(c.transient, false)
-			c.inflight = append(c.inflight, false)
-			c.pfOwner = append(c.pfOwner, -1)
-			c.mark = append(c.mark, 0)
+	if int(b) < len(c.size) {
+		return
+	}
+	n := max(int(b)+1, 2*len(c.size), 1024)
+	c.size = grown(c.size, n, 0)
+	c.where = grown(c.where, n, 0)
+	c.pins = grown(c.pins, n, 0)
+	c.pfpins = grown(c.pfpins, n, 0)
+	c.producer = grown(c.producer, n, -1)
+	c.refs = grown(c.refs, n, 0)
+	c.lowHits = grown(c.lowHits, n, 0)
+	c.transient = grown(c.transient, n, false)
+	c.inflight = grown(c.inflight, n, false)
+	c.pfOwner = grown(c.pfOwner, n, -1)
+	c.mark = grown(c.mark, n, 0)
+}
+
+// grown is s at length n, new slots set to fill, in one exact allocation:
+// appending slot by slot would copy it many times over.
+func grown[T comparable](s []T, n int, fill T) []T {
+	t := make([]T, n)
+	copy(t, s)
+	var zero T
+	if fill != zero {
+		for i := len(s); i < n; i++ {
+			t[i] = fill
 		}
 	}
+	return t
 }
 
 func (c *Core) tokens(r *Request, i int) int {

@@ -9,12 +9,14 @@ func ensure[T any](s []T, b Block, fill T) []T {
 	return growTo(s, b, fill)
 }
 
+// growTo doubles (at least) in one exact allocation: appending slot by slot
+// would copy the slice many times over and leave a trail of garbage.
 func growTo[T any](s []T, b Block, fill T) []T {
 	n := max(int(b)+1, 2*len(s), 64)
-	old := len(s)
-	s = append(s, make([]T, n-old)...)
-	for i := old; i < n; i++ {
-		s[i] = fill
+	t := make([]T, n)
+	copy(t, s)
+	for i := len(s); i < n; i++ {
+		t[i] = fill
 	}
-	return s
+	return t
 }

@@ -17,11 +17,8 @@ func (l *List) grow(b Block) {
 	if int(b) < len(l.next) {
 		return
 	}
-	n := max(int(b)+1, 2*len(l.next), 64)
-	for len(l.next) < n {
-		l.next = append(l.next, None-1) // None-1 marks "not a member"
-		l.prev = append(l.prev, None-1)
-	}
+	l.next = growTo(l.next, b, None-1) // None-1 marks "not a member"
+	l.prev = growTo(l.prev, b, None-1)
 }
 
 // Contains reports whether b is on the list.

@@ -207,8 +207,10 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 // once the source copy has landed.
 func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
 	need := (int(b) + 1) * s.nt
-	for len(s.landed) < need {
-		s.landed = append(s.landed, make([]int64, max(need-len(s.landed), len(s.landed)))...)
+	if len(s.landed) < need {
+		t := make([]int64, max(need, 2*len(s.landed))) // one exact allocation per doubling
+		copy(t, s.landed)
+		s.landed = t
 	}
 	t := max(now, s.landed[int(b)*s.nt+from])
 	for _, li := range s.route[from][to] {
@@ -376,5 +378,6 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),
 			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy})
 	}
-	return &s.res, nil
+	res := s.res // a copy: a pointer into s would keep the whole simulation alive
+	return &res, nil
 }

@@ -30,6 +30,8 @@ type runOptions struct {
 	limit   int
 	workers int
 	quiet   bool
+	cpuProf string
+	memProf string
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -41,6 +43,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
+	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -76,6 +80,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		seen[sc.Name] = p
 		scs = append(scs, sc)
 	}
+	stopProf, err := startProfiles(o.cpuProf, o.memProf)
+	if err != nil {
+		return err
+	}
+	defer stopProf()
 	var sums []*results.Summary
 	for _, sc := range scs {
 		if err := ctx.Err(); err != nil {
@@ -109,8 +118,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 type policyRun struct {
 	res    *sim.Result
 	series *sim.Series
-	src    *workload.Source
-	csv    string // temporary file with this policy's requests.csv rows
+	trace  results.Trace // what the source read; the source itself (its id map) is let go
+	csv    string        // temporary file with this policy's requests.csv rows
 	err    error
 	wallS  float64
 }
@@ -224,10 +233,13 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		return
 	}
 	defer rd.Close()
-	pr.src = workload.NewSource(rd, trace.NewDict())
+	src := workload.NewSource(rd, trace.NewDict())
 	s.SampleEvery(1e9)
-	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: pr.src, prog: prog})
+	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: src, prog: prog})
 	pr.series = s.Series()
+	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
+		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped()}
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -284,10 +296,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost})
 		sum.CostUSD += cost
 	}
-	src := runs[0].src
-	sum.Trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
-		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
-		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped()}
+	sum.Trace = runs[0].trace
 	perTier := func(xs []int64) map[string]int64 {
 		out := map[string]int64{}
 		for i, x := range xs {

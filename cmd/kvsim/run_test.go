@@ -246,6 +246,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown policy", strings.Replace(base, `eviction = "lru"`, `eviction = "lruu"`, 1), nil, "lruu"},
 		{"bad flag", base, []string{"--limit", "x"}, "limit"},
 		{"no scenario", "", []string{"run"}, "no scenario"},
+		{"profile path", base, []string{"--cpuprofile", filepath.Join(dir, "no", "cpu.prof")}, "--cpuprofile"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
