@@ -92,6 +92,7 @@ type Policy struct {
 	BytesMoved       map[string]int64 `json:"bytes_moved"`
 	BytesByPurpose   map[string]int64 `json:"bytes_moved_by_purpose"` // load, demote, write_through, prefetch
 	Links            map[string]Link  `json:"links"`
+	SharedTiers      map[string]Link  `json:"shared_tiers,omitempty"` // tiers with shared_bandwidth: their one pipe
 	Evictions        map[string]int64 `json:"evictions"`
 	Demotions        map[string]int64 `json:"demotions"`
 	Promotions       map[string]int64 `json:"promotions"`

@@ -74,6 +74,10 @@ type Tier struct {
 	Bandwidth float64 // bytes/s
 	Latency   int64   // ns
 	CostPerGB float64 // key cost_per_gb, dollars per 1e9 bytes
+	// Shared (key shared_bandwidth): every transfer into or out of the tier,
+	// over any link and in either direction, also queues for one pipe of
+	// Bandwidth, as an SSD's reads and writes share its flash.
+	Shared bool
 }
 
 // Link connects two tiers; data moves both ways.
@@ -532,7 +536,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		add(gpu.unknown(allow("prefill_tokens_per_s", "attention_ns_per_token2", "decode_tokens_per_s", "load")))
 	}
 	for _, t := range tiers {
-		add(t.unknown(allow("name", "kind", "capacity", "bandwidth", "latency", "cost_per_gb")))
+		add(t.unknown(allow("name", "kind", "capacity", "bandwidth", "latency", "cost_per_gb", "shared_bandwidth")))
 	}
 	for _, t := range links {
 		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "reverse_latency", "lanes")))
@@ -761,6 +765,9 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 		}
 		if tier.CostPerGB < 0 {
 			return nil, t.errf("cost_per_gb", "must be >= 0")
+		}
+		if tier.Shared, err = t.boolean("shared_bandwidth", false); err != nil {
+			return nil, err
 		}
 		out[i] = tier
 	}
@@ -1043,7 +1050,11 @@ func (s *Scenario) Describe() string {
 		g.PrefillTokensPerSec, g.DecodeTokensPerSec, g.AttentionNsPerToken2, g.Load)
 	b.WriteString("tiers:\n")
 	for _, t := range s.Tiers {
-		fmt.Fprintf(&b, "  %-12s %-12s %10s  %10s  %7s  $%g/GB\n", t.Name, t.Kind, FormatBytes(t.Capacity), FormatBandwidth(t.Bandwidth), FormatDuration(t.Latency), t.CostPerGB)
+		fmt.Fprintf(&b, "  %-12s %-12s %10s  %10s  %7s  $%g/GB", t.Name, t.Kind, FormatBytes(t.Capacity), FormatBandwidth(t.Bandwidth), FormatDuration(t.Latency), t.CostPerGB)
+		if t.Shared {
+			b.WriteString("  (bandwidth shared by all its links)")
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("links:")
 	if s.Profile != "" {

@@ -119,6 +119,7 @@ kind = "ssd"
 capacity = 1000000
 bandwidth = 5000000
 latency = "0.5ms"
+shared_bandwidth = true
 
 [[tier]]
 name = "far"
@@ -172,7 +173,7 @@ func TestFull(t *testing.T) {
 		Tiers: []Tier{
 			{Name: "gpu", Kind: "hbm", Capacity: 80e9, Bandwidth: 3.35e12, Latency: 100, CostPerGB: 25},
 			{Name: "host", Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
-			{Name: "local", Kind: "ssd", Capacity: 1e6, Bandwidth: 5e6, Latency: 500_000, CostPerGB: 0.3},
+			{Name: "local", Kind: "ssd", Capacity: 1e6, Bandwidth: 5e6, Latency: 500_000, CostPerGB: 0.3, Shared: true},
 			{Name: "far", Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3000, CostPerGB: 5},
 		},
 		Links: []Link{
@@ -192,7 +193,7 @@ func TestFull(t *testing.T) {
 	d := s.Describe()
 	for _, part := range []string{
 		`scenario "full"`, "80 layers", "160 KiB/token", "2.5 MiB per 16-token block",
-		"gpu ", "3.35 TB/s", "gpu <-> host: 50 GB/s (back 40 GB/s), 100ns, 2 lanes",
+		"gpu ", "3.35 TB/s", "500us  $0.3/GB  (bandwidth shared by all its links)", "gpu <-> host: 50 GB/s (back 40 GB/s), 100ns, 2 lanes",
 		"/data/t.jsonl (mooncake, first 1000 requests, skipping bad lines)",
 		"lru (admission=after:2 prefetch_timeout=2ms), tuned (scenario_test_params alpha=0.5 window=100)",
 	} {
@@ -372,6 +373,7 @@ func TestErrors(t *testing.T) {
 		{"latency bare int", doc(tiers2 + "latency = 10\n"), `scenarios/x.toml:5: tier "dram": latency: must be a duration like "10us", got integer 10`},
 		{"latency no unit", doc(tiers2 + "latency = \"10\"\n"), `scenarios/x.toml:5: tier "dram": latency: bad duration "10": missing unit (ns, us, ms, s)`},
 		{"cost negative", doc(tiers2 + "cost_per_gb = -1\n"), `scenarios/x.toml:5: tier "dram": cost_per_gb: must be >= 0`},
+		{"shared not bool", doc(tiers2 + "shared_bandwidth = 1\n"), `scenarios/x.toml:5: tier "dram": shared_bandwidth: must be true or false, got integer 1`},
 		{"inline tier line", doc("tier = [{kind = \"hbm\"}, {kind = \"dram\", capacity = -1}]\n"), `scenarios/x.toml:1: tier "dram": capacity: must be > 0`},
 		{"multi-line string does not confuse lines", doc("name = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n" + tiers2 + "capacity = 0\n"), `scenarios/x.toml:9: tier "dram": capacity: must be > 0`},
 		{"multi-line array does not confuse lines", doc("seed = [\n  1,\n]\n"), `scenarios/x.toml:1: seed: must be an integer, got array`},

@@ -58,6 +58,10 @@ func fuzzCore(t *testing.T, data []byte) {
 			Links: links,
 			GPU:   GPUSpec{PrefillTokensPerSec: 1e6, DecodeTokensPerSec: 1e5, Layers: 1 + next()%4, Serial: next()%2 == 1},
 		}
+		if k := next() % 4; k > 0 && k < nt { // tier k's transfers share one pipe
+			cfg.SharedBandwidth = make([]float64, nt)
+			cfg.SharedBandwidth[k] = float64(1+next()) * 1e6
+		}
 		var reqs []core.Request
 		var at int64
 		for len(data) > 2 && len(reqs) < 64 {

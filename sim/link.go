@@ -14,12 +14,27 @@ type link struct {
 	from, to int
 	bw       float64 // bytes/s of the pipe
 	latency  int64
-	lanes    []int64 // when each in-flight slot frees up
-	pipe     int64   // when the pipe finishes the bytes queued so far
+	lanes    []int64    // when each in-flight slot frees up
+	pipe     int64      // when the pipe finishes the bytes queued so far
+	dev      [2]*device // the end tiers' shared pipes (from, to), nil where not shared
 
 	bytes     int64
 	transfers int64
 	busy      int64 // ns the pipe spent moving bytes
+}
+
+// device is a tier's own pipe, shared by every transfer into or out of the
+// tier over any link and in either direction (an SSD whose reads and writes
+// share the flash). A transfer through it starts when both its link and the
+// device are free, moves at the slower of the two, and holds the device
+// for its bytes at the device's rate.
+type device struct {
+	name      string
+	bw        float64
+	free      int64 // when the device finishes what was queued so far
+	bytes     int64
+	transfers int64
+	busy      int64
 }
 
 // transfer enqueues bytes at time t and returns when they arrive.
@@ -31,8 +46,25 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 		}
 	}
 	start := max(t, l.lanes[lane])
-	move := int64(math.Ceil(float64(bytes) * 1e9 / l.bw))
-	done := max(start+l.latency, l.pipe) + move
+	ready := max(start+l.latency, l.pipe)
+	bw := l.bw
+	for _, d := range l.dev {
+		if d != nil {
+			ready = max(ready, d.free)
+			bw = min(bw, d.bw)
+		}
+	}
+	move := nsFor(bytes, bw)
+	done := ready + move
+	for _, d := range l.dev {
+		if d != nil {
+			held := nsFor(bytes, d.bw)
+			d.free = ready + held
+			d.busy += held
+			d.bytes += bytes
+			d.transfers++
+		}
+	}
 	l.pipe = done
 	l.lanes[lane] = done
 	l.bytes += bytes
@@ -41,13 +73,34 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 	return done
 }
 
-// backlog is how long a transfer issued at now waits for the pipe (or a
-// free slot) before its own bytes start moving, beyond its latency.
+func nsFor(bytes int64, bw float64) int64 { return int64(math.Ceil(float64(bytes) * 1e9 / bw)) }
+
+// rate is the bandwidth a lone transfer gets: the link's, or a slower
+// shared device's.
+func (l *link) rate() float64 {
+	bw := l.bw
+	for _, d := range l.dev {
+		if d != nil {
+			bw = min(bw, d.bw)
+		}
+	}
+	return bw
+}
+
+// backlog is how long a transfer issued at now waits for the pipe, a free
+// slot or a shared device before its own bytes start moving, beyond its
+// latency.
 func (l *link) backlog(now int64) int64 {
 	free := l.lanes[0]
 	for _, f := range l.lanes[1:] {
 		free = min(free, f)
 	}
 	start := max(now, free)
-	return max(start-now, l.pipe-(start+l.latency), 0)
+	ready := max(start+l.latency, l.pipe)
+	for _, d := range l.dev {
+		if d != nil {
+			ready = max(ready, d.free)
+		}
+	}
+	return ready - (now + l.latency)
 }

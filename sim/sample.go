@@ -7,7 +7,8 @@ type Series struct {
 	Interval int64       // ns between points
 	Times    []int64     // ns, end of each interval
 	TierUsed [][]float64 // [tier][point]: used / capacity at the sample
-	LinkUtil [][]float64 // [link][point]: share of the interval the pipe moved bytes
+	LinkUtil [][]float64 // [pipe][point]: share of the interval the pipe moved bytes
+	Pipes    []string    // the LinkUtil rows: each link direction, then each shared tier ("ssd (shared)")
 	Queued   []int
 	Running  []int
 }
@@ -18,6 +19,7 @@ const MaxPoints = 1024
 type sampler struct {
 	s        Series
 	next     int64
+	busy     []*int64 // the pipes' busy counters, in Pipes order
 	lastBusy []int64
 }
 
@@ -30,8 +32,18 @@ func (s *Sim) SampleEvery(interval int64) {
 	sp := &sampler{next: interval}
 	sp.s.Interval = interval
 	sp.s.TierUsed = make([][]float64, s.nt)
-	sp.s.LinkUtil = make([][]float64, len(s.links))
-	sp.lastBusy = make([]int64, len(s.links))
+	for _, l := range s.links {
+		sp.s.Pipes = append(sp.s.Pipes, l.name)
+		sp.busy = append(sp.busy, &l.busy)
+	}
+	for _, d := range s.devs {
+		if d != nil {
+			sp.s.Pipes = append(sp.s.Pipes, d.name+" (shared)")
+			sp.busy = append(sp.busy, &d.busy)
+		}
+	}
+	sp.s.LinkUtil = make([][]float64, len(sp.busy))
+	sp.lastBusy = make([]int64, len(sp.busy))
 	s.sampler = sp
 }
 
@@ -52,9 +64,9 @@ func (s *Sim) sample(now int64) {
 		for t := range s.nt {
 			sp.s.TierUsed[t] = append(sp.s.TierUsed[t], float64(s.core.Used(t))/float64(s.core.Capacity(t)))
 		}
-		for i, l := range s.links {
-			u := float64(l.busy-sp.lastBusy[i]) / float64(iv)
-			sp.lastBusy[i] = l.busy
+		for i, b := range sp.busy {
+			u := float64(*b-sp.lastBusy[i]) / float64(iv)
+			sp.lastBusy[i] = *b
 			sp.s.LinkUtil[i] = append(sp.s.LinkUtil[i], min(u, 1))
 		}
 		sp.s.Queued = append(sp.s.Queued, s.core.Queued())

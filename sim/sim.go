@@ -33,6 +33,10 @@ type Config struct {
 	Core  core.Config
 	Links []LinkSpec
 	GPU   GPUSpec
+	// SharedBandwidth, per tier (optional), is the bandwidth of one pipe
+	// that every transfer into or out of the tier shares, whatever its link
+	// and direction; 0 leaves the tier's links independent.
+	SharedBandwidth []float64
 	// Tee, if set, receives every command too, after the simulator has
 	// scheduled it: the real driver layer moves real bytes in the
 	// simulator's order, so both see the same decisions.
@@ -49,14 +53,25 @@ type LinkStats struct {
 	BusyNs    int64 // the pipe moving bytes
 }
 
+// DeviceStats describes one tier's shared pipe after a run.
+type DeviceStats struct {
+	Tier      int
+	Name      string // the tier's
+	Bandwidth float64
+	Bytes     int64
+	Transfers int64
+	BusyNs    int64
+}
+
 // Result is what a run produced. Everything in it is a function of the
 // inputs: no wall-clock figure lives here.
 type Result struct {
-	Stats core.Stats
-	Links []LinkStats
-	End   int64 // virtual time of the last event
-	TTFT  core.Hist
-	Queue core.Hist
+	Stats   core.Stats
+	Links   []LinkStats
+	Devices []DeviceStats // tiers with a shared pipe
+	End     int64         // virtual time of the last event
+	TTFT    core.Hist
+	Queue   core.Hist
 	// MovedByKind is bytes moved (counted once per move, not per hop) by
 	// core.MoveKind: load, demote, write-through, prefetch.
 	MovedByKind [4]int64
@@ -75,6 +90,7 @@ type Sim struct {
 	heap    evHeap
 	now     int64
 	links   []*link
+	devs    []*device // per tier, nil where not shared
 	route   [][][]int // route[from][to]: link indices, hop by hop
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
@@ -96,6 +112,18 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 	}
 	if s.cfg.GPU.Layers <= 0 {
 		s.cfg.GPU.Layers = 1
+	}
+	if len(cfg.SharedBandwidth) > s.nt {
+		return nil, fmt.Errorf("sim: %d shared bandwidths for %d tiers", len(cfg.SharedBandwidth), s.nt)
+	}
+	s.devs = make([]*device, s.nt)
+	for i, bw := range cfg.SharedBandwidth {
+		switch {
+		case bw < 0 || math.IsNaN(bw) || math.IsInf(bw, 0):
+			return nil, fmt.Errorf("sim: tier %d: shared bandwidth %g", i, bw)
+		case bw > 0:
+			s.devs[i] = &device{name: cfg.Core.Tiers[i].Name, bw: bw}
+		}
 	}
 	for _, ls := range cfg.Links {
 		if ls.From < 0 || ls.From >= s.nt || ls.To < 0 || ls.To >= s.nt || ls.From == ls.To {
@@ -122,6 +150,7 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 				name: cfg.Core.Tiers[d.a].Name + "->" + cfg.Core.Tiers[d.b].Name,
 				from: d.a, to: d.b, bw: d.bw, latency: d.lat,
 				lanes: make([]int64, lanes),
+				dev:   [2]*device{s.devs[d.a], s.devs[d.b]},
 			})
 		}
 	}
@@ -311,12 +340,12 @@ func (s *Sim) EstimateCompute(cached, compute int) int64 { return s.cfg.GPU.Comp
 func (s *Sim) Overlapped() bool { return !s.cfg.GPU.Serial }
 
 // PredictNs is the model's time for one transfer of bytes from tier a to
-// tier b on idle links: latency + bytes/bandwidth per hop.
+// tier b on idle links and devices: latency + bytes/bandwidth per hop.
 func (s *Sim) PredictNs(a, b int, bytes int64) int64 {
 	var t int64
 	for _, li := range s.route[a][b] {
 		l := s.links[li]
-		t += l.latency + int64(math.Ceil(float64(bytes)*1e9/l.bw))
+		t += l.latency + nsFor(bytes, l.rate())
 	}
 	return t
 }
@@ -374,9 +403,16 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 	s.res.Stats = s.core.Stats
 	s.res.End = s.now
 	s.res.MovedByKind = s.moved
+	s.res.Links, s.res.Devices = nil, nil // fresh: an earlier Run's result keeps its own
 	for _, l := range s.links {
 		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),
 			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy})
+	}
+	for i, d := range s.devs {
+		if d != nil {
+			s.res.Devices = append(s.res.Devices, DeviceStats{Tier: i, Name: d.name, Bandwidth: d.bw,
+				Bytes: d.bytes, Transfers: d.transfers, BusyNs: d.busy})
+		}
 	}
 	res := s.res // a copy: a pointer into s would keep the whole simulation alive
 	return &res, nil

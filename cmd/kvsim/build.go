@@ -56,6 +56,14 @@ func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 		cfg.Links = append(cfg.Links, sim.LinkSpec{From: l.From, To: l.To, Bandwidth: l.Bandwidth,
 			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, ReverseLatency: l.ReverseLatency, Lanes: l.Lanes})
 	}
+	for i, t := range sc.Tiers {
+		if t.Shared {
+			if cfg.SharedBandwidth == nil {
+				cfg.SharedBandwidth = make([]float64, len(sc.Tiers))
+			}
+			cfg.SharedBandwidth[i] = t.Bandwidth
+		}
+	}
 	g := sc.GPU
 	cfg.GPU = sim.GPUSpec{PrefillTokensPerSec: g.PrefillTokensPerSec, AttentionNsPerToken2: g.AttentionNsPerToken2,
 		DecodeTokensPerSec: g.DecodeTokensPerSec, Layers: sc.Model.Layers, Serial: g.Load == "serial"}

@@ -330,9 +330,19 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			}
 			pol.Links[l.Name] = results.Link{Bytes: l.Bytes, Transfers: l.Transfers, Utilization: u}
 		}
+		for _, d := range r.res.Devices {
+			if pol.SharedTiers == nil {
+				pol.SharedTiers = map[string]results.Link{}
+			}
+			u := 0.0
+			if r.res.End > 0 {
+				u = float64(d.BusyNs) / float64(r.res.End)
+			}
+			pol.SharedTiers[d.Name] = results.Link{Bytes: d.Bytes, Transfers: d.Transfers, Utilization: u}
+		}
 		sum.Policies = append(sum.Policies, pol)
 		if r.series != nil {
-			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.res, r.series))
+			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.series))
 		}
 	}
 	return sum
@@ -440,7 +450,7 @@ func printTable(w io.Writer, s *results.Summary) {
 	tw.Flush()
 }
 
-func timeSeries(name string, sc *scenario.Scenario, res *sim.Result, s *sim.Series) results.TimeSeries {
+func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeSeries {
 	ts := results.TimeSeries{Policy: name, IntervalS: float64(s.Interval) / 1e9,
 		TierUsed: map[string][]float64{}, LinkUtil: map[string][]float64{}, Queued: s.Queued, Running: s.Running}
 	for _, t := range s.Times {
@@ -450,7 +460,7 @@ func timeSeries(name string, sc *scenario.Scenario, res *sim.Result, s *sim.Seri
 		ts.TierUsed[sc.Tiers[i].Name] = u
 	}
 	for i, u := range s.LinkUtil {
-		ts.LinkUtil[res.Links[i].Name] = u
+		ts.LinkUtil[s.Pipes[i]] = u
 	}
 	return ts
 }
