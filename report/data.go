@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"kvsim/results"
 )
@@ -170,6 +171,20 @@ func linkNames(s *results.Summary) []string {
 	return out
 }
 
+// isLink reports whether some policy moved bytes over link l (series also
+// name shared tiers' pipes, which are not links).
+func isLink(s *results.Summary, l string) bool {
+	for _, p := range s.Policies {
+		if _, ok := p.BytesMoved[l]; ok {
+			return true
+		}
+		if _, ok := p.Links[l]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // hitChart: where each policy's block accesses were served from; the
 // remainder was recomputed.
 func hitChart(s *results.Summary) chart {
@@ -277,6 +292,9 @@ func bytesChart(s *results.Summary) chart {
 		XName:    "policy", YName: "moved (GiB)", Categories: policyNames(s),
 		Unit: " GiB", Decimals: 2, DetailUnit: " B"}
 	for _, l := range linkNames(s) {
+		if !isLink(s, l) {
+			continue // a shared tier's pipe: its bytes are its links'
+		}
 		sr := series{Name: l}
 		for _, p := range s.Policies {
 			b := p.BytesMoved[l]
@@ -411,8 +429,13 @@ func timeCharts(s *results.Summary) []chart {
 			func(x *results.TimeSeries) ([]float64, bool) { u, ok := x.TierUsed[tier]; return u, ok })
 	}
 	for i, l := range linkNames(s) {
-		overTime(fmt.Sprintf("link_util_%d", i), "Utilisation of link "+l, "busy (% of time)",
-			"share of each sampling interval the link spent moving bytes",
+		title, what := "Utilisation of link "+l, "the link"
+		if !isLink(s, l) {
+			tier := strings.TrimSuffix(l, " (shared)")
+			title, what = "Utilisation of tier "+tier+"'s shared pipe", tier+"'s pipe (all its links share it)"
+		}
+		overTime(fmt.Sprintf("link_util_%d", i), title, "busy (% of time)",
+			"share of each sampling interval "+what+" spent moving bytes",
 			func(x *results.TimeSeries) ([]float64, bool) { u, ok := x.LinkUtil[l]; return u, ok })
 	}
 	for _, q := range []struct{ id, title, what string }{

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -381,5 +382,29 @@ func TestMRCPage(t *testing.T) {
 	h := renderPage(t, func(b *bytes.Buffer) error { return MRC(b, "Miss-ratio curves", testCurves, Options{}) })
 	if !strings.Contains(h, `"type":"log"`) || !strings.Contains(h, "kvsim_mrc") {
 		t.Error("MRC page: no log-scale size axis or no chart")
+	}
+}
+
+// TestSharedTierPipe: a shared tier's pipe gets a utilisation chart of its
+// own but no bar in bytes per link (its bytes are its links').
+func TestSharedTierPipe(t *testing.T) {
+	s := load(t, "small")
+	if len(s.Series) == 0 {
+		t.Fatal("the small summary has no time series")
+	}
+	for i := range s.Series {
+		s.Series[i].LinkUtil["dram (shared)"] = make([]float64, len(s.Series[i].TimesS))
+	}
+	for _, sr := range bytesChart(s).Series {
+		if strings.Contains(sr.Name, "shared") {
+			t.Errorf("bytes chart has a bar for %q", sr.Name)
+		}
+	}
+	var titles []string
+	for _, c := range timeCharts(s) {
+		titles = append(titles, c.Title)
+	}
+	if !slices.Contains(titles, "Utilisation of tier dram's shared pipe") {
+		t.Errorf("time charts %q lack the shared pipe", titles)
 	}
 }
