@@ -27,6 +27,9 @@
 //	bandwidth = "2TB/s"           # or a number of bytes/s
 //	latency = "100ns"             # ns | us | µs | ms | s
 //	cost_per_gb = 20.0
+//	shared_bandwidth = false      # true: every transfer in or out of the tier, over any
+//	                              # link and either direction, also queues for one pipe
+//	                              # of this bandwidth (an SSD's reads and writes)
 //
 //	[[link]]                      # optional; default: consecutive tiers in file order
 //	from = "hbm"

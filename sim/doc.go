@@ -1,6 +1,6 @@
 // Package sim is the virtual-time body: it carries out the core's commands
 // on models of links (latency + size/bandwidth, FIFO queues with parallel
-// lanes), a GPU (prefill and decode rates, layer-wise or serial KV loading)
+// lanes, optionally one pipe per tier that all its links share), a GPU (prefill and decode rates, layer-wise or serial KV loading)
 // and an integer-nanosecond event heap ordered by (time, sequence), so the
 // same inputs always give the same outputs.
 //
