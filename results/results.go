@@ -14,6 +14,7 @@ import (
 type Summary struct {
 	Scenario    string       `json:"scenario"`
 	Description string       `json:"description"`
+	Overrides   []string     `json:"overrides,omitempty"` // --set KEY=VALUE, as given
 	Seed        int64        `json:"seed"`
 	Model       Model        `json:"model"`
 	Tiers       []Tier       `json:"tiers"`

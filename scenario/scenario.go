@@ -31,6 +31,7 @@ type Scenario struct {
 	Links    []Link
 	Workload Workload
 	Policies []Policy
+	Sets     []string // --set overrides applied, as given
 }
 
 // Model is the KV geometry of the served model.
@@ -167,6 +168,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := e.Path + ": " + e.Msg
+	if e.Line == setLine {
+		s = e.Path + " (--set): " + e.Msg
+	}
 	if e.Line > 0 {
 		s = fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
 	}
@@ -191,7 +195,10 @@ func Load(path string) (*Scenario, error) {
 
 // Parse parses scenario text. path names the file in messages, gives the
 // default name and anchors a relative trace path.
-func Parse(data []byte, path string) (*Scenario, error) {
+func Parse(data []byte, path string) (*Scenario, error) { return ParseWith(data, path, nil) }
+
+// ParseWith is Parse with --set overrides (see applySets).
+func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 	p := &parser{path: path, file: path}
 	if p.path == "" {
 		p.path = "scenario"
@@ -212,7 +219,10 @@ func Parse(data []byte, path string) (*Scenario, error) {
 		return nil, &Error{Path: p.path, Msg: err.Error(), Err: err}
 	}
 	p.lines = indexLines(src)
-	s := &Scenario{Path: path}
+	if err := applySets(p, root, sets); err != nil {
+		return nil, err
+	}
+	s := &Scenario{Path: path, Sets: sets}
 	if err := p.parse(root, s); err != nil {
 		return nil, err
 	}
@@ -1114,6 +1124,9 @@ func (s *Scenario) Describe() string {
 		}
 	}
 	b.WriteByte('\n')
+	if len(s.Sets) > 0 {
+		fmt.Fprintf(&b, "overrides: %s\n", strings.Join(s.Sets, ", "))
+	}
 	return b.String()
 }
 

@@ -59,3 +59,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// setFlags collects repeated --set KEY=VALUE overrides.
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// addSetFlag registers --set on a command that loads scenarios.
+func addSetFlag(fs *flag.FlagSet, s *setFlags) {
+	fs.Var(s, "set", "override a scenario value, `KEY=VALUE` (repeatable): seed=2, gpu.prefill_tokens_per_s=2e5,\n"+
+		"tier.NAME.KEY (tier.ssd.shared_bandwidth=false), link.FROM-TO.KEY, policy.NAME.KEY")
+}

@@ -32,10 +32,11 @@ type runOptions struct {
 	quiet   bool
 	cpuProf string
 	memProf string
+	sets    setFlags
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "kvsim run [--out DIR] [flags] SCENARIO.toml...", stderr)
+	fs := newFlags("run", "kvsim run [--out DIR] [--set KEY=VALUE]... [flags] SCENARIO.toml...", stderr)
 	var o runOptions
 	fs.StringVar(&o.out, "out", "out", "write results under `DIR`/<scenario>/")
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` (holding echarts.min.js): reports then need no network")
@@ -43,6 +44,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
+	addSetFlag(fs, &o.sets)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
 	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
 	paths, err := parseFlags(fs, args)
@@ -67,7 +69,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var scs []*scenario.Scenario
 	seen := map[string]string{}
 	for _, p := range paths {
-		sc, err := scenario.Load(p)
+		sc, err := scenario.LoadWith(p, o.sets)
 		if err != nil {
 			return badInput(err)
 		}
@@ -287,7 +289,7 @@ func quantiles(h *core.Hist) results.Quantiles {
 
 func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 	m := sc.Model
-	sum := &results.Summary{Scenario: sc.Name, Description: sc.Describe(), Seed: sc.Seed,
+	sum := &results.Summary{Scenario: sc.Name, Description: sc.Describe(), Overrides: sc.Sets, Seed: sc.Seed,
 		Model: results.Model{Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
 			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
 	for _, t := range sc.Tiers {

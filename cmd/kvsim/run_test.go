@@ -246,6 +246,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown policy", strings.Replace(base, `eviction = "lru"`, `eviction = "lruu"`, 1), nil, "lruu"},
 		{"bad flag", base, []string{"--limit", "x"}, "limit"},
 		{"no scenario", "", []string{"run"}, "no scenario"},
+		{"set unknown tier", base, []string{"--set", "tier.nope.capacity=1GB"}, `--set tier.nope.capacity: no [[tier]] "nope"`},
+		{"set bad value", base, []string{"--set", "tier.dram.capacity=-2GB"}, `s.toml (--set): tier "dram": capacity`},
 		{"profile path", base, []string{"--cpuprofile", filepath.Join(dir, "no", "cpu.prof")}, "--cpuprofile"},
 	}
 	for _, tc := range cases {

@@ -66,6 +66,15 @@ func TestSharedBandwidth(t *testing.T) {
 			t.Errorf("%s: mean TTFT %.1f ms shared < %.1f ms separate", p.Name, p.TTFTms.Mean, b.Policies[i].TTFTms.Mean)
 		}
 	}
+	// --set gives what editing the file gives.
+	c := simulate(t, shared, "--limit", "800", "--set", "tier.ssd.shared_bandwidth=false")
+	if len(c.Overrides) != 1 || !strings.Contains(c.Description, "overrides: tier.ssd.shared_bandwidth=false") {
+		t.Errorf("overrides %q not recorded; description:\n%s", c.Overrides, c.Description)
+	}
+	c.Overrides = nil
+	if stripRun(t, c) != stripRun(t, b) {
+		t.Error("--set tier.ssd.shared_bandwidth=false differs from deleting the line")
+	}
 	if a.Policies[0].TTFTms.P90 <= b.Policies[0].TTFTms.P90 {
 		t.Errorf("write-back: shared p90 %.1f ms not above separate %.1f ms", a.Policies[0].TTFTms.P90, b.Policies[0].TTFTms.P90)
 	}

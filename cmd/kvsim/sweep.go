@@ -18,7 +18,7 @@ import (
 // is simulated once per capacity of one tier, every policy each time, and
 // the table sets hit ratio and TTFT against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "kvsim sweep --tier NAME --capacities LIST [--out DIR] SCENARIO.toml", stderr)
+	fs := newFlags("sweep", "kvsim sweep --tier NAME --capacities LIST [--out DIR] [--set KEY=VALUE]... SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
@@ -26,6 +26,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` for offline reports")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
+	addSetFlag(fs, &o.sets)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -36,7 +37,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.workers < 1 || o.limit < 0 {
 		return badInputf("sweep: --parallel must be >= 1 and --limit >= 0")
 	}
-	base, err := scenario.Load(pos[0])
+	base, err := scenario.LoadWith(pos[0], o.sets)
 	if err != nil {
 		return badInput(err)
 	}

@@ -1,0 +1,151 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// LoadWith reads a scenario file and applies --set overrides to it before
+// validation, so an override is checked like the key it replaces.
+func LoadWith(path string, sets []string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Load(path) // the same message as without overrides
+	}
+	return ParseWith(data, path, sets)
+}
+
+// An override is "KEY=VALUE". KEY is a top-level key (seed), SECTION.KEY
+// for [model], [gpu] or [workload] (gpu.prefill_tokens_per_s), or
+// tier.NAME.KEY, policy.NAME.KEY, link.FROM-TO.KEY (either direction) or
+// link.N.KEY (1-based) for an array entry; a tier without a name goes by
+// its kind, a policy without one by its eviction. VALUE is read as a TOML
+// value (true, 3, 1.5, "x"), or taken as a string when it is not one
+// (64GiB, 3GB/s, lru).
+func applySets(p *parser, root map[string]any, sets []string) error {
+	for _, set := range sets {
+		key, text, ok := strings.Cut(set, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return &Error{Path: p.path, Msg: fmt.Sprintf("--set %q: want KEY=VALUE, e.g. tier.ssd.capacity=4TB", set)}
+		}
+		val := setValue(strings.TrimSpace(text))
+		bad := func(format string, args ...any) error {
+			return &Error{Path: p.path, Msg: fmt.Sprintf("--set %s: ", key) + fmt.Sprintf(format, args...)}
+		}
+		parts := strings.Split(key, ".")
+		switch len(parts) {
+		case 1:
+			if _, isTable := root[key].(map[string]any); isTable || key == "tier" || key == "link" || key == "policy" {
+				return bad("names a table, not a value")
+			}
+			root[key] = val
+			p.lines[keyPos{"", 0, key}] = setLine
+		case 2:
+			sec, k := parts[0], parts[1]
+			if sec == "tier" || sec == "link" || sec == "policy" {
+				return bad("want %s.NAME.KEY", sec)
+			}
+			m, isTable := root[sec].(map[string]any)
+			if !isTable {
+				if _, there := root[sec]; there {
+					return bad("%s is not a table", sec)
+				}
+				m = map[string]any{}
+				root[sec] = m
+			}
+			m[k] = val
+			p.lines[keyPos{sec, 0, k}] = setLine
+		case 3:
+			arr, name, k := parts[0], parts[1], parts[2]
+			if arr != "tier" && arr != "link" && arr != "policy" {
+				return bad("three parts name an entry of tier, link or policy (%s.KEY for [%s])", arr, arr)
+			}
+			ms, _ := asTables(root[arr])
+			i, err := findEntry(arr, ms, name)
+			if err != nil {
+				return bad("%v", err)
+			}
+			ms[i][k] = val
+			p.lines[keyPos{arr, i, k}] = setLine
+		default:
+			return bad("too many parts (tier.NAME.KEY at most)")
+		}
+	}
+	return nil
+}
+
+// setLine stands for "given on the command line" in a lineIndex.
+const setLine = -1
+
+func setValue(text string) any {
+	var m map[string]any
+	if _, err := toml.Decode("v = "+text, &m); err == nil {
+		if v, ok := m["v"]; ok {
+			return v
+		}
+	}
+	return text
+}
+
+func asTables(v any) ([]map[string]any, bool) {
+	switch v := v.(type) {
+	case []map[string]any:
+		return v, true
+	case []any:
+		var ms []map[string]any
+		for _, e := range v {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			ms = append(ms, m)
+		}
+		return ms, true
+	}
+	return nil, false
+}
+
+// findEntry finds the [[arr]] entry an override names.
+func findEntry(arr string, ms []map[string]any, name string) (int, error) {
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	label := func(m map[string]any) string {
+		switch arr {
+		case "tier":
+			if n := str(m, "name"); n != "" {
+				return n
+			}
+			return str(m, "kind")
+		case "policy":
+			if n := str(m, "name"); n != "" {
+				return n
+			}
+			return str(m, "eviction")
+		}
+		return str(m, "from") + "-" + str(m, "to")
+	}
+	var names []string
+	for i, m := range ms {
+		l := label(m)
+		names = append(names, l)
+		if l == name {
+			return i, nil
+		}
+		if arr == "link" && str(m, "to")+"-"+str(m, "from") == name {
+			return i, nil
+		}
+	}
+	if arr == "link" {
+		if n, err := strconv.Atoi(name); err == nil && n >= 1 && n <= len(ms) {
+			return n - 1, nil
+		}
+	}
+	if len(names) == 0 {
+		return 0, fmt.Errorf("the scenario has no [[%s]] entries", arr)
+	}
+	return 0, fmt.Errorf("no [[%s]] %q (there are: %s)", arr, name, strings.Join(names, ", "))
+}
