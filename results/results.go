@@ -54,7 +54,8 @@ type Trace struct {
 	BlockAccesses  int64   `json:"block_accesses"`
 	DistinctBlocks int64   `json:"distinct_blocks"`
 	InputTokens    int64   `json:"input_tokens"`
-	DurationS      float64 `json:"duration_s"`
+	DurationS      float64 `json:"duration_s"` // after speedup
+	Speedup        float64 `json:"speedup"`    // arrival times were divided by it
 	SkippedLines   int     `json:"skipped_lines"`
 }
 

@@ -47,6 +47,7 @@
 //	                              # output_tokens, think, max_context)
 //	limit = 0                     # requests to read, 0 = all
 //	skip_bad_lines = false
+//	speedup = 1.0                 # arrival times divided by it: 2 = twice the request rate
 //
 //	[[policy]]
 //	name = "lru"                  # label, default: the eviction name; unique

@@ -93,10 +93,11 @@ type Link struct {
 
 // Workload names the trace to replay.
 type Workload struct {
-	Trace        string // absolute, or joined to the scenario file's directory
-	Format       string // "mooncake" (default)
-	Limit        int    // requests to read; 0 = all
-	SkipBadLines bool   // key skip_bad_lines
+	Trace        string  // absolute, or joined to the scenario file's directory
+	Format       string  // "mooncake" (default)
+	Limit        int     // requests to read; 0 = all
+	SkipBadLines bool    // key skip_bad_lines
+	Speedup      float64 // arrival times are divided by it; default 1
 	// Gen is set for format = "synthetic": the trace is generated, in
 	// memory, from the scenario's seed (Trace then only labels it).
 	Gen *trace.GenConfig
@@ -551,7 +552,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	for _, t := range links {
 		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "reverse_latency", "lanes")))
 	}
-	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines",
+	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines", "speedup",
 		"requests", "rate", "turns", "system_tokens", "user_tokens", "output_tokens", "think", "max_context")))
 	if len(unknown) > 0 {
 		first := unknown[0]
@@ -949,6 +950,12 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 	if w.SkipBadLines, err = t.boolean("skip_bad_lines", false); err != nil {
 		return w, err
 	}
+	if w.Speedup, err = t.number("speedup", 1); err != nil {
+		return w, err
+	}
+	if !(w.Speedup > 0) || math.IsInf(w.Speedup, 0) {
+		return w, t.errf("speedup", "must be a number > 0 (2 replays the trace at twice its request rate)")
+	}
 	return w, nil
 }
 
@@ -1092,6 +1099,9 @@ func (s *Scenario) Describe() string {
 	}
 	if w.SkipBadLines {
 		b.WriteString(", skipping bad lines")
+	}
+	if w.Speedup != 1 {
+		fmt.Fprintf(&b, ", arrivals at %gx speed", w.Speedup)
 	}
 	b.WriteString(")\npolicies:")
 	for i, p := range s.Policies {

@@ -71,7 +71,7 @@ func TestMinimalDefaults(t *testing.T) {
 			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
 		},
 		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, ReverseLatency: 100, Lanes: 1}},
-		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake"},
+		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake", Speedup: 1},
 		Policies: []Policy{{Name: "lru", Eviction: "lru", Params: map[string]float64{}}},
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -146,6 +146,7 @@ trace = "/data/t.jsonl"
 format = "mooncake"
 limit = 1000
 skip_bad_lines = true
+speedup = 2.5
 
 [[policy]]
 eviction = "lru"
@@ -181,7 +182,7 @@ func TestFull(t *testing.T) {
 			{From: 2, To: 1, Bandwidth: 5e6, ReverseBandwidth: 5e6, Latency: 500_000, ReverseLatency: 500_000, Lanes: 1},
 			{From: 1, To: 3, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 5000, ReverseLatency: 5000, Lanes: 1},
 		},
-		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true},
+		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true, Speedup: 2.5},
 		Policies: []Policy{
 			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6},
 			{Name: "tuned", Eviction: "scenario_test_params", Params: map[string]float64{"alpha": 0.5, "window": 100}},
@@ -194,7 +195,7 @@ func TestFull(t *testing.T) {
 	for _, part := range []string{
 		`scenario "full"`, "80 layers", "160 KiB/token", "2.5 MiB per 16-token block",
 		"gpu ", "3.35 TB/s", "500us  $0.3/GB  (bandwidth shared by all its links)", "gpu <-> host: 50 GB/s (back 40 GB/s), 100ns, 2 lanes",
-		"/data/t.jsonl (mooncake, first 1000 requests, skipping bad lines)",
+		"/data/t.jsonl (mooncake, first 1000 requests, skipping bad lines, arrivals at 2.5x speed)",
 		"lru (admission=after:2 prefetch_timeout=2ms), tuned (scenario_test_params alpha=0.5 window=100)",
 	} {
 		if !strings.Contains(d, part) {
@@ -373,6 +374,8 @@ func TestErrors(t *testing.T) {
 		{"latency bare int", doc(tiers2 + "latency = 10\n"), `scenarios/x.toml:5: tier "dram": latency: must be a duration like "10us", got integer 10`},
 		{"latency no unit", doc(tiers2 + "latency = \"10\"\n"), `scenarios/x.toml:5: tier "dram": latency: bad duration "10": missing unit (ns, us, ms, s)`},
 		{"cost negative", doc(tiers2 + "cost_per_gb = -1\n"), `scenarios/x.toml:5: tier "dram": cost_per_gb: must be >= 0`},
+		{"speedup zero", doc("[workload]\ntrace = \"t\"\nspeedup = 0\n"), `scenarios/x.toml:3: workload: speedup: must be a number > 0 (2 replays the trace at twice its request rate)`},
+		{"speedup text", doc("[workload]\ntrace = \"t\"\nspeedup = \"fast\"\n"), `scenarios/x.toml:3: workload: speedup: must be a number, got string "fast"`},
 		{"shared not bool", doc(tiers2 + "shared_bandwidth = 1\n"), `scenarios/x.toml:5: tier "dram": shared_bandwidth: must be true or false, got integer 1`},
 		{"inline tier line", doc("tier = [{kind = \"hbm\"}, {kind = \"dram\", capacity = -1}]\n"), `scenarios/x.toml:1: tier "dram": capacity: must be > 0`},
 		{"multi-line string does not confuse lines", doc("name = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n" + tiers2 + "capacity = 0\n"), `scenarios/x.toml:9: tier "dram": capacity: must be > 0`},

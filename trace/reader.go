@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 )
@@ -32,6 +33,10 @@ type Options struct {
 	BlockTokens  int  // tokens per block, default 512; len(hash_ids) must equal ceil(input_length/BlockTokens)
 	SkipBadLines bool // count and skip malformed lines instead of failing
 	Limit        int  // stop after this many requests (0 = all)
+	// Speedup divides every arrival time: 2 replays the trace at twice its
+	// request rate, the same requests in the same order (0 or 1: as
+	// recorded).
+	Speedup float64
 }
 
 // LineError is a problem with one line (or with reading at that line).
@@ -164,6 +169,9 @@ func (r *Reader) Next(req *Request) error {
 				r.last = v.arrival
 				r.n++
 				req.Arrival = v.arrival
+				if sp := r.opt.Speedup; sp > 0 && sp != 1 {
+					req.Arrival = int64(math.Round(float64(v.arrival) / sp))
+				}
 				req.InputTokens = v.input
 				req.OutputTokens = v.output
 				req.HashIDs = r.p.ids

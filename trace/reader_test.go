@@ -437,3 +437,32 @@ func BenchmarkStatsConversation(b *testing.B) {
 		}
 	}
 }
+
+// TestSpeedup: arrivals are divided by the speedup (rounded to the ns),
+// everything else is as recorded; 0 and 1 leave the trace alone.
+func TestSpeedup(t *testing.T) {
+	src := `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}
+{"timestamp": 1000, "input_length": 10, "output_length": 1, "hash_ids": [1]}
+{"timestamp": 1001, "input_length": 10, "output_length": 1, "hash_ids": [2]}
+`
+	for _, tc := range []struct {
+		speedup float64
+		want    []int64
+	}{
+		{0, []int64{0, 1e9, 1001e6}},
+		{1, []int64{0, 1e9, 1001e6}},
+		{2, []int64{0, 5e8, 5005e5}},
+		{3, []int64{0, 333333333, 333666667}},
+		{0.5, []int64{0, 2e9, 2002e6}},
+	} {
+		reqs, _, err := readAll(src, Options{Speedup: tc.speedup})
+		if err != nil || len(reqs) != 3 {
+			t.Fatalf("speedup %g: %v, %d requests", tc.speedup, err, len(reqs))
+		}
+		for i, r := range reqs {
+			if r.Arrival != tc.want[i] || r.Input != 10 || r.Line != i+1 {
+				t.Errorf("speedup %g, request %d: %+v, want arrival %d", tc.speedup, i, r, tc.want[i])
+			}
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 // traceOptions are the reader options a scenario asks for.
 func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options {
-	o := trace.Options{BlockTokens: sc.Model.BlockTokens, SkipBadLines: sc.Workload.SkipBadLines || skipBad, Limit: sc.Workload.Limit}
+	o := trace.Options{BlockTokens: sc.Model.BlockTokens, SkipBadLines: sc.Workload.SkipBadLines || skipBad, Limit: sc.Workload.Limit,
+		Speedup: sc.Workload.Speedup}
 	if limit > 0 {
 		o.Limit = limit
 	}

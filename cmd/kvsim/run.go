@@ -241,7 +241,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	pr.series = s.Series()
 	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
 		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
-		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped()}
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}

@@ -79,3 +79,21 @@ func TestSharedBandwidth(t *testing.T) {
 		t.Errorf("write-back: shared p90 %.1f ms not above separate %.1f ms", a.Policies[0].TTFTms.P90, b.Policies[0].TTFTms.P90)
 	}
 }
+
+// TestSpeedupSet: workload.speedup replays the same requests in less time.
+func TestSpeedupSet(t *testing.T) {
+	trace, _ := filepath.Abs("../../traces/synthetic.jsonl")
+	body, err := os.ReadFile("../../scenarios/quickstart.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scen := strings.Replace(string(body), `"../traces/synthetic.jsonl"`, strconv.Quote(trace), 1)
+	a := simulate(t, scen, "--limit", "500")
+	b := simulate(t, scen, "--limit", "500", "--set", "workload.speedup=4")
+	if a.Trace.Speedup != 1 || b.Trace.Speedup != 4 || a.Trace.Requests != b.Trace.Requests || a.Trace.BlockAccesses != b.Trace.BlockAccesses {
+		t.Fatalf("trace: %+v vs %+v", a.Trace, b.Trace)
+	}
+	if r := a.Trace.DurationS / b.Trace.DurationS; r < 3.999 || r > 4.001 {
+		t.Errorf("duration %g s at 1x, %g s at 4x", a.Trace.DurationS, b.Trace.DurationS)
+	}
+}
