@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -14,15 +15,19 @@ import (
 	"kvsim/scenario"
 )
 
-// runSweep answers "how much of this tier is worth buying": the scenario
-// is simulated once per capacity of one tier, every policy each time, and
-// the table sets hit ratio and TTFT against the hierarchy's cost.
+// runSweep answers "how much of this tier is worth buying" (--tier with
+// --capacities) or, generally, "what does this knob do" (--vary KEY with
+// --values, any key --set takes): the scenario is simulated once per
+// value, every policy each time, and one table sets hit ratio and TTFT
+// against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "kvsim sweep --tier NAME --capacities LIST [--out DIR] [--set KEY=VALUE]... SCENARIO.toml", stderr)
+	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
-	fs.StringVar(&o.out, "out", "out", "write each point's results under `DIR`/<scenario>-<tier>-<capacity>/")
+	vary := fs.String("vary", "", "the scenario value to vary, a `KEY` as --set takes (workload.speedup, tier.ssd.bandwidth, ...)")
+	values := fs.String("values", "", "comma-separated values of --vary to try (`LIST`, e.g. 0.5,1,2)")
+	fs.StringVar(&o.out, "out", "out", "write each point's results under `DIR`/<scenario>-<key>-<value>/")
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` for offline reports")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
@@ -41,46 +46,64 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return badInput(err)
 	}
-	ti := -1
-	for i, t := range base.Tiers {
-		if t.Name == *tier {
-			ti = i
+	var key, what string // the key varied; what the table calls it
+	var list []string
+	switch {
+	case *vary == "" && *tier == "":
+		return badInputf("sweep: give --tier NAME with --capacities LIST, or --vary KEY with --values LIST")
+	case *vary != "" && *tier != "":
+		return badInputf("sweep: give --tier with --capacities, or --vary with --values, not both")
+	case *vary != "":
+		if strings.TrimSpace(*values) == "" {
+			return badInputf("sweep: --values: required with --vary, e.g. --vary workload.speedup --values 0.5,1,2")
+		}
+		key, what = *vary, *vary
+		list = strings.Split(*values, ",")
+	default:
+		if !slices.ContainsFunc(base.Tiers, func(t scenario.Tier) bool { return t.Name == *tier }) {
+			var names []string
+			for _, t := range base.Tiers {
+				names = append(names, t.Name)
+			}
+			return badInputf("sweep: --tier %q: %s has no such tier (tiers: %s)", *tier, pos[0], strings.Join(names, ", "))
+		}
+		if strings.TrimSpace(*caps) == "" {
+			return badInputf("sweep: --capacities: required, e.g. 64GiB,128GiB")
+		}
+		key, what = "tier."+*tier+".capacity", "capacity"
+		for _, c := range strings.Split(*caps, ",") {
+			if n, err := scenario.ParseBytes(strings.TrimSpace(c)); err != nil || n <= 0 {
+				return badInputf("sweep: --capacities: %q: want a positive size like 128GiB", strings.TrimSpace(c))
+			}
+			list = append(list, c)
 		}
 	}
-	if ti < 0 {
-		var names []string
-		for _, t := range base.Tiers {
-			names = append(names, t.Name)
-		}
-		return badInputf("sweep: --tier %q: %s has no such tier (tiers: %s)", *tier, pos[0], strings.Join(names, ", "))
-	}
-	if strings.TrimSpace(*caps) == "" {
-		return badInputf("sweep: --capacities: required, e.g. 64GiB,128GiB")
-	}
-	var sizes []int64
+	// Every point is loaded, so checked, before any is simulated.
+	var scs []*scenario.Scenario
 	var labels []string
-	for _, c := range strings.Split(*caps, ",") {
-		c = strings.TrimSpace(c)
-		n, err := scenario.ParseBytes(c)
-		if err != nil || n <= 0 {
-			return badInputf("sweep: --capacities: %q: want a positive size like 128GiB", c)
+	for _, v := range list {
+		v = strings.TrimSpace(v)
+		sc, err := scenario.LoadWith(pos[0], append(slices.Clone(o.sets), key+"="+v))
+		if err != nil {
+			return badInput(err)
 		}
-		sizes, labels = append(sizes, n), append(labels, c)
+		tag := *tier
+		if *vary != "" {
+			tag = *vary
+		}
+		sc.Name = fmt.Sprintf("%s-%s-%s", base.Name, pathSafe(tag), pathSafe(v))
+		scs, labels = append(scs, sc), append(labels, v)
 	}
 	if _, err := os.Stat(base.Workload.Trace); base.Workload.Gen == nil && err != nil {
 		return badInputf("%s: workload: trace: %v", base.Path, err)
 	}
 	o.quiet = true
 	var sums []*results.Summary
-	for i, n := range sizes {
+	for _, sc := range scs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sc := *base
-		sc.Tiers = append([]scenario.Tier(nil), base.Tiers...)
-		sc.Tiers[ti].Capacity = n
-		sc.Name = fmt.Sprintf("%s-%s-%s", base.Name, *tier, labels[i])
-		sum, err := simulateScenario(ctx, &sc, o, stderr)
+		sum, err := simulateScenario(ctx, sc, o, stderr)
 		if err != nil {
 			return err
 		}
@@ -92,9 +115,13 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := writeIndex(o.out, sums, o.assets); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "sweep of tier %q in %s (%d requests)\n", *tier, base.Name, sums[0].Trace.Requests)
+	if *vary != "" {
+		fmt.Fprintf(stdout, "sweep of %s in %s (%d requests)\n", key, base.Name, sums[0].Trace.Requests)
+	} else {
+		fmt.Fprintf(stdout, "sweep of tier %q in %s (%d requests)\n", *tier, base.Name, sums[0].Trace.Requests)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "capacity\thierarchy $\tpolicy\thit\tTTFT p50 ms\tp99\tmoved GiB\t")
+	fmt.Fprintf(tw, "%s\thierarchy $\tpolicy\thit\tTTFT p50 ms\tp99\tmoved GiB\t\n", what)
 	for i, s := range sums {
 		for _, p := range s.Policies {
 			var moved int64
@@ -108,4 +135,14 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tw.Flush()
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.out, "index.html"))
 	return nil
+}
+
+// pathSafe keeps a value usable in a folder name.
+func pathSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
 }

@@ -44,9 +44,41 @@ func TestSweep(t *testing.T) {
 		{"sweep", "--tier", "dram", "--capacities", "1XB", "../../scenarios/hbm_dram.toml"},
 		{"sweep", "--tier", "dram", "../../scenarios/hbm_dram.toml"},
 		{"sweep", "--tier", "dram", "--capacities", "1GiB"},
+		{"sweep", "../../scenarios/hbm_dram.toml"},
+		{"sweep", "--vary", "workload.speedup", "../../scenarios/hbm_dram.toml"},
+		{"sweep", "--vary", "workload.speedup", "--values", "1,0", "../../scenarios/hbm_dram.toml"},
+		{"sweep", "--vary", "tier.nope.capacity", "--values", "1GiB", "../../scenarios/hbm_dram.toml"},
+		{"sweep", "--vary", "seed", "--values", "1", "--tier", "dram", "--capacities", "1GiB", "../../scenarios/hbm_dram.toml"},
 	} {
 		if _, stderr, code := runKvsim(bad...); code != 2 || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: status %d, %q", bad, code, stderr)
 		}
+	}
+}
+
+// TestSweepVary: --vary takes any key --set takes; each value is a point
+// with its own results folder.
+func TestSweepVary(t *testing.T) {
+	out := t.TempDir()
+	stdout, stderr, code := runKvsim("sweep", "--vary", "workload.speedup", "--values", "0.5, 2", "--limit", "300", "--out", out, "../../scenarios/hbm_dram.toml")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "sweep of workload.speedup in hbm_dram") || !strings.Contains(stdout, "workload.speedup  hierarchy $") {
+		t.Errorf("table:\n%s", stdout)
+	}
+	var dur []float64
+	for _, v := range []string{"0.5", "2"} {
+		s, err := results.ReadSummary(filepath.Join(out, "hbm_dram-workload.speedup-"+v, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Overrides) != 1 || s.Overrides[0] != "workload.speedup="+v {
+			t.Errorf("%s: overrides %q", v, s.Overrides)
+		}
+		dur = append(dur, s.Trace.DurationS)
+	}
+	if r := dur[0] / dur[1]; r < 3.999 || r > 4.001 {
+		t.Errorf("durations %v: want a ratio of 4", dur)
 	}
 }
