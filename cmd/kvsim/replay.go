@@ -104,13 +104,15 @@ type replayOptions struct {
 	hugepages, hugeSize  string
 	sequential           bool
 	engine               string
+	sets                 setFlags
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--dir DIR] [--block-bytes N] [--limit N] [--verify] [--json] [--profile FILE] [--sequential] TRACE", stderr)
+	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--block-bytes N] [--limit N] [--verify] [--json] [--profile FILE] [--sequential] TRACE", stderr)
 	var o replayOptions
 	fs.BoolVar(&o.real, "real", false, "move real bytes through real memory and storage (required)")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario `FILE` giving the hierarchy and policy (default: HBM, DRAM, SSD with LRU)")
+	addSetFlag(fs, &o.sets)
 	fs.StringVar(&o.dir, "dir", "kvsim-replay", "`DIR` for the SSD tier's files and replay.json (not tmpfs)")
 	fs.StringVar(&o.profile, "profile", "", "hardware profile `FILE` from kvsim calibrate: predict with this machine's links")
 	fs.StringVar(&o.policy, "policy", "", "which [[policy]] of the scenario to replay (default: the first)")
@@ -145,9 +147,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sc *scenario.Scenario
 	if o.scenario == "" {
 		abs, _ := filepath.Abs(tracePath)
-		sc, err = scenario.Parse([]byte(strings.Replace(defaultReplayScenario, "TRACE", filepath.ToSlash(abs), 1)), "replay-default.toml")
+		sc, err = scenario.ParseWith([]byte(strings.Replace(defaultReplayScenario, "TRACE", filepath.ToSlash(abs), 1)), "replay-default.toml", o.sets)
 	} else {
-		sc, err = scenario.Load(o.scenario)
+		sc, err = scenario.LoadWith(o.scenario, o.sets)
 	}
 	if err != nil {
 		return badInput(err)

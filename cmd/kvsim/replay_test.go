@@ -116,6 +116,8 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", "--real", "--dir", dir, "--scenario", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
 		{[]string{"replay", "--real", "--dir", dir, "--policy", "zz", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, `"zz"`},
 		{[]string{"replay", "--real", "--dir", dir, "--profile", "nope.toml", "../../traces/synthetic.jsonl"}, "nope.toml"},
+		{[]string{"replay", "--real", "--dir", dir, "--set", "tier.dram.capacity=0", "../../traces/synthetic.jsonl"}, `replay-default.toml (--set): tier "dram": capacity: must be > 0`},
+		{[]string{"replay", "--real", "--dir", dir, "--set", "tier.x.capacity=1GB", "--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl"}, `--set tier.x.capacity: no [[tier]] "x"`},
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		shm, err := os.MkdirTemp("/dev/shm", "kvsim-test-")
@@ -173,5 +175,18 @@ func TestReplayConversationVerify(t *testing.T) {
 	}
 	if r.Links["dram->ssd"].Count == 0 || r.Links["ssd->hbm"].Count == 0 {
 		t.Errorf("the SSD tier should be written and read: %v", r.Links)
+	}
+}
+
+// TestReplaySet: --set reaches the replay's scenario, the default one too.
+func TestReplaySet(t *testing.T) {
+	dir := replayDir(t)
+	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "40", "--block-bytes", "8192",
+		"--set", "policy.lru.eviction=fifo", "--set", "tier.dram.capacity=1GiB", "../../traces/synthetic.jsonl")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	if r := readReplay(t, filepath.Join(dir, "replay.json")); r.Policy != "fifo" {
+		t.Errorf("policy %q, want fifo", r.Policy)
 	}
 }
