@@ -47,14 +47,12 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 	}
 	start := max(t, l.lanes[lane])
 	ready := max(start+l.latency, l.pipe)
-	bw := l.bw
 	for _, d := range l.dev {
 		if d != nil {
 			ready = max(ready, d.free)
-			bw = min(bw, d.bw)
 		}
 	}
-	move := nsFor(bytes, bw)
+	move := nsFor(bytes, l.rate())
 	done := ready + move
 	for _, d := range l.dev {
 		if d != nil {
