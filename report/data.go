@@ -505,11 +505,60 @@ func indexCharts(ss []*results.Summary) []chart {
 		}
 		return c
 	}
-	return []chart{
+	return append(sweepCharts(ss), []chart{
 		mk("index_hit_ratio", "Hit ratio by scenario and policy", "block accesses served from any tier", "hit ratio (%)", " %", 2, 100,
 			func(p *results.Policy) float64 { return 100 * p.HitRatio }),
 		mk("index_ttft_p99", "TTFT p99 by scenario and policy", "99th percentile of time to first token", "TTFT p99 (ms)", " ms", 3, 0,
 			func(p *results.Policy) float64 { return p.TTFTms.P99 }),
+	}...)
+}
+
+// sweepCharts draws, for the points of one kvsim sweep, each policy's hit
+// ratio and TTFT across the values of the key, in sweep order. Anything
+// else (a run of several scenarios) gets none.
+func sweepCharts(ss []*results.Summary) []chart {
+	if len(ss) < 2 || ss[0].Sweep == nil {
+		return nil
+	}
+	key := ss[0].Sweep.Key
+	var values []string
+	for _, s := range ss {
+		if s.Sweep == nil || s.Sweep.Key != key {
+			return nil
+		}
+		values = append(values, s.Sweep.Value)
+	}
+	var names []string
+	for _, s := range ss {
+		for _, p := range s.Policies {
+			if !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	mk := func(id, title, yname, unit string, dec int, top float64, f func(p *results.Policy) float64) chart {
+		c := chart{ID: id, Kind: kindBar, Title: title + " across the sweep of " + key,
+			Subtitle: "one bar per policy at each value of " + key, XName: key, YName: yname,
+			Categories: values, YMax: top, Unit: unit, Decimals: dec}
+		for _, n := range names {
+			sr := series{Name: n}
+			for _, s := range ss {
+				v := math.NaN()
+				for i := range s.Policies {
+					if s.Policies[i].Name == n {
+						v = round(f(&s.Policies[i]))
+					}
+				}
+				sr.Values = append(sr.Values, v)
+			}
+			c.Series = append(c.Series, sr)
+		}
+		return c
+	}
+	return []chart{
+		mk("sweep_ttft_p99", "TTFT p99", "TTFT p99 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.P99 }),
+		mk("sweep_ttft_p50", "TTFT p50", "TTFT p50 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.P50 }),
+		mk("sweep_hit_ratio", "Hit ratio", "hit ratio (%)", " %", 2, 100, func(p *results.Policy) float64 { return 100 * p.HitRatio }),
 	}
 }
 

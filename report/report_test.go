@@ -408,3 +408,38 @@ func TestSharedTierPipe(t *testing.T) {
 		t.Errorf("time charts %q lack the shared pipe", titles)
 	}
 }
+
+// TestSweepCharts: the points of one sweep get per-policy charts across the
+// swept values, in sweep order; summaries of other origins get none.
+func TestSweepCharts(t *testing.T) {
+	var ss []*results.Summary
+	for i, v := range []string{"0.5", "1", "2"} {
+		s := load(t, "small")
+		s.Sweep = &results.SweepPoint{Key: "workload.speedup", Value: v}
+		for j := range s.Policies {
+			s.Policies[j].TTFTms.P99 = float64(100 * (i + 1) * (j + 1))
+		}
+		ss = append(ss, s)
+	}
+	cs := sweepCharts(ss)
+	if len(cs) != 3 || cs[0].ID != "sweep_ttft_p99" || strings.Join(cs[0].Categories, ",") != "0.5,1,2" {
+		t.Fatalf("charts %+v", cs)
+	}
+	if cs[0].Title != "TTFT p99 across the sweep of workload.speedup" || len(cs[0].Series) != len(ss[0].Policies) {
+		t.Errorf("chart %q with %d series", cs[0].Title, len(cs[0].Series))
+	}
+	if got := cs[0].Series[1].Values; !equal(got, []float64{200, 400, 600}) {
+		t.Errorf("second policy's p99 %v", got)
+	}
+	if ids := indexCharts(ss); ids[0].ID != "sweep_ttft_p99" || ids[len(ids)-1].ID != "index_ttft_p99" {
+		t.Errorf("index charts start %s, end %s", ids[0].ID, ids[len(ids)-1].ID)
+	}
+	ss[1].Sweep.Key = "seed"
+	if cs := sweepCharts(ss); cs != nil {
+		t.Errorf("mixed keys drew %d charts", len(cs))
+	}
+	ss[1].Sweep = nil
+	if cs := sweepCharts(ss); cs != nil {
+		t.Errorf("a point outside the sweep drew %d charts", len(cs))
+	}
+}

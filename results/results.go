@@ -23,6 +23,13 @@ type Summary struct {
 	Policies    []Policy     `json:"policies"`
 	Run         Run          `json:"run"`
 	Series      []TimeSeries `json:"series,omitempty"`
+	Sweep       *SweepPoint  `json:"sweep,omitempty"` // set by kvsim sweep
+}
+
+// SweepPoint places a summary in a kvsim sweep: the value it gave the key.
+type SweepPoint struct {
+	Key   string `json:"key"`   // e.g. "workload.speedup", "tier.dram.capacity"
+	Value string `json:"value"` // as given on the command line
 }
 
 // Model is the KV arithmetic the run used.

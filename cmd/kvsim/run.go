@@ -33,6 +33,7 @@ type runOptions struct {
 	cpuProf string
 	memProf string
 	sets    setFlags
+	sweep   *results.SweepPoint // the point of a kvsim sweep this run is
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -182,6 +183,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		accesses += p.BlockAccesses
 	}
 	sum.Run = results.Run{WallSeconds: wall, Workers: o.workers}
+	sum.Sweep = o.sweep
 	if wall > 0 {
 		sum.Run.BlockAccessesPerSecond = float64(accesses) / wall
 		sum.Run.RequestsPerSecond = float64(sum.Trace.Requests*int64(len(runs))) / wall

@@ -103,6 +103,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		o.sweep = &results.SweepPoint{Key: key, Value: labels[len(sums)]}
 		sum, err := simulateScenario(ctx, sc, o, stderr)
 		if err != nil {
 			return err

@@ -76,9 +76,15 @@ func TestSweepVary(t *testing.T) {
 		if len(s.Overrides) != 1 || s.Overrides[0] != "workload.speedup="+v {
 			t.Errorf("%s: overrides %q", v, s.Overrides)
 		}
+		if s.Sweep == nil || s.Sweep.Key != "workload.speedup" || s.Sweep.Value != v {
+			t.Errorf("%s: sweep %+v", v, s.Sweep)
+		}
 		dur = append(dur, s.Trace.DurationS)
 	}
 	if r := dur[0] / dur[1]; r < 3.999 || r > 4.001 {
 		t.Errorf("durations %v: want a ratio of 4", dur)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err != nil || !strings.Contains(string(b), "TTFT p99 across the sweep of workload.speedup") {
+		t.Errorf("index.html lacks the sweep charts (%v)", err)
 	}
 }
