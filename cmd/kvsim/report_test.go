@@ -295,6 +295,18 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("quickstart report has %d charts, want at least 8", n)
 	}
 	checkDrawn(t, chromium, filepath.Join(out, "index.html"))
+	// A sweep's index (its across-the-values charts) and a report with a
+	// shared tier's pipe draw too.
+	sw := t.TempDir()
+	if _, stderr, code := reportCLI("sweep", "--limit", "200", "--assets", dist, "--out", sw, "--vary", "workload.speedup", "--values", "0.5,1",
+		filepath.Join("..", "..", "scenarios", "ssd_contention.toml")); code != 0 {
+		t.Fatalf("kvsim sweep: status %d: %s", code, stderr)
+	}
+	if html := reportReadFile(t, filepath.Join(sw, "index.html")); !strings.Contains(html, "across the sweep of workload.speedup") {
+		t.Error("the sweep's index has no sweep charts")
+	}
+	checkDrawn(t, chromium, filepath.Join(sw, "index.html"))
+	checkDrawn(t, chromium, filepath.Join(sw, "ssd_contention-workload.speedup-1", "report.html"))
 
 	dir := os.Getenv("KVSIM_ARTIFACTS")
 	if dir == "" {
