@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,9 @@ type calibration struct {
 	Links      map[string]hw.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
 	Extra      map[string]float64    `json:"measurements"`
 	GPU        string                `json:"gpu"`
-	Copies     []hw.CopyResult       `json:"gpu_copies,omitempty"`
+	// SSDMixed is what reads and writes at once did to each other.
+	SSDMixed *mixedIO        `json:"ssd_read_write_at_once,omitempty"`
+	Copies   []hw.CopyResult `json:"gpu_copies,omitempty"`
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,6 +75,9 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for _, k := range sortedKeys(cal.Extra) {
 		fmt.Fprintf(stdout, "  %-46s %9.1f\n", k, cal.Extra[k])
 	}
+	if m := cal.SSDMixed; m != nil {
+		fmt.Fprintf(stdout, "  ssd reads and writes at once: %.0f MiB/s in all (alone: read %.0f, write %.0f): %s\n", m.TotalMiBps, m.ReadAloneMiBps, m.WriteAloneMiBps, m.Verdict)
+	}
 	if len(cal.Copies) > 0 {
 		fmt.Fprint(stdout, hw.FormatCopyResults(cal.Copies))
 	}
@@ -118,6 +124,9 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		cal.Links[p.name] = f
 	}
 	if err := measureIO(ctx, cal, dir, engine); err != nil {
+		return nil, err
+	}
+	if err := measureMixed(ctx, cal, dir, engine); err != nil {
 		return nil, err
 	}
 	measurePopulate(cal)
@@ -218,6 +227,75 @@ func measureIO(ctx context.Context, cal *calibration, dir, engine string) error 
 			}
 		}
 	}
+	return nil
+}
+
+// mixedIO compares the SSD path's reads and writes run at the same time
+// with each alone: whether a scenario's ssd tier should share one pipe.
+type mixedIO struct {
+	Engine          string  `json:"engine"`
+	ReadAloneMiBps  float64 `json:"read_alone_mibps"`
+	WriteAloneMiBps float64 `json:"write_alone_mibps"`
+	ReadMiBps       float64 `json:"read_mibps"`  // while writing
+	WriteMiBps      float64 `json:"write_mibps"` // while reading
+	TotalMiBps      float64 `json:"total_mibps"` // both byte counts over the longer run
+	Shared          bool    `json:"shared"`
+	Verdict         string  `json:"verdict"`
+}
+
+// sharedBelow: reads and writes together reaching less than this multiple
+// of the faster one alone means they compete for one device.
+const sharedBelow = 1.25
+
+// measureMixed reads one file and writes another at the same time (1 MiB
+// O_DIRECT, queue depth 32 each) and compares the total with each alone.
+func measureMixed(ctx context.Context, cal *calibration, dir, engine string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	eng := "io_uring"
+	if engine == "pread" || cal.Extra["io_uring unavailable"] == 1 {
+		eng = "pread"
+	}
+	rf, wf := filepath.Join(dir, "mixed-read.dat"), filepath.Join(dir, "mixed-write.dat")
+	defer os.Remove(rf)
+	defer os.Remove(wf)
+	opt := func(file string, write bool) hw.IOBenchOptions {
+		return hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: 1 << 20, QueueDepth: 32, Write: write,
+			Engine: eng, Direct: true, Hugepages: true}
+	}
+	// Alone, in the order that leaves both files full.
+	w, err := hw.IOBench(opt(wf, true))
+	if err != nil {
+		return fmt.Errorf("calibrate: mixed I/O: %w", err)
+	}
+	if _, err := hw.IOBench(opt(rf, true)); err != nil {
+		return fmt.Errorf("calibrate: mixed I/O: %w", err)
+	}
+	r, err := hw.IOBench(opt(rf, false))
+	if err != nil {
+		return fmt.Errorf("calibrate: mixed I/O: %w", err)
+	}
+	var rr, ww hw.IOBenchResult
+	var rerr, werr error
+	done := make(chan struct{})
+	go func() { rr, rerr = hw.IOBench(opt(rf, false)); close(done) }()
+	ww, werr = hw.IOBench(opt(wf, true))
+	<-done
+	if err := errors.Join(rerr, werr); err != nil {
+		return fmt.Errorf("calibrate: mixed I/O: %w", err)
+	}
+	m := &mixedIO{Engine: rr.Engine, ReadAloneMiBps: r.MiBps, WriteAloneMiBps: w.MiBps, ReadMiBps: rr.MiBps, WriteMiBps: ww.MiBps}
+	if s := max(rr.Seconds, ww.Seconds); s > 0 {
+		m.TotalMiBps = float64(rr.Bytes+ww.Bytes) / (1 << 20) / s
+	}
+	m.Shared = m.TotalMiBps < sharedBelow*max(m.ReadAloneMiBps, m.WriteAloneMiBps)
+	if m.Shared {
+		m.Verdict = fmt.Sprintf("they compete for the device; model it with shared_bandwidth = true on the ssd tier and bandwidth = \"%.0fMB/s\"", m.TotalMiBps*1.048576)
+	} else {
+		m.Verdict = "they run side by side; each direction its own pipe (shared_bandwidth = false, the default)"
+	}
+	cal.SSDMixed = m
 	return nil
 }
 

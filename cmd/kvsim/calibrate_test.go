@@ -20,7 +20,7 @@ func TestCalibrate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
-	for _, want := range []string{"calibrated ", "dram->ssd", "ssd->dram", "read O_DIRECT 1024 KiB", "wrote " + prof} {
+	for _, want := range []string{"calibrated ", "dram->ssd", "ssd->dram", "read O_DIRECT 1024 KiB", "ssd reads and writes at once: ", "wrote " + prof} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -85,9 +85,14 @@ eviction = "lru"
 	var cal struct {
 		BlockBytes int                        `json:"block_bytes"`
 		Links      map[string]json.RawMessage `json:"links"`
+		Mixed      *mixedIO                   `json:"ssd_read_write_at_once"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &cal) != nil || cal.BlockBytes != 8192 || len(cal.Links) != 9 {
 		t.Errorf("--json: status %d, %d links, stderr %s", code, len(cal.Links), stderr)
+	}
+	if m := cal.Mixed; m == nil || m.TotalMiBps <= 0 || m.ReadMiBps <= 0 || m.WriteMiBps <= 0 || m.ReadAloneMiBps <= 0 ||
+		m.Shared != (m.TotalMiBps < sharedBelow*max(m.ReadAloneMiBps, m.WriteAloneMiBps)) || m.Verdict == "" {
+		t.Errorf("mixed I/O: %+v", m)
 	}
 	for _, bad := range [][]string{
 		{"calibrate", "--dir", dir, "--block-bytes", "5000"},
