@@ -291,7 +291,7 @@ func measureMixed(ctx context.Context, cal *calibration, dir, engine string) err
 	}
 	m.Shared = m.TotalMiBps < sharedBelow*max(m.ReadAloneMiBps, m.WriteAloneMiBps)
 	if m.Shared {
-		m.Verdict = fmt.Sprintf("they compete for the device; model it with shared_bandwidth = true on the ssd tier and bandwidth = \"%.0fMB/s\"", m.TotalMiBps*1.048576)
+		m.Verdict = "they compete for the device; model it with shared_bandwidth = true on the ssd tier (the tier's bandwidth is then the pipe both share)"
 	} else {
 		m.Verdict = "they run side by side; each direction its own pipe (shared_bandwidth = false, the default)"
 	}
