@@ -33,6 +33,16 @@ type sizeReport struct {
 	TokensFit   *int64 `json:"tokens_fit,omitempty"`
 	BlocksFit   *int64 `json:"blocks_fit,omitempty"`
 	RequestsFit *int64 `json:"requests_fit,omitempty"`
+
+	// With --scenario: what every tier holds, in whole blocks.
+	Tiers []sizeTier `json:"tiers,omitempty"`
+}
+
+type sizeTier struct {
+	Name          string `json:"name"`
+	Kind          string `json:"kind"`
+	CapacityBytes int64  `json:"capacity_bytes"`
+	Blocks        int64  `json:"blocks"`
 }
 
 func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,12 +69,13 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	m := scenario.Model{DType: *dtype, BlockTokens: *blockTokens}
 	var budget int64
 	haveBudget := false
+	var tiers []scenario.Tier
 	if *scen != "" {
 		s, err := scenario.Load(*scen)
 		if err != nil {
 			return badInput(err)
 		}
-		m, budget, haveBudget = s.Model, s.Tiers[0].Capacity, true
+		m, budget, haveBudget, tiers = s.Model, s.Tiers[0].Capacity, true, s.Tiers
 	}
 	// Explicit flags override the scenario.
 	for _, f := range []struct {
@@ -130,6 +141,13 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 
+	for i, t := range tiers {
+		c := t.Capacity
+		if i == 0 {
+			c = budget // --hbm, if given, stands for the hbm tier
+		}
+		r.Tiers = append(r.Tiers, sizeTier{Name: t.Name, Kind: t.Kind, CapacityBytes: c, Blocks: c / r.BytesPerBlock})
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -159,6 +177,13 @@ func printSize(w io.Writer, r sizeReport) error {
 		if r.RequestsFit != nil {
 			fmt.Fprintf(&sb, "requests fit: %d of %d tokens\n", *r.RequestsFit, r.Tokens)
 		}
+	}
+	for i, t := range r.Tiers {
+		label := ""
+		if i == 0 {
+			label = "tiers:"
+		}
+		fmt.Fprintf(&sb, "%-13s %-12s %-12s %10s = %d blocks\n", label, t.Name, t.Kind, scenario.FormatBytes(t.CapacityBytes), t.Blocks)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err

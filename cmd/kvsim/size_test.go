@@ -99,6 +99,10 @@ head_dim = 128
 [[tier]]
 kind = "hbm"
 capacity = "60GiB"
+[[tier]]
+name = "host"
+kind = "dram"
+capacity = "1TiB"
 [workload]
 trace = "t.jsonl"
 [[policy]]
@@ -111,7 +115,8 @@ eviction = "lru"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "128 KiB") || !strings.Contains(out, "requests fit: 30 of") {
+	if !strings.Contains(out, "128 KiB") || !strings.Contains(out, "requests fit: 30 of") ||
+		!strings.Contains(out, "= 960 blocks\n") || !strings.Contains(out, "host") || !strings.Contains(out, "= 16384 blocks\n") {
 		t.Errorf("scenario output:\n%s", out)
 	}
 	// Flags override the scenario: fp8 halves the size, so 60 fit.
@@ -123,7 +128,7 @@ eviction = "lru"
 		t.Errorf("override output:\n%s", out)
 	}
 	out, err = size(t, "--scenario", p, "--tokens", "16384", "--hbm", "30GiB")
-	if err != nil || !strings.Contains(out, "requests fit: 15 of") {
+	if err != nil || !strings.Contains(out, "requests fit: 15 of") || !strings.Contains(out, "= 480 blocks\n") {
 		t.Errorf("--hbm override: %v\n%s", err, out)
 	}
 }
