@@ -2,22 +2,11 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 )
-
-// LoadWith reads a scenario file and applies --set overrides to it before
-// validation, so an override is checked like the key it replaces.
-func LoadWith(path string, sets []string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Load(path) // the same message as without overrides
-	}
-	return ParseWith(data, path, sets)
-}
 
 // An override is "KEY=VALUE". KEY is a top-level key (seed), SECTION.KEY
 // for [model], [gpu] or [workload] (gpu.prefill_tokens_per_s), or
@@ -57,6 +46,7 @@ func applySets(p *parser, root map[string]any, sets []string) error {
 				}
 				m = map[string]any{}
 				root[sec] = m
+				p.lines[keyPos{"", 0, sec}] = setLine // a table only --set made
 			}
 			m[k] = val
 			p.lines[keyPos{sec, 0, k}] = setLine
@@ -92,6 +82,7 @@ func setValue(text string) any {
 	return text
 }
 
+// asTables reads an array of tables, written [[name]] or name = [{...}].
 func asTables(v any) ([]map[string]any, bool) {
 	switch v := v.(type) {
 	case []map[string]any:

@@ -83,6 +83,7 @@ func TestSetErrors(t *testing.T) {
 		{"tier.ssd.shared_bandwidth=yes", `x.toml (--set): tier "ssd": shared_bandwidth: must be true or false, got string "yes"`},
 		{"tier.ssd.capacty=1TB", `x.toml (--set): unknown key "capacty" in [[tier]]`},
 		{"gpu.speed=1", `x.toml (--set): unknown key "speed" in [gpu]`},
+		{"nope.key=1", `x.toml (--set): unknown table [nope]`},
 	} {
 		_, err := ParseWith([]byte(setBase), "x.toml", []string{tc.set})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -181,7 +181,11 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Load reads and parses a scenario file.
-func Load(path string) (*Scenario, error) {
+func Load(path string) (*Scenario, error) { return LoadWith(path, nil) }
+
+// LoadWith is Load with --set overrides (see applySets), applied before
+// validation so that an override is checked like the key it replaces.
+func LoadWith(path string, sets []string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		msg := err.Error()
@@ -191,7 +195,7 @@ func Load(path string) (*Scenario, error) {
 		}
 		return nil, &Error{Path: path, Msg: msg, Err: err}
 	}
-	return Parse(data, path)
+	return ParseWith(data, path, sets)
 }
 
 // Parse parses scenario text. path names the file in messages, gives the
@@ -479,24 +483,8 @@ func (p *parser) array(root map[string]any, name string) (ts []*table, given boo
 	if !ok {
 		return nil, false, nil
 	}
-	var ms []map[string]any
-	bad := false
-	switch v := v.(type) {
-	case []map[string]any:
-		ms = v
-	case []any: // tier = [{...}, {...}]
-		for _, e := range v {
-			m, ok := e.(map[string]any)
-			if !ok {
-				bad = true
-				break
-			}
-			ms = append(ms, m)
-		}
-	default:
-		bad = true
-	}
-	if bad {
+	ms, ok := asTables(v)
+	if !ok {
 		return nil, true, &Error{Path: p.path, Line: p.lines.line("", 0, name), Msg: fmt.Sprintf("%s: must be an array of tables ([[%s]]), got %s", name, name, describe(v))}
 	}
 	ts = make([]*table, len(ms))
