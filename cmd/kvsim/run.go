@@ -90,14 +90,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer stopProf()
 	var sums []*results.Summary
 	for _, sc := range scs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		sum, err := simulateScenario(ctx, sc, o, stderr)
+		sum, err := simulateAndReport(ctx, sc, o, stderr)
 		if err != nil {
-			return err
-		}
-		if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
 			return err
 		}
 		sums = append(sums, sum)
@@ -115,6 +109,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// simulateAndReport runs one scenario and writes its results folder:
+// summary.json, requests.csv and report.html.
+func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sum, err := simulateScenario(ctx, sc, o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
+		return nil, err
+	}
+	return sum, nil
 }
 
 // policyRun is one [[policy]] entry's simulation.

@@ -99,16 +99,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.quiet = true
 	var sums []*results.Summary
-	for _, sc := range scs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		o.sweep = &results.SweepPoint{Key: key, Value: labels[len(sums)]}
-		sum, err := simulateScenario(ctx, sc, o, stderr)
+	for i, sc := range scs {
+		o.sweep = &results.SweepPoint{Key: key, Value: labels[i]}
+		sum, err := simulateAndReport(ctx, sc, o, stderr)
 		if err != nil {
-			return err
-		}
-		if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
 			return err
 		}
 		sums = append(sums, sum)
