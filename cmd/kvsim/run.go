@@ -336,23 +336,22 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
 			pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
 		}
-		for _, l := range r.res.Links {
-			pol.BytesMoved[l.Name] = l.Bytes
+		pipe := func(bytes, transfers, busy int64) results.Link {
 			u := 0.0
 			if r.res.End > 0 {
-				u = float64(l.BusyNs) / float64(r.res.End)
+				u = float64(busy) / float64(r.res.End)
 			}
-			pol.Links[l.Name] = results.Link{Bytes: l.Bytes, Transfers: l.Transfers, Utilization: u}
+			return results.Link{Bytes: bytes, Transfers: transfers, Utilization: u}
+		}
+		for _, l := range r.res.Links {
+			pol.BytesMoved[l.Name] = l.Bytes
+			pol.Links[l.Name] = pipe(l.Bytes, l.Transfers, l.BusyNs)
 		}
 		for _, d := range r.res.Devices {
 			if pol.SharedTiers == nil {
 				pol.SharedTiers = map[string]results.Link{}
 			}
-			u := 0.0
-			if r.res.End > 0 {
-				u = float64(d.BusyNs) / float64(r.res.End)
-			}
-			pol.SharedTiers[d.Name] = results.Link{Bytes: d.Bytes, Transfers: d.Transfers, Utilization: u}
+			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
 		}
 		sum.Policies = append(sum.Policies, pol)
 		if r.series != nil {
