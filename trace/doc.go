@@ -3,9 +3,11 @@
 //
 //	{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2]}
 //
-// with the arrival time in milliseconds since the trace started, token counts,
-// and one chained-prefix hash id per block of input (512 tokens by default):
-// equal ids at the same position mean an identical prefix up to and including
+// with the arrival time in milliseconds (integer or decimal, from any origin:
+// the reader rebases arrivals to the first request's timestamp, so epoch
+// times work; timestamps must not decrease), token counts, and one
+// chained-prefix hash id per block of input (512 tokens by default): equal
+// ids at the same position mean an identical prefix up to and including
 // that block.
 //
 // The reader is a hand-rolled streaming parser because traces are replayed

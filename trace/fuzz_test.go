@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -52,6 +53,15 @@ func refParse(line []byte, bt int) (v values, ids []int64, ok, syntax bool) {
 					ok = false
 				}
 				v.arrival = ms * 1_000_000
+			case isNum && !strings.ContainsAny(string(num), "eE"):
+				// A plain decimal converts exactly, rounding half up.
+				r, _ := new(big.Rat).SetString(string(num))
+				r.Mul(r, big.NewRat(1_000_000, 1))
+				n := new(big.Int).Quo(new(big.Int).Add(new(big.Int).Mul(r.Num(), big.NewInt(2)), r.Denom()), new(big.Int).Mul(r.Denom(), big.NewInt(2)))
+				if r.Sign() < 0 || !n.IsInt64() {
+					ok = false
+				}
+				v.arrival = n.Int64()
 			case isNum:
 				f, err := strconv.ParseFloat(string(num), 64)
 				ns := math.Round(f * 1e6)
@@ -64,7 +74,7 @@ func refParse(line []byte, bt int) (v values, ids []int64, ok, syntax bool) {
 			}
 		case "input_length", "output_length":
 			n, err := strconv.ParseInt(string(num), 10, 64)
-			if !isInt || err != nil || n < 0 {
+			if !isInt || err != nil || n < 0 || n > MaxTokens {
 				ok = false
 			}
 			if key == "input_length" {
@@ -208,6 +218,12 @@ func TestOracle(t *testing.T) {
 		`{"timestamp": 01}`, `{"a": "\x"}`, "{\"a\x01\": 1}", `{"a": 1.}`, `"x"`, `{}`, `{"a" 1}`,
 		`{"timestamp": 9223372036854, "input_length": 0, "output_length": 0, "hash_ids": []}`,
 		`{"timestamp": 9223372036855, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": 9223372036854.775807, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": 9223372036854.7758074, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": 9223372036854.7758075, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": 1732900001000.0000005, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": -0.0000004, "input_length": 0, "output_length": 0, "hash_ids": []}`,
+		`{"timestamp": 0, "input_length": 0, "output_length": 2147483648, "hash_ids": []}`,
 	} {
 		checkOracle(t, []byte(s))
 	}

@@ -367,6 +367,18 @@ func (p *parser) timestamp(dst *int64) bool {
 		}
 		return true
 	}
+	if ns, ok, inRange, neg := decimalMS(num); ok {
+		// Exact: a float64 holds epoch nanoseconds only to 256 ns.
+		switch {
+		case neg:
+			p.semf("negative timestamp")
+		case !inRange:
+			p.semf("timestamp out of range")
+		default:
+			*dst = ns
+		}
+		return true
+	}
 	f, err := strconv.ParseFloat(string(num), 64)
 	ns := math.Round(f * 1e6)
 	switch {
@@ -378,6 +390,47 @@ func (p *parser) timestamp(dst *int64) bool {
 		*dst = int64(ns)
 	}
 	return true
+}
+
+// decimalMS converts milliseconds written as a plain decimal ("12.5", no
+// exponent) to nanoseconds exactly, rounding half up at the nanosecond. ok
+// is false for other forms; inRange is false past int64; neg is true for
+// any value below zero.
+func decimalMS(b []byte) (ns int64, ok, inRange, neg bool) {
+	minus := b[0] == '-'
+	if minus {
+		b = b[1:]
+	}
+	dot := -1
+	for i, c := range b {
+		switch {
+		case c == '.':
+			dot = i
+		case !isDigit(c):
+			return 0, false, false, false // an exponent
+		case c != '0':
+			neg = minus // -0.0 is zero, -0.0000001 is negative
+		}
+	}
+	if dot < 0 {
+		return 0, false, false, neg
+	}
+	frac := b[dot+1:]
+	var sub int64 // the first six fraction digits: nanoseconds
+	for i := range 6 {
+		sub *= 10
+		if i < len(frac) {
+			sub += int64(frac[i] - '0')
+		}
+	}
+	if len(frac) > 6 && frac[6] >= '5' {
+		sub++
+	}
+	ms, ok := parseInt(b[:dot])
+	if !ok || ms > (math.MaxInt64-sub)/1_000_000 {
+		return 0, true, false, neg
+	}
+	return ms*1_000_000 + sub, true, true, neg
 }
 
 // length reads a non-negative integer token count.
@@ -398,8 +451,8 @@ func (p *parser) length(dst *int, f int) bool {
 	switch {
 	case n < 0:
 		p.semf("negative " + fieldNames[f])
-	case !ok || n > math.MaxInt:
-		p.semf(fieldNames[f] + " out of range")
+	case !ok || n > MaxTokens:
+		p.semf(fieldNames[f] + " out of range (at most " + strconv.Itoa(MaxTokens) + " tokens)")
 	default:
 		*dst = int(n)
 	}

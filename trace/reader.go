@@ -19,9 +19,22 @@ const MaxLineBytes = 64 << 20
 
 const bufSize = 256 << 10
 
+// MaxArrival is the latest arrival a trace may ask for, in nanoseconds after
+// its first request: the simulated-time limit (core.MaxTime, about 146
+// years), so that every sum of two simulated times fits in an int64.
+const MaxArrival int64 = 1<<62 - 1
+
+// MaxTokens bounds input_length and output_length: no model has a context
+// of 2^31 tokens, and the bound keeps every byte and time product of one
+// request within int64.
+const MaxTokens = 1<<31 - 1
+
 // Request is one trace line.
 type Request struct {
-	Arrival      int64   // nanoseconds since trace start (timestamp ms * 1e6)
+	// Arrival is nanoseconds after the first request of the trace (the
+	// timestamps are rebased: real traces carry epoch times), divided by
+	// Options.Speedup.
+	Arrival      int64
 	InputTokens  int     // prompt tokens
 	OutputTokens int     // generated tokens
 	HashIDs      []int64 // raw ids as in the file; the slice is reused between Next calls
@@ -66,7 +79,8 @@ type Reader struct {
 
 	line    int   // lines consumed
 	n       int   // requests returned
-	last    int64 // arrival of the previous good request
+	last    int64 // timestamp (ns) of the previous good request
+	base    int64 // timestamp (ns) of the first good request
 	skipped int
 	first   error
 	err     error // sticky: io.EOF or the fatal error
@@ -119,7 +133,7 @@ func (r *Reader) Rewind() error {
 		return fmt.Errorf("trace: %s: rewind: %w", r.name, err)
 	}
 	r.br.Reset(r.src)
-	r.line, r.n, r.last, r.skipped, r.first, r.err = 0, 0, 0, 0, nil, nil
+	r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
 	return nil
 }
 
@@ -162,16 +176,20 @@ func (r *Reader) Next(req *Request) error {
 			}
 			var v values
 			reason = r.p.parse(line, r.opt.BlockTokens, &v)
-			if reason == "" && v.arrival < r.last {
+			if reason == "" && r.n > 0 && v.arrival < r.last {
 				reason = "timestamp goes backwards (" + fmtMS(v.arrival) + " ms after " + fmtMS(r.last) + " ms)"
 			}
+			var at int64
 			if reason == "" {
+				at, reason = r.arrival(v.arrival)
+			}
+			if reason == "" {
+				if r.n == 0 {
+					r.base = v.arrival
+				}
 				r.last = v.arrival
 				r.n++
-				req.Arrival = v.arrival
-				if sp := r.opt.Speedup; sp > 0 && sp != 1 {
-					req.Arrival = int64(math.Round(float64(v.arrival) / sp))
-				}
+				req.Arrival = at
 				req.InputTokens = v.input
 				req.OutputTokens = v.output
 				req.HashIDs = r.p.ids
@@ -189,6 +207,43 @@ func (r *Reader) Next(req *Request) error {
 			r.first = e
 		}
 	}
+}
+
+// arrival is the simulated arrival of a request stamped ts (ns): rebased to
+// the first request, divided by the speedup, and within MaxArrival.
+func (r *Reader) arrival(ts int64) (int64, string) {
+	if r.n == 0 {
+		return 0, "" // the first request starts the clock
+	}
+	rel := ts - r.base // >= 0: timestamps never go backwards
+	sp := r.opt.Speedup
+	if sp <= 0 || sp == 1 {
+		if rel > MaxArrival {
+			return 0, "timestamp " + fmtMS(ts) + " ms is " + fmtYears(float64(rel), 1) + " after the first request's (" +
+				fmtMS(r.base) + " ms): past the simulated-time limit of " + fmtYears(float64(MaxArrival), 1)
+		}
+		return rel, ""
+	}
+	f := math.Round(float64(rel) / sp)
+	if !(f < float64(MaxArrival)) { // float64(MaxArrival) rounds up to 2^62, one past the limit
+		return 0, "timestamp " + fmtMS(ts) + " ms is " + fmtYears(float64(rel), 1) + " after the first request's (" +
+			fmtMS(r.base) + " ms), " + fmtYears(float64(rel), sp) + " at workload.speedup " + strconv.FormatFloat(sp, 'g', -1, 64) +
+			": past the simulated-time limit of " + fmtYears(float64(MaxArrival), 1)
+	}
+	return int64(f), ""
+}
+
+// fmtYears renders ns/div nanoseconds for limit messages (dividing last,
+// so that a tiny speedup does not overflow to +Inf).
+func fmtYears(ns, div float64) string {
+	const year = 365.25 * 24 * 3600 * 1e9
+	switch {
+	case ns/div >= year:
+		return strconv.FormatFloat(ns/year/div, 'g', 4, 64) + " years"
+	case ns/div >= 86400e9:
+		return strconv.FormatFloat(ns/86400e9/div, 'g', 4, 64) + " days"
+	}
+	return strconv.FormatFloat(ns/1e9/div, 'g', 4, 64) + " s"
 }
 
 // readLine returns the next line including its '\n' (if any). A line over

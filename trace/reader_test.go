@@ -66,18 +66,18 @@ func TestReaderGood(t *testing.T) {
 		{"mooncake", `{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]}` + "\n",
 			Options{}, []got{{0, 6758, 500, ids(14), 1}}},
 		{"any order, tight", `{"hash_ids":[7],"output_length":0,"input_length":1,"timestamp":3}`,
-			Options{}, []got{{3e6, 1, 0, []int64{7}, 1}}},
+			Options{}, []got{{0, 1, 0, []int64{7}, 1}}},
 		{"whitespace everywhere, CRLF", " \t{ \"timestamp\" :\t2 , \"input_length\" : 512 ,\"output_length\":1,\"hash_ids\" : [ 5 ,\r\t6 ] } \r\n",
-			Options{BlockTokens: 256}, []got{{2e6, 512, 1, []int64{5, 6}, 1}}},
+			Options{BlockTokens: 256}, []got{{0, 512, 1, []int64{5, 6}, 1}}},
 		{"blank lines keep line numbers", "\n  \n" + `{"timestamp": 1, "input_length": 0, "output_length": 0, "hash_ids": []}` + "\n\r\n" +
 			`{"timestamp": 1, "input_length": 513, "output_length": 0, "hash_ids": [0, 1]}`,
-			Options{}, []got{{1e6, 0, 0, []int64{}, 3}, {1e6, 513, 0, []int64{0, 1}, 5}}},
+			Options{}, []got{{0, 0, 0, []int64{}, 3}, {0, 513, 0, []int64{0, 1}, 5}}},
 		{"unknown fields skipped", `{"x": "a\"}b\\\u00e9\n", "timestamp": 4, "y": {"a": [1, {"b": null}, true, false], "c": -1.5e+3}, "input_length": 1, "output_length": 2, "z": [], "hash_ids": [9], "w": {}}`,
-			Options{}, []got{{4e6, 1, 2, []int64{9}, 1}}},
+			Options{}, []got{{0, 1, 2, []int64{9}, 1}}},
 		{"float timestamps", `{"timestamp": 1.25, "input_length": 1, "output_length": 2, "hash_ids": [9]}
 {"timestamp": 2E3, "input_length": 1, "output_length": 2, "hash_ids": [9]}
 {"timestamp": 2000.0000004, "input_length": 1, "output_length": 2, "hash_ids": [9]}`,
-			Options{}, []got{{1250000, 1, 2, []int64{9}, 1}, {2e9, 1, 2, []int64{9}, 2}, {2e9, 1, 2, []int64{9}, 3}}},
+			Options{}, []got{{0, 1, 2, []int64{9}, 1}, {2e9 - 1250000, 1, 2, []int64{9}, 2}, {2e9 - 1250000, 1, 2, []int64{9}, 3}}},
 		{"escaped key", `{"timestamp": 0, "input_length": 1, "output_length": 2, "hash\u005fids": [9], "hash\u00e9ids": 1}`,
 			Options{}, []got{{0, 1, 2, []int64{9}, 1}}},
 		{"int64 extremes and -0", `{"timestamp": -0, "input_length": 3, "output_length": 0, "hash_ids": [9223372036854775807, -9223372036854775808, -0]}`,
@@ -130,7 +130,9 @@ func TestReaderBad(t *testing.T) {
 		{`{"timestamp": 1e400, "input_length": 1, "output_length": 2, "hash_ids": [9]}`, "t.jsonl:1: timestamp out of range"},
 		{`{"timestamp": 0, "input_length": 1.5, "output_length": 2, "hash_ids": [9]}`, "t.jsonl:1: input_length is not an integer"},
 		{`{"timestamp": 0, "input_length": true, "output_length": 2, "hash_ids": [9]}`, "t.jsonl:1: input_length is not an integer"},
-		{`{"timestamp": 0, "input_length": 99999999999999999999, "output_length": 2, "hash_ids": [9]}`, "t.jsonl:1: input_length out of range"},
+		{`{"timestamp": 0, "input_length": 99999999999999999999, "output_length": 2, "hash_ids": [9]}`, "t.jsonl:1: input_length out of range (at most 2147483647 tokens)"},
+		{`{"timestamp": 0, "input_length": 1, "output_length": 2147483648, "hash_ids": [9]}`, "t.jsonl:1: output_length out of range (at most 2147483647 tokens)"},
+		{`{"timestamp": 0, "input_length": 1, "output_length": 70368744177664, "hash_ids": [9]}`, "t.jsonl:1: output_length out of range (at most 2147483647 tokens)"},
 		{`{"timestamp": 0, "timestamp": 0, "input_length": 1, "output_length": 2, "hash_ids": [9]}`, `t.jsonl:1: duplicate field "timestamp"`},
 		{ok + ` x`, "t.jsonl:1: invalid JSON: unexpected 'x' at column 75"},
 		{ok + ok, "t.jsonl:1: invalid JSON: unexpected '{' at column 74"},
@@ -435,6 +437,71 @@ func BenchmarkStatsConversation(b *testing.B) {
 		if _, err := Stats(conversationTrace, Options{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRebase: arrivals count from the first request's timestamp (real
+// traces carry epoch times), before the speedup divides them; a span past
+// the simulated-time limit is a bad line, never a wrapped arrival.
+func TestRebase(t *testing.T) {
+	line := func(ts string) string {
+		return `{"timestamp": ` + ts + `, "input_length": 10, "output_length": 1, "hash_ids": [1]}` + "\n"
+	}
+	epoch := line("1732900000000") + line("1732900000250") + line("1732900001000.5")
+	for _, tc := range []struct {
+		speedup float64
+		want    []int64
+	}{
+		{1, []int64{0, 250e6, 1000500000}},
+		{0.5, []int64{0, 500e6, 2001e6}},
+		{1e-6, []int64{0, 250e12, 1000500e9}},
+		{4, []int64{0, 62500000, 250125000}},
+	} {
+		reqs, _, err := readAll(epoch, Options{Speedup: tc.speedup})
+		if err != nil || len(reqs) != 3 {
+			t.Fatalf("speedup %g: %v, %d requests", tc.speedup, err, len(reqs))
+		}
+		for i, r := range reqs {
+			if r.Arrival != tc.want[i] {
+				t.Errorf("speedup %g, request %d: arrival %d, want %d", tc.speedup, i, r.Arrival, tc.want[i])
+			}
+		}
+	}
+
+	// Epoch milliseconds slowed 1000x were 1.7e21 ns before rebasing: an
+	// int64 wrap. Rebased, a second is 1000 s.
+	reqs, _, err := readAll(line("1732900000000")+line("1732900001000"), Options{Speedup: 0.001})
+	if err != nil || len(reqs) != 2 || reqs[1].Arrival != 1000e9 {
+		t.Fatalf("epoch trace at speedup 0.001: %v %+v", err, reqs)
+	}
+
+	// 2^62 ns is one past the limit, whether reached by the span or by the
+	// speedup; just below it is fine.
+	for _, tc := range []struct {
+		in      string
+		speedup float64
+		want    string
+	}{
+		{line("0") + line("9223372036000"), 1, "t.jsonl:2: timestamp 9223372036000 ms is 292.3 years after the first request's (0 ms): past the simulated-time limit of 146.1 years"},
+		{line("5") + line("4611686018433"), 1, "t.jsonl:2: timestamp 4611686018433 ms is 146.1 years after the first request's (5 ms): past the simulated-time limit of 146.1 years"},
+		{line("1732900000000") + line("1732900001000"), 1e-300, "t.jsonl:2: timestamp 1732900001000 ms is 1 s after the first request's (1732900000000 ms), 3.169e+292 years at workload.speedup 1e-300: past the simulated-time limit of 146.1 years"},
+		{line("0") + line("4611686") + line("4611686018427.387904"), 1, "t.jsonl:3: timestamp 4611686018427.388 ms is 146.1 years after the first request's (0 ms): past the simulated-time limit of 146.1 years"},
+	} {
+		_, _, err := readAll(tc.in, Options{Speedup: tc.speedup})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q at %g:\ngot  %v\nwant %s", tc.in, tc.speedup, err, tc.want)
+		}
+	}
+	reqs, _, err = readAll(line("0")+line("4611686018427.387"), Options{})
+	if err != nil || reqs[1].Arrival != 4611686018427387000 {
+		t.Fatalf("just below the limit: %v %+v", err, reqs)
+	}
+
+	// Under --skip-bad-lines the clock starts at the first good line, and
+	// lines past the limit are counted like any bad line.
+	reqs, r, err := readAll("nonsense\n"+line("7000")+line("9223372036000")+line("7001"), Options{SkipBadLines: true})
+	if err != nil || len(reqs) != 2 || reqs[0].Arrival != 0 || reqs[1].Arrival != 1e6 || r.Skipped() != 2 {
+		t.Fatalf("skip: %v %+v skipped %d", err, reqs, r.Skipped())
 	}
 }
 
