@@ -501,6 +501,10 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 			}
 		}
 	}
+	// The engine computes at least the last prompt token, whose logits give
+	// the first output token: a fully cached prompt still runs one (vLLM v1
+	// caps a prefix hit at prompt length - 1 for this reason).
+	rec.RecomputedTokens = max(rec.RecomputedTokens, 1)
 	c.used[0] += r.scratch
 	c.pinnd += r.scratch
 	c.peak(0)
@@ -525,14 +529,15 @@ func (c *Core) cheapestCut(now int64, r *reqState) int {
 		var load int64
 		for t := 1; t < c.nt; t++ {
 			if seen[t] {
-				load = max(load, backlog[t]+busy[t])
+				load = max(load, AddTime(backlog[t], busy[t]))
 			}
 		}
-		cost := cm.EstimateCompute(cached, r.InputTokens-cached)
+		n := max(r.InputTokens-cached, 1) // at least the last token
+		cost := cm.EstimateCompute(max(r.InputTokens-n, 0), n)
 		if cm.Overlapped() {
 			cost = max(cost, load)
 		} else {
-			cost += load
+			cost = AddTime(cost, load) // estimates saturate past MaxTime
 		}
 		if best < 0 || cost <= best { // ties keep more of the cache
 			best, bestK = cost, k
@@ -555,7 +560,7 @@ func (c *Core) cheapestCut(now int64, r *reqState) int {
 				if !seen[t] {
 					seen[t], backlog[t] = true, bl
 				}
-				busy[t] += sv
+				busy[t] = AddTime(busy[t], sv)
 			}
 		}
 		cached += c.tokens(&r.Request, k)
@@ -577,7 +582,7 @@ func (c *Core) addDep(id, on ReqID) {
 func (c *Core) startPrefill(now int64, id ReqID) {
 	r := &c.reqs[id]
 	r.rec.PrefillStart = now
-	cached := r.InputTokens - r.rec.RecomputedTokens
+	cached := max(r.InputTokens-r.rec.RecomputedTokens, 0) // an empty prompt still computes one token
 	c.mv.Prefill(now, id, cached, r.rec.RecomputedTokens)
 }
 

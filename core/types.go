@@ -38,11 +38,26 @@ type CostModel interface {
 	Overlapped() bool
 }
 
+// MaxTime is the latest simulated time, in ns (2^62-1, about 146 years):
+// bodies check every arrival, duration and event time against it, and the
+// sum of two in-range times cannot wrap an int64.
+const MaxTime int64 = 1<<62 - 1
+
+// AddTime adds two durations or times, saturating at MaxTime+1: "past the
+// limit", which still adds to another in-range time without wrapping.
+func AddTime(a, b int64) int64 {
+	if a > MaxTime || b > MaxTime || a+b > MaxTime {
+		return MaxTime + 1
+	}
+	return a + b
+}
+
 // Request is one arrival. Blocks holds dense ids of the request's prefix
 // blocks in order; the core copies what it keeps.
 type Request struct {
 	Seq          int64 // position in the trace
-	Arrival      int64 // ns
+	Line         int   // trace line, for messages (0: none)
+	Arrival      int64 // ns, 0..MaxTime
 	InputTokens  int
 	OutputTokens int
 	Blocks       []Block

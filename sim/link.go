@@ -1,6 +1,10 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"kvsim/core"
+)
 
 // link is one direction of a connection between two tiers. Up to `lanes`
 // transfers are in flight at once; each first waits out the link's
@@ -46,18 +50,18 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 		}
 	}
 	start := max(t, l.lanes[lane])
-	ready := max(start+l.latency, l.pipe)
+	ready := max(core.AddTime(start, l.latency), l.pipe) // sums saturate past core.MaxTime: the caller fails the run
 	for _, d := range l.dev {
 		if d != nil {
 			ready = max(ready, d.free)
 		}
 	}
 	move := nsFor(bytes, l.rate())
-	done := ready + move
+	done := core.AddTime(ready, move)
 	for _, d := range l.dev {
 		if d != nil {
 			held := nsFor(bytes, d.bw)
-			d.free = ready + held
+			d.free = core.AddTime(ready, held)
 			d.busy += held
 			d.bytes += bytes
 			d.transfers++
@@ -71,7 +75,14 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 	return done
 }
 
-func nsFor(bytes int64, bw float64) int64 { return int64(math.Ceil(float64(bytes) * 1e9 / bw)) }
+// nsFor is the time to move bytes at bw, saturating at core.MaxTime+1.
+func nsFor(bytes int64, bw float64) int64 {
+	ns := math.Ceil(float64(bytes) * 1e9 / bw)
+	if !(ns < float64(core.MaxTime)) {
+		return core.MaxTime + 1
+	}
+	return int64(ns)
+}
 
 // rate is the bandwidth a lone transfer gets: the link's, or a slower
 // shared device's.
@@ -94,11 +105,11 @@ func (l *link) backlog(now int64) int64 {
 		free = min(free, f)
 	}
 	start := max(now, free)
-	ready := max(start+l.latency, l.pipe)
+	ready := max(core.AddTime(start, l.latency), l.pipe)
 	for _, d := range l.dev {
 		if d != nil {
 			ready = max(ready, d.free)
 		}
 	}
-	return ready - (now + l.latency)
+	return ready - core.AddTime(now, l.latency)
 }

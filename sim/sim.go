@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
+	"strconv"
 
 	"kvsim/core"
 )
@@ -101,14 +103,66 @@ type Sim struct {
 	res     Result
 	hook    func(s *Sim)
 	sampler *sampler
+	err     *LimitError // the first value that left the representable range
 }
+
+// LimitError is a run that would leave the representable range of
+// simulated time (0..core.MaxTime ns, about 146 years) or of bytes: a
+// scenario value too small, or a trace value too large, for the other.
+// The run stops at once rather than wrap.
+type LimitError struct {
+	Key  string // what is responsible: a scenario key ("gpu.decode_tokens_per_s") or a link
+	Line int    // trace line of the request involved; 0 when none
+	Msg  string
+}
+
+func (e *LimitError) Error() string {
+	s := e.Key + ": " + e.Msg
+	if e.Line > 0 {
+		s += " (trace line " + strconv.Itoa(e.Line) + ")"
+	}
+	return s
+}
+
+// limit is core.MaxTime in words, for messages.
+var limit = span(float64(core.MaxTime))
+
+// span renders nanoseconds for limit messages.
+func span(ns float64) string {
+	const year = 365.25 * 24 * 3600 * 1e9
+	switch {
+	case math.IsInf(ns, 0) || ns > 1e300:
+		return "forever"
+	case ns >= year:
+		return strconv.FormatFloat(ns/year, 'g', 4, 64) + " years"
+	case ns >= 86400e9:
+		return strconv.FormatFloat(ns/86400e9, 'g', 4, 64) + " days"
+	}
+	return strconv.FormatFloat(ns/1e9, 'g', 4, 64) + " s"
+}
+
+// fail records the first limit error about request req (or Background);
+// Run returns it after the event, and commands until then do nothing.
+func (s *Sim) fail(req core.ReqID, key, format string, args ...any) {
+	if s.err == nil {
+		s.err = &LimitError{Key: key, Msg: fmt.Sprintf(format, args...)}
+		if req >= 0 {
+			s.err.Line = s.core.Request(req).Line
+		}
+	}
+}
+
+func fmtRate(bps float64) string { return strconv.FormatFloat(bps, 'g', 4, 64) + " B/s" }
 
 // New builds a simulator. obs (optional) sees every finished request.
 func New(cfg Config, obs core.Observer) (*Sim, error) {
 	s := &Sim{cfg: cfg, nt: len(cfg.Core.Tiers), obs: obs}
 	g := cfg.GPU
-	if g.PrefillTokensPerSec <= 0 || g.DecodeTokensPerSec <= 0 {
-		return nil, errors.New("sim: gpu rates must be > 0")
+	if !(g.PrefillTokensPerSec > 0) || !(g.DecodeTokensPerSec > 0) || math.IsInf(g.PrefillTokensPerSec+g.DecodeTokensPerSec, 0) {
+		return nil, errors.New("sim: gpu rates must be finite and > 0")
+	}
+	if !(g.AttentionNsPerToken2 >= 0) || math.IsInf(g.AttentionNsPerToken2, 0) {
+		return nil, errors.New("sim: gpu attention cost must be finite and >= 0")
 	}
 	if s.cfg.GPU.Layers <= 0 {
 		s.cfg.GPU.Layers = 1
@@ -143,8 +197,11 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 			bw   float64
 			lat  int64
 		}{{ls.From, ls.To, ls.Bandwidth, ls.Latency}, {ls.To, ls.From, rev, rlat}} {
-			if d.bw <= 0 {
-				return nil, fmt.Errorf("sim: link %d->%d: bandwidth must be > 0", d.a, d.b)
+			if !(d.bw > 0) || math.IsInf(d.bw, 0) {
+				return nil, fmt.Errorf("sim: link %d->%d: bandwidth must be finite and > 0", d.a, d.b)
+			}
+			if d.lat < 0 || d.lat > core.MaxTime {
+				return nil, fmt.Errorf("sim: link %d->%d: latency %d ns outside 0..%d", d.a, d.b, d.lat, core.MaxTime)
 			}
 			s.links = append(s.links, &link{
 				name: cfg.Core.Tiers[d.a].Name + "->" + cfg.Core.Tiers[d.b].Name,
@@ -241,9 +298,17 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		copy(t, s.landed)
 		s.landed = t
 	}
+	if s.err != nil {
+		return
+	}
 	t := max(now, s.landed[int(b)*s.nt+from])
 	for _, li := range s.route[from][to] {
-		t = s.links[li].transfer(t, bytes)
+		l := s.links[li]
+		if t = l.transfer(t, bytes); t > core.MaxTime {
+			s.fail(req, "bandwidth of link "+l.name, "transfers queued on it end past the simulated-time limit of %s: %s (%s per %d-byte block) is too slow for this trace",
+				limit, fmtRate(l.rate()), span(float64(bytes)*1e9/l.rate()), bytes)
+			return
+		}
 	}
 	s.landed[int(b)*s.nt+to] = t
 	s.moved[kind] += bytes
@@ -270,17 +335,42 @@ func (s *Sim) Drop(now int64, b core.Block, tier int) {
 	}
 }
 
-// ComputeNs is the prefill time of n new tokens after c cached ones.
+// ComputeNs is the prefill time of n new tokens after c cached ones; past
+// core.MaxTime it is core.MaxTime+1.
 func (g *GPUSpec) ComputeNs(c, n int) int64 {
-	lin := float64(n) / g.PrefillTokensPerSec * 1e9
-	quad := g.AttentionNsPerToken2 * (float64(n)*float64(c) + float64(n)*float64(n+1)/2)
-	return int64(math.Round(lin + quad))
+	lin, quad := g.computeTerms(c, n)
+	return toNs(lin + quad)
+}
+
+// computeTerms are the linear (rate) and quadratic (attention) parts of
+// ComputeNs, in ns.
+func (g *GPUSpec) computeTerms(c, n int) (lin, quad float64) {
+	lin = float64(n) / g.PrefillTokensPerSec * 1e9
+	quad = g.AttentionNsPerToken2 * (float64(n)*float64(c) + float64(n)*float64(n+1)/2)
+	return lin, quad
+}
+
+// toNs rounds a float duration to ns, saturating at core.MaxTime+1 (a
+// float64 too large for an int64 would convert to garbage).
+func toNs(ns float64) int64 {
+	if !(ns < float64(core.MaxTime)) { // also +Inf, NaN
+		return core.MaxTime + 1
+	}
+	return int64(math.Round(ns))
+}
+
+// decodeNs is the time to generate tokens at the decode rate.
+func (g *GPUSpec) decodeNs(tokens int) int64 {
+	return toNs(float64(tokens) / g.DecodeTokensPerSec * 1e9)
 }
 
 // Prefill implements core.Mover. The GPU runs one prefill at a time. With
 // serial loading, compute starts once every load landed; layer-wise, layer
 // i computes as soon as its share of the KV arrived (a two-stage pipeline).
 func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
+	if s.err != nil {
+		return
+	}
 	rt := s.timing(req)
 	g := &s.cfg.GPU
 	cn := g.ComputeNs(cached, compute)
@@ -296,7 +386,17 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 		L := float64(g.Layers)
 		tl := float64(ld - now)
 		c := float64(cn) / L
-		end = max(start+cn, now+int64(math.Round(tl/L+float64(cn))), now+int64(math.Round(tl+c)))
+		end = max(start+cn, now+toNs(tl/L+float64(cn)), now+toNs(tl+c))
+	}
+	if end > core.MaxTime { // every term is at most 2 x MaxTime + 1: no wrap
+		if s.gpu <= now && ld <= now {
+			s.fail(req, "timestamp", "the trace reaches the end of simulated time: a prefill starting at %s ends past the limit of %s",
+				span(float64(now)), limit)
+		} else {
+			s.fail(req, "gpu.prefill_tokens_per_s", "prefills and loads queued for the GPU end past the simulated-time limit of %s: the prefill rate (%g tokens/s) or the links are too slow for this trace",
+				limit, g.PrefillTokensPerSec)
+		}
+		return
 	}
 	s.gpu = end
 	rt.timing = core.Timing{ComputeNs: cn}
@@ -313,15 +413,29 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 // Decode implements core.Mover: decoding runs beside prefills at a fixed
 // per-request rate and holds the request's HBM until it ends.
 func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
-	d := int64(math.Round(float64(tokens) / s.cfg.GPU.DecodeTokensPerSec * 1e9))
-	s.heap.push(now+d, evDecodeDone, req)
+	if s.err != nil {
+		return
+	}
+	end := now + s.cfg.GPU.decodeNs(tokens) // checked at arrival: at most MaxTime
+	if end > core.MaxTime {
+		s.fail(req, "timestamp", "the trace reaches the end of simulated time: decoding %d tokens from %s ends past the limit of %s",
+			tokens, span(float64(now)), limit)
+		return
+	}
+	s.heap.push(end, evDecodeDone, req)
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Decode(now, req, tokens)
 	}
 }
 
-// Wake implements core.Mover.
-func (s *Sim) Wake(at int64, req core.ReqID) { s.heap.push(at, evWake, req) }
+// Wake implements core.Mover. A wake past core.MaxTime is dropped: a
+// prefetch timeout that long can never run out, and the request is admitted
+// when its prefetch lands (which the links keep within the limit).
+func (s *Sim) Wake(at int64, req core.ReqID) {
+	if at <= core.MaxTime {
+		s.heap.push(at, evWake, req)
+	}
+}
 
 // EstimateLoad implements core.CostModel: the first hop's backlog (its
 // earliest lane) and the idle time of the whole route into HBM.
@@ -345,7 +459,7 @@ func (s *Sim) PredictNs(a, b int, bytes int64) int64 {
 	var t int64
 	for _, li := range s.route[a][b] {
 		l := s.links[li]
-		t += l.latency + nsFor(bytes, l.rate())
+		t = core.AddTime(t, core.AddTime(l.latency, nsFor(bytes, l.rate())))
 	}
 	return t
 }
@@ -353,9 +467,45 @@ func (s *Sim) PredictNs(a, b int, bytes int64) int64 {
 // OnEvent installs a function called after every event (samplers use it).
 func (s *Sim) OnEvent(f func(s *Sim)) { s.hook = f }
 
+// admissible checks what one request can cost before the core sees it, so
+// that no byte count or duration derived from it can wrap: its KV bytes,
+// its longest prefill and its decode.
+func (s *Sim) admissible(r *core.Request) error {
+	fail := func(key, format string, args ...any) error {
+		return &LimitError{Key: key, Line: r.Line, Msg: fmt.Sprintf(format, args...)}
+	}
+	if r.InputTokens < 0 || r.OutputTokens < 0 {
+		return fail("tokens", "request %d has negative token counts", r.Seq)
+	}
+	// Blocks are at most BlockTokens each, so the request never needs more
+	// than (input + output + one block) tokens' worth of HBM.
+	toks := uint64(r.InputTokens) + uint64(r.OutputTokens) + uint64(s.cfg.Core.BlockTokens)
+	if hi, lo := bits.Mul64(toks, uint64(s.cfg.Core.BytesPerToken)); hi != 0 || lo > uint64(core.MaxTime) {
+		return fail("model", "request %d (%d input, %d output tokens) needs more than 2^62 bytes of KV at %d bytes per token",
+			r.Seq, r.InputTokens, r.OutputTokens, s.cfg.Core.BytesPerToken)
+	}
+	g := &s.cfg.GPU
+	// The whole prompt computed from scratch is the longest prefill.
+	n := max(r.InputTokens, 1)
+	if lin, quad := g.computeTerms(0, n); !(lin+quad < float64(core.MaxTime)) {
+		key := "gpu.prefill_tokens_per_s"
+		if quad > lin {
+			key = "gpu.attention_ns_per_token2"
+		}
+		return fail(key, "a prefill of %d tokens (prefill %g tokens/s, attention %g ns/token^2) takes %s, past the simulated-time limit of %s",
+			n, g.PrefillTokensPerSec, g.AttentionNsPerToken2, span(lin+quad), limit)
+	}
+	if ns := g.decodeNs(r.OutputTokens); ns > core.MaxTime {
+		return fail("gpu.decode_tokens_per_s", "decoding %d tokens at %g tokens/s takes %s, past the simulated-time limit of %s",
+			r.OutputTokens, g.DecodeTokensPerSec, span(float64(r.OutputTokens)/g.DecodeTokensPerSec*1e9), limit)
+	}
+	return nil
+}
+
 // Run replays src to the end.
 func (s *Sim) Run(src core.Source) (*Result, error) {
 	var next core.Request
+	var last int64
 	have := false
 	read := func() error {
 		err := src.Next(&next)
@@ -366,6 +516,15 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		if err != nil {
 			return err
 		}
+		switch {
+		case next.Arrival > core.MaxTime:
+			return &LimitError{Key: "timestamp", Line: next.Line, Msg: fmt.Sprintf(
+				"request %d arrives at %s, past the simulated-time limit of %s", next.Seq, span(float64(next.Arrival)), limit)}
+		case next.Arrival < last:
+			return &LimitError{Key: "timestamp", Line: next.Line, Msg: fmt.Sprintf(
+				"request %d arrives at %d ns, before the one ahead of it (%d ns): arrivals must be in order", next.Seq, next.Arrival, last)}
+		}
+		last = next.Arrival
 		have = true
 		s.heap.push(next.Arrival, evArrival, -1)
 		return nil
@@ -382,6 +541,9 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		switch e.kind {
 		case evArrival:
 			if have {
+				if err := s.admissible(&next); err != nil {
+					return nil, err
+				}
 				s.core.Arrive(s.now, &next)
 			}
 			if err := read(); err != nil {
@@ -395,6 +557,9 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 			s.core.MoveDone(s.now, e.req, e.block)
 		case evWake:
 			s.core.Wake(s.now, e.req)
+		}
+		if s.err != nil {
+			return nil, s.err
 		}
 		if s.hook != nil {
 			s.hook(s)

@@ -40,6 +40,7 @@ func (s *Source) Next(out *core.Request) error {
 		return err
 	}
 	out.Seq = s.Requests
+	out.Line = s.tr.Line
 	out.Arrival = s.tr.Arrival
 	out.InputTokens = s.tr.InputTokens
 	out.OutputTokens = s.tr.OutputTokens

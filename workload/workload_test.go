@@ -74,3 +74,19 @@ func fmtBlocks(x [][]core.Block) string {
 	b.WriteString("]")
 	return b.String()
 }
+
+// TestLimitsAgree: the trace reader bounds arrivals by the core's
+// simulated-time limit (trace imports nothing of ours, so it keeps its own
+// copy), and each request carries its trace line for error messages.
+func TestLimitsAgree(t *testing.T) {
+	if trace.MaxArrival != core.MaxTime {
+		t.Fatalf("trace.MaxArrival %d != core.MaxTime %d", trace.MaxArrival, core.MaxTime)
+	}
+	src := NewSource(trace.NewReader(strings.NewReader("\n"+tiny), "tiny.jsonl", trace.Options{}), trace.NewDict())
+	var r core.Request
+	for _, line := range []int{2, 3, 4} {
+		if err := src.Next(&r); err != nil || r.Line != line {
+			t.Fatalf("line %d: %v, want line %d", r.Line, err, line)
+		}
+	}
+}

@@ -98,6 +98,17 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 	if isTraceError(err) {
 		return badInput(err)
 	}
+	var le *sim.LimitError
+	if errors.As(err, &le) { // a scenario value and the trace that cannot go together
+		at := ""
+		if le.Line > 0 {
+			at = fmt.Sprintf(" (request at %s:%d)", sc.Workload.Trace, le.Line)
+		}
+		if le.Key == "timestamp" && le.Line > 0 {
+			return badInputf("%s:%d: timestamp: %s", sc.Workload.Trace, le.Line, le.Msg)
+		}
+		return badInputf("%s: %s: %s%s", sc.Path, le.Key, le.Msg, at)
+	}
 	return badInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
 }
 
