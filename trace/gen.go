@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"container/heap"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -55,6 +56,8 @@ func (c GenConfig) Validate() error {
 		return errors.New("rate must be > 0")
 	case !(c.MeanTurns >= 1) || math.IsInf(c.MeanTurns, 0):
 		return errors.New("mean turns must be >= 1")
+	case c.MeanTurns > maxMeanTurns: // drawing a turn count takes ~mean steps
+		return fmt.Errorf("mean turns must be <= %d (max_context ends conversations long before)", maxMeanTurns)
 	case c.MeanUserTokens < 1:
 		return errors.New("mean user tokens must be >= 1")
 	case c.MeanOutputTokens < 1:
@@ -67,7 +70,12 @@ func (c GenConfig) Validate() error {
 	return nil
 }
 
+// maxMS is the latest timestamp the generator writes: the reader's
+// MaxArrival, in ms.
+const maxMS = MaxArrival / 1e6
+
 const (
+	maxMeanTurns = 10000
 	// replyMSPerToken stands in for decoding time (50 tokens/s), so the next
 	// turn of a conversation comes after the reply it answers.
 	replyMSPerToken = 20
@@ -144,6 +152,10 @@ func generate(w io.Writer, c GenConfig, onLine func(conv int)) error {
 	push(0, nil)
 	for n := 0; n < c.Requests; {
 		ev := heap.Pop(&h).(event)
+		if ev.ms > maxMS { // events come in time order: every later one is too
+			return fmt.Errorf("arrivals pass the simulated-time limit of %s after %d requests: raise the rate or shorten think",
+				fmtYears(float64(MaxArrival), 1), n)
+		}
 		cv := ev.c
 		if cv == nil {
 			cv = &conv{id: convs, turns: geometric(rng, c.MeanTurns), first: true, context: c.SystemPromptTokens}
@@ -217,9 +229,10 @@ func geometric(rng *rand.Rand, mean float64) int {
 	return n
 }
 
-// expMS draws an exponential gap with the given mean in seconds, as whole ms.
+// expMS draws an exponential gap with the given mean in seconds, as whole
+// ms, at most maxMS+1 (so that adding it to a timestamp cannot wrap).
 func expMS(rng *rand.Rand, meanSec float64) int64 {
-	return int64(math.Round(rng.ExpFloat64() * meanSec * 1000))
+	return int64(math.Min(math.Round(rng.ExpFloat64()*meanSec*1000), float64(maxMS+1)))
 }
 
 // tokens draws a lognormal message length with the given mean.

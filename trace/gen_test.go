@@ -186,6 +186,11 @@ func TestGenConfigValidate(t *testing.T) {
 		{func(c *GenConfig) { c.SystemPromptTokens = -1 }, "system prompt tokens must be >= 0"},
 		{func(c *GenConfig) { c.RatePerSec = 0 }, "rate must be > 0"},
 		{func(c *GenConfig) { c.MeanTurns = 0.5 }, "mean turns must be >= 1"},
+		// 1e300 turns hung drawing the first conversation's length.
+		{func(c *GenConfig) { c.MeanTurns = 1e300 }, "mean turns must be <= 10000 (max_context ends conversations long before)"},
+		// Timestamps wrapped to negative values before.
+		{func(c *GenConfig) { c.RatePerSec = 1e-300 }, "arrivals pass the simulated-time limit of 146.1 years after 3 requests: raise the rate or shorten think"},
+		{func(c *GenConfig) { c.MeanThinkSec, c.RatePerSec = 1e13, 1e-9 }, "arrivals pass the simulated-time limit of 146.1 years after 7 requests: raise the rate or shorten think"},
 		{func(c *GenConfig) { c.MeanUserTokens = 0 }, "mean user tokens must be >= 1"},
 		{func(c *GenConfig) { c.MeanOutputTokens = 0 }, "mean output tokens must be >= 1"},
 		{func(c *GenConfig) { c.MeanThinkSec = -1 }, "mean think time must be >= 0"},

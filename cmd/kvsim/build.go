@@ -118,7 +118,7 @@ func openTrace(sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) 
 	if g := sc.Workload.Gen; g != nil {
 		var b bytes.Buffer
 		if err := trace.Generate(&b, *g); err != nil {
-			return nil, fmt.Errorf("%s: workload: %w", sc.Path, err)
+			return nil, fmt.Errorf("synthetic: %w", err) // callers add the scenario's path (wrapTrace)
 		}
 		return trace.NewReader(bytes.NewReader(b.Bytes()), sc.Workload.Trace, opt), nil
 	}
