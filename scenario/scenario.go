@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -235,10 +236,11 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 }
 
 type parser struct {
-	path    string // for messages
-	file    string // as given; anchors relative traces
-	lines   lineIndex
-	profile *Profile
+	path       string // for messages
+	file       string // as given; anchors relative traces
+	lines      lineIndex
+	profile    *Profile
+	blockBytes int64 // the model's, once parsed: bandwidths must move a block within the time limit
 }
 
 // table is one instance of a TOML table together with what messages need.
@@ -461,6 +463,42 @@ func (t *table) positive(key string, v float64) error {
 	return nil
 }
 
+// timeLimit is core.MaxTime in words.
+const timeLimit = "the simulated-time limit of 146 years (2^62 ns)"
+
+// years renders nanoseconds in years for limit messages.
+func years(ns float64) string {
+	if ns > 1e300 {
+		return "forever"
+	}
+	return strconv.FormatFloat(ns/(365.25*86400e9), 'g', 3, 64) + " years"
+}
+
+// inTime checks a duration against the simulated-time limit.
+func (t *table) inTime(key string, ns int64) error {
+	if ns > core.MaxTime {
+		return t.errf(key, "%s is past %s", FormatDuration(ns), timeLimit)
+	}
+	return nil
+}
+
+// perToken checks that one token at rate (tokens/s) takes less than the
+// simulated-time limit.
+func (t *table) perToken(key string, rate float64) error {
+	if ns := 1e9 / rate; !(ns < float64(core.MaxTime)) {
+		return t.errf(key, "%g tokens/s takes %s per token, past %s", rate, years(ns), timeLimit)
+	}
+	return nil
+}
+
+// perBlock checks that a bandwidth moves one KV block within the limit.
+func (t *table) perBlock(key string, bw float64) error {
+	if ns := float64(t.p.blockBytes) * 1e9 / bw; t.p.blockBytes > 0 && !(ns < float64(core.MaxTime)) {
+		return t.errf(key, "%g B/s moves one %s block in %s, past %s", bw, FormatBytes(t.p.blockBytes), years(ns), timeLimit)
+	}
+	return nil
+}
+
 // section returns root[name] as a table; nil when absent and optional.
 func (p *parser) section(root map[string]any, name string, required bool) (*table, error) {
 	v, ok := root[name]
@@ -570,6 +608,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	if s.Model, err = parseModel(model); err != nil {
 		return err
 	}
+	p.blockBytes = s.Model.BytesPerBlock()
 	if s.GPU, err = parseGPU(gpu); err != nil {
 		return err
 	}
@@ -675,16 +714,25 @@ func parseGPU(t *table) (GPU, error) {
 	if err := t.positive("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
 		return g, err
 	}
+	if err := t.perToken("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
+		return g, err
+	}
 	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2", 0); err != nil {
 		return g, err
 	}
 	if g.AttentionNsPerToken2 < 0 {
 		return g, t.errf("attention_ns_per_token2", "must be >= 0")
 	}
+	if g.AttentionNsPerToken2 >= float64(core.MaxTime) {
+		return g, t.errf("attention_ns_per_token2", "%g ns for one pair of tokens is past %s", g.AttentionNsPerToken2, timeLimit)
+	}
 	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
 		return g, err
 	}
 	if err := t.positive("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
+		return g, err
+	}
+	if err := t.perToken("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
 		return g, err
 	}
 	if g.Load, err = t.str("load", g.Load); err != nil {
@@ -753,11 +801,17 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 		if err := t.positive("bandwidth", tier.Bandwidth); err != nil {
 			return nil, err
 		}
+		if err := t.perBlock("bandwidth", tier.Bandwidth); err != nil {
+			return nil, err
+		}
 		if tier.Latency, err = t.duration("latency", def.Latency); err != nil {
 			return nil, err
 		}
 		if tier.Latency < 0 {
 			return nil, t.errf("latency", "must be >= 0")
+		}
+		if err := t.inTime("latency", tier.Latency); err != nil {
+			return nil, err
 		}
 		if tier.CostPerGB, err = t.number("cost_per_gb", def.CostPerGB); err != nil {
 			return nil, err
@@ -824,10 +878,16 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		if err := t.positive("bandwidth", l.Bandwidth); err != nil {
 			return nil, err
 		}
+		if err := t.perBlock("bandwidth", l.Bandwidth); err != nil {
+			return nil, err
+		}
 		if l.ReverseBandwidth, err = t.bandwidth("reverse_bandwidth", l.Bandwidth); err != nil {
 			return nil, err
 		}
 		if err := t.positive("reverse_bandwidth", l.ReverseBandwidth); err != nil {
+			return nil, err
+		}
+		if err := t.perBlock("reverse_bandwidth", l.ReverseBandwidth); err != nil {
 			return nil, err
 		}
 		if l.Latency, err = t.duration("latency", l.Latency); err != nil {
@@ -835,6 +895,9 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		}
 		if l.Latency < 0 {
 			return nil, t.errf("latency", "must be >= 0")
+		}
+		if err := t.inTime("latency", l.Latency); err != nil {
+			return nil, err
 		}
 		if _, given := t.m["latency"]; given {
 			l.ReverseLatency = l.Latency
@@ -844,6 +907,9 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		}
 		if l.ReverseLatency < 0 {
 			return nil, t.errf("reverse_latency", "must be >= 0")
+		}
+		if err := t.inTime("reverse_latency", l.ReverseLatency); err != nil {
+			return nil, err
 		}
 		lanes, err := t.integer("lanes", 1)
 		if err != nil {
@@ -1018,6 +1084,9 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 		if pol.PrefetchTimeout < 0 {
 			return nil, t.errf("prefetch_timeout", "must be >= 0")
 		}
+		if err := t.inTime("prefetch_timeout", pol.PrefetchTimeout); err != nil {
+			return nil, err
+		}
 		if err := checkStrategy(t, &pol); err != nil {
 			return nil, err
 		}
@@ -1181,6 +1250,9 @@ func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 	}
 	think, err := t.duration("think", int64(g.MeanThinkSec*1e9))
 	if err != nil {
+		return g, err
+	}
+	if err := t.inTime("think", think); err != nil {
 		return g, err
 	}
 	g.MeanThinkSec = float64(think) / 1e9

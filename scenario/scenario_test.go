@@ -352,6 +352,10 @@ func TestErrors(t *testing.T) {
 		{"attention negative", doc("[gpu]\nattention_ns_per_token2 = -1\n"), `scenarios/x.toml:2: gpu: attention_ns_per_token2: must be >= 0`},
 		{"decode negative", doc("[gpu]\ndecode_tokens_per_s = -5.5\n"), `scenarios/x.toml:2: gpu: decode_tokens_per_s: must be > 0`},
 		{"load", doc("[gpu]\nload = \"async\"\n"), `scenarios/x.toml:2: gpu: load: must be "layerwise" or "serial", got "async"`},
+		// Rates so slow that one token leaves simulated time (they gave negative times).
+		{"decode past the time limit", doc("[gpu]\ndecode_tokens_per_s = 1e-300\n"), `scenarios/x.toml:2: gpu: decode_tokens_per_s: 1e-300 tokens/s takes forever per token, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"prefill past the time limit", doc("[gpu]\nprefill_tokens_per_s = 1e-10\n"), `scenarios/x.toml:2: gpu: prefill_tokens_per_s: 1e-10 tokens/s takes 317 years per token, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"attention past the time limit", doc("[gpu]\nattention_ns_per_token2 = 1e19\n"), `scenarios/x.toml:2: gpu: attention_ns_per_token2: 1e+19 ns for one pair of tokens is past the simulated-time limit of 146 years (2^62 ns)`},
 
 		// tiers
 		{"no tiers", doc("", "[[tier]]"), `scenarios/x.toml: missing [[tier]]: at least one tier (the hbm tier) is required`},
@@ -367,6 +371,13 @@ func TestErrors(t *testing.T) {
 		{"capacity negative", doc(tiers2 + "capacity = \"-1GiB\"\n"), `scenarios/x.toml:5: tier "dram": capacity: must be > 0`},
 		{"capacity zero int", doc(tiers2 + "capacity = 0\n"), `scenarios/x.toml:5: tier "dram": capacity: must be > 0`},
 		{"capacity unit", doc(tiers2 + "capacity = \"1 gigabyte\"\n"), `scenarios/x.toml:5: tier "dram": capacity: bad size "1 gigabyte": unknown unit "gigabyte" (use B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)`},
+		{"bandwidth past the time limit", doc(tiers2 + "bandwidth = 1e-300\n"), `scenarios/x.toml:5: tier "dram": bandwidth: 1e-300 B/s moves one 64 MiB block in forever, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"bandwidth just past the time limit", doc(tiers2 + "bandwidth = 0.0001\n"), `scenarios/x.toml:5: tier "dram": bandwidth: 0.0001 B/s moves one 64 MiB block in 2.13e+04 years, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"latency past the time limit", doc(tiers2 + "latency = \"5000000000s\"\n"), `scenarios/x.toml:5: tier "dram": latency: 5000000000s is past the simulated-time limit of 146 years (2^62 ns)`},
+		{"link bandwidth past the time limit", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nbandwidth = 0.001\n"), `scenarios/x.toml:8: link 1: bandwidth: 0.001 B/s moves one 64 MiB block in 2.13e+03 years, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"link reverse bandwidth past the time limit", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nreverse_bandwidth = 0.001\n"), `scenarios/x.toml:8: link 1: reverse_bandwidth: 0.001 B/s moves one 64 MiB block in 2.13e+03 years, past the simulated-time limit of 146 years (2^62 ns)`},
+		{"link latency past the time limit", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nlatency = \"9000000000s\"\n"), `scenarios/x.toml:8: link 1: latency: 9000000000s is past the simulated-time limit of 146 years (2^62 ns)`},
+		{"link reverse latency past the time limit", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nreverse_latency = \"9000000000s\"\n"), `scenarios/x.toml:8: link 1: reverse_latency: 9000000000s is past the simulated-time limit of 146 years (2^62 ns)`},
 		{"capacity type", doc(tiers2 + "capacity = true\n"), `scenarios/x.toml:5: tier "dram": capacity: must be a size like "60GiB" or a byte count, got boolean true`},
 		{"bandwidth zero", doc(tiers2 + "bandwidth = \"0GB/s\"\n"), `scenarios/x.toml:5: tier "dram": bandwidth: must be > 0`},
 		{"bandwidth unit", doc(tiers2 + "bandwidth = \"25GB\"\n"), `scenarios/x.toml:5: tier "dram": bandwidth: bad bandwidth "25GB": unknown unit "GB" (use GB/s, GiB/s, MB/s, MiB/s, Gbit/s, Gbps, ...)`},
@@ -421,6 +432,7 @@ func TestErrors(t *testing.T) {
 		{"policy write", doc("[[policy]]\neviction = \"lru\"\nwrite = \"around\"\n"), `scenarios/x.toml:3: policy "lru": write: unknown write policy "around" (want "back" or "through")`},
 		{"policy prefetch timeout missing", doc("[[policy]]\neviction = \"lru\"\nprefetch = \"timeout\"\n"), `scenarios/x.toml:3: policy "lru": prefetch: "timeout" needs prefetch_timeout > 0`},
 		{"policy prefetch_timeout negative", doc("[[policy]]\neviction = \"lru\"\nprefetch_timeout = \"-1ms\"\n"), `scenarios/x.toml:3: policy "lru": prefetch_timeout: must be >= 0`},
+		{"policy prefetch_timeout past the time limit", doc("[[policy]]\neviction = \"lru\"\nprefetch_timeout = \"9000000000s\"\n"), `scenarios/x.toml:3: policy "lru": prefetch_timeout: 9000000000s is past the simulated-time limit of 146 years (2^62 ns)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
