@@ -241,7 +241,7 @@ func ttftBarsChart(s *results.Summary) chart {
 		{"p99", func(q results.Quantiles) float64 { return q.P99 }}} {
 		sr := series{Name: q.name}
 		for _, p := range s.Policies {
-			sr.Values = append(sr.Values, round(q.f(p.TTFTms)))
+			sr.Values = append(sr.Values, round(q.f(p.TTFTms.OrNaN())))
 		}
 		c.Series = append(c.Series, sr)
 	}
@@ -472,7 +472,10 @@ func scenarioCharts(s *results.Summary, ttft map[string][]float64) []chart {
 	if c, ok := ttftCDFChart(s, ttft); ok {
 		out = append(out, c)
 	}
-	out = append(out, ttftBarsChart(s), recomputeChart(s), bytesChart(s))
+	if s.NoneCompleted() == "" { // else there is no latency to draw
+		out = append(out, ttftBarsChart(s))
+	}
+	out = append(out, recomputeChart(s), bytesChart(s))
 	if c, ok := purposeChart(s); ok {
 		out = append(out, c)
 	}
@@ -509,7 +512,7 @@ func indexCharts(ss []*results.Summary) []chart {
 		mk("index_hit_ratio", "Hit ratio by scenario and policy", "block accesses served from any tier", "hit ratio (%)", " %", 2, 100,
 			func(p *results.Policy) float64 { return 100 * p.HitRatio }),
 		mk("index_ttft_p99", "TTFT p99 by scenario and policy", "99th percentile of time to first token", "TTFT p99 (ms)", " ms", 3, 0,
-			func(p *results.Policy) float64 { return p.TTFTms.P99 }),
+			func(p *results.Policy) float64 { return p.TTFTms.OrNaN().P99 }),
 	}...)
 }
 
@@ -556,8 +559,8 @@ func sweepCharts(ss []*results.Summary) []chart {
 		return c
 	}
 	return []chart{
-		mk("sweep_ttft_p99", "TTFT p99", "TTFT p99 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.P99 }),
-		mk("sweep_ttft_p50", "TTFT p50", "TTFT p50 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.P50 }),
+		mk("sweep_ttft_p99", "TTFT p99", "TTFT p99 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.OrNaN().P99 }),
+		mk("sweep_ttft_p50", "TTFT p50", "TTFT p50 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TTFTms.OrNaN().P50 }),
 		mk("sweep_hit_ratio", "Hit ratio", "hit ratio (%)", " %", 2, 100, func(p *results.Policy) float64 { return 100 * p.HitRatio }),
 	}
 }

@@ -210,9 +210,18 @@ func writtenGiB(p *results.Policy) string {
 }
 
 func policyCells(p *results.Policy) []cell {
-	return []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(f1(p.TTFTms.P50)), num(f1(p.TTFTms.P90)),
-		num(f1(p.TTFTms.P99)), num(f1(p.QueueMs.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(writtenGiB(p)),
+	ttft, queue := p.TTFTms.OrNaN(), p.QueueMs.OrNaN()
+	return []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(ms1(ttft.P50)), num(ms1(ttft.P90)),
+		num(ms1(ttft.P99)), num(ms1(queue.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(writtenGiB(p)),
 		num(itoa(p.Rejected))}
+}
+
+// ms1 is a latency cell: "-" where no request completed.
+func ms1(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return f1(x)
 }
 
 func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
@@ -220,6 +229,9 @@ func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
 	p := &page{Title: "kvsim: " + s.Scenario, Heading: "kvsim report: scenario " + s.Scenario, Pre: s.Description}
 	if p.Pre == "" {
 		p.Pre = "scenario " + s.Scenario
+	}
+	if why := s.NoneCompleted(); why != "" {
+		p.Facts = append(p.Facts, "No requests completed: "+why+". Latencies are shown as -.")
 	}
 	p.Facts = append(p.Facts,
 		fmt.Sprintf("Trace: %d requests, %d block accesses, %d distinct blocks, %d input tokens over %.1f s of arrivals.",
@@ -258,6 +270,9 @@ func indexPage(ss []*results.Summary) *page {
 	for _, s := range ss {
 		if first, _, _ := strings.Cut(s.Description, "\n"); first != "" {
 			p.Facts = append(p.Facts, first)
+		}
+		if why := s.NoneCompleted(); why != "" {
+			p.Facts = append(p.Facts, "Scenario "+s.Scenario+": no requests completed: "+why+".")
 		}
 	}
 	p.Charts = indexCharts(ss)

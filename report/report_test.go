@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -441,5 +442,43 @@ func TestSweepCharts(t *testing.T) {
 	ss[1].Sweep = nil
 	if cs := sweepCharts(ss); cs != nil {
 		t.Errorf("a point outside the sweep drew %d charts", len(cs))
+	}
+}
+
+// TestNoneCompleted: a run where no request completed (every one rejected
+// here) has null latencies in summary.json; the report says so and shows
+// "-", never 0 and never a broken chart.
+func TestNoneCompleted(t *testing.T) {
+	s := load(t, "small")
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		p.Rejected, p.Requests, p.TTFTms, p.QueueMs = s.Trace.Requests, 0, nil, nil
+	}
+	dir := t.TempDir()
+	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), s); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "summary.json")); !strings.Contains(string(b), `"ttft_ms": null`) {
+		t.Fatal("summary.json has no null TTFT")
+	}
+	csv := "policy,seq,arrival_ms,ttft_ms,rejected\n" + s.Policies[0].Name + ",0,0,0,true\n"
+	if err := os.WriteFile(filepath.Join(dir, "requests.csv"), []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, dir, Options{}) })
+	want := fmt.Sprintf("No requests completed: all %d requests were rejected: each needs more HBM", s.Trace.Requests)
+	if !strings.Contains(h, want) || strings.Contains(h, "NaN") || strings.Contains(h, "= ;") {
+		t.Errorf("report lacks %q or has a broken value", want)
+	}
+	if !regexp.MustCompile(`<td class="n">-</td>`).MatchString(h) {
+		t.Error("no latency cell shown as -")
+	}
+	read, err := results.ReadSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = renderPage(t, func(b *bytes.Buffer) error { return Index(b, []*results.Summary{read, load(t, "other")}, Options{}) })
+	if !strings.Contains(h, "no requests completed: all") || strings.Contains(h, "NaN") {
+		t.Error("index page does not say which scenario completed nothing")
 	}
 }

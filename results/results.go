@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Summary is summary.json.
@@ -64,9 +66,12 @@ type Trace struct {
 	DurationS      float64 `json:"duration_s"` // after speedup
 	Speedup        float64 `json:"speedup"`    // arrival times were divided by it
 	SkippedLines   int     `json:"skipped_lines"`
+	FirstSkipped   string  `json:"first_skipped,omitempty"` // the first skipped line's error, FILE:LINE: reason
 }
 
-// Quantiles of a latency distribution, in milliseconds.
+// Quantiles of a latency distribution, in milliseconds. A Policy holds a
+// nil *Quantiles (null in summary.json) when no request completed: there
+// is no distribution, and 0 would read as an instant answer.
 type Quantiles struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
@@ -94,8 +99,8 @@ type Policy struct {
 	HitRatio         float64          `json:"hit_ratio"`
 	BlockHitRatio    float64          `json:"block_hit_ratio"`
 	RecomputedTokens int64            `json:"recomputed_tokens"`
-	TTFTms           Quantiles        `json:"ttft_ms"`
-	QueueMs          Quantiles        `json:"queue_ms"`
+	TTFTms           *Quantiles       `json:"ttft_ms"`  // nil: no request completed
+	QueueMs          *Quantiles       `json:"queue_ms"` // nil: no request completed
 	DepWaits         int64            `json:"dependency_waits"`
 	RecomputeCuts    int64            `json:"recompute_cuts"` // requests that recomputed cached blocks because loading them was slower
 	BytesMoved       map[string]int64 `json:"bytes_moved"`
@@ -108,6 +113,49 @@ type Policy struct {
 	Drops            map[string]int64 `json:"drops"`
 	PeakUsedBytes    map[string]int64 `json:"peak_used_bytes"`
 	SimulatedSeconds float64          `json:"simulated_seconds"`
+}
+
+// OrNaN is *q, or NaN in every field when q is nil (no request
+// completed): tables and charts then show a gap, never 0.
+func (q *Quantiles) OrNaN() Quantiles {
+	if q == nil {
+		n := math.NaN()
+		return Quantiles{Mean: n, P50: n, P90: n, P99: n, Max: n}
+	}
+	return *q
+}
+
+// NoneCompleted says why no policy completed a request, or "" when one
+// did: latencies are then undefined (null), not 0.
+func (s *Summary) NoneCompleted() string {
+	for _, p := range s.Policies {
+		if p.Requests > 0 {
+			return ""
+		}
+	}
+	t := s.Trace
+	switch {
+	case t.Requests == 0 && t.SkippedLines > 0:
+		why := fmt.Sprintf("all %d lines of the trace were malformed and skipped", t.SkippedLines)
+		if t.FirstSkipped != "" {
+			why += " (the first: " + t.FirstSkipped + ")"
+		}
+		return why
+	case t.Requests == 0:
+		return "the trace has no requests"
+	case len(s.Policies) > 0 && s.Policies[0].Rejected == t.Requests && len(s.Tiers) > 0:
+		return fmt.Sprintf("all %d requests were rejected: each needs more HBM for its prompt and output KV than tier %q holds (%s)",
+			t.Requests, s.Tiers[0].Name, fmtBytes(s.Tiers[0].CapacityBytes))
+	}
+	return "no request completed"
+}
+
+func fmtBytes(n int64) string {
+	v, u := float64(n), 0
+	for v >= 1024 && u < 4 {
+		v, u = v/1024, u+1
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + " " + [...]string{"B", "KiB", "MiB", "GiB", "TiB"}[u]
 }
 
 // Run holds wall-clock figures, the only part that differs between two

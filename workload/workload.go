@@ -64,6 +64,9 @@ func (s *Source) Distinct() int { return s.dict.Len() }
 // Skipped is the number of malformed lines skipped.
 func (s *Source) Skipped() int { return s.r.Skipped() }
 
+// FirstSkipped is the error of the first skipped line, or nil.
+func (s *Source) FirstSkipped() error { return s.r.FirstSkipped() }
+
 // Future knows, for every block, the arrival times of the requests that
 // reference it: what Belady needs when the clock is the trace's.
 type Future struct {

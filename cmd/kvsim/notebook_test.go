@@ -17,15 +17,22 @@ func TestNotebook(t *testing.T) {
 		}
 		t.Skip("jupyter-nbconvert not found: apt-get install jupyter-nbconvert python3-pandas python3-matplotlib python3-ipykernel")
 	}
-	out := t.TempDir()
-	if _, stderr, code := runKvsim("run", "--quiet", "--limit", "400", "--out", out, "../../scenarios/quickstart.toml"); code != 0 {
-		t.Fatalf("kvsim run: %s", stderr)
-	}
-	nb, _ := filepath.Abs("../../notebooks/analysis.ipynb")
-	cmd := exec.Command(nbconvert, "--to", "notebook", "--execute", "--output-dir", t.TempDir(), nb)
-	cmd.Dir = filepath.Dir(nb)
-	cmd.Env = append(os.Environ(), "KVSIM_RESULTS="+filepath.Join(out, "quickstart"), "PYDEVD_DISABLE_FILE_VALIDATION=1")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("notebook failed: %v\n%s", err, b)
+	// A run where every request was rejected (null TTFT, exit 2) must not
+	// break it either.
+	for _, tc := range []struct {
+		set  string
+		code int
+	}{{"seed=1", 0}, {"tier.hbm.capacity=1MiB", 2}} {
+		out := t.TempDir()
+		if _, stderr, code := runKvsim("run", "--quiet", "--limit", "400", "--out", out, "--set", tc.set, "../../scenarios/quickstart.toml"); code != tc.code {
+			t.Fatalf("kvsim run --set %s: exit %d, want %d: %s", tc.set, code, tc.code, stderr)
+		}
+		nb, _ := filepath.Abs("../../notebooks/analysis.ipynb")
+		cmd := exec.Command(nbconvert, "--to", "notebook", "--execute", "--output-dir", t.TempDir(), nb)
+		cmd.Dir = filepath.Dir(nb)
+		cmd.Env = append(os.Environ(), "KVSIM_RESULTS="+filepath.Join(out, "quickstart"), "PYDEVD_DISABLE_FILE_VALIDATION=1")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("--set %s: notebook failed: %v\n%s", tc.set, err, b)
+		}
 	}
 }

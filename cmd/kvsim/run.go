@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,6 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer stopProf()
 	var sums []*results.Summary
+	var empty []string // scenarios in which no request completed
 	for _, sc := range scs {
 		sum, err := simulateAndReport(ctx, sc, o, stderr)
 		if err != nil {
@@ -99,6 +101,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			printTable(stdout, sum)
 			fmt.Fprintf(stdout, "wrote %s\n\n", filepath.Join(o.out, sc.Name, "report.html"))
 		}
+		if sum.NoneCompleted() != "" {
+			empty = append(empty, sc.Name)
+		}
 	}
 	if len(sums) > 1 {
 		if err := writeIndex(o.out, sums, o.assets); err != nil {
@@ -107,6 +112,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if !o.quiet {
 			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.out, "index.html"))
 		}
+	}
+	if len(empty) > 0 {
+		// The cause is the input (the trace, or HBM too small for it): the
+		// results are written, but no latency was measured.
+		return badInputf("run: nothing was simulated in scenario %s (see the warning above)", strings.Join(empty, ", "))
 	}
 	return nil
 }
@@ -121,10 +131,25 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 	if err != nil {
 		return nil, err
 	}
+	warnEmpty(stderr, sum)
 	if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// warnEmpty names, on stderr, what completed no request and why: its
+// latencies are null (shown as -), not 0.
+func warnEmpty(stderr io.Writer, sum *results.Summary) {
+	if why := sum.NoneCompleted(); why != "" {
+		fmt.Fprintf(stderr, "kvsim: warning: scenario %s: no request completed: %s\n", sum.Scenario, why)
+		return
+	}
+	for _, p := range sum.Policies {
+		if p.Requests == 0 {
+			fmt.Fprintf(stderr, "kvsim: warning: scenario %s: policy %s completed no request (%d rejected)\n", sum.Scenario, p.Name, p.Rejected)
+		}
+	}
 }
 
 // policyRun is one [[policy]] entry's simulation.
@@ -254,6 +279,9 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
 		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
 		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
+	if e := src.FirstSkipped(); e != nil {
+		pr.trace.FirstSkipped = e.Error()
+	}
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -294,8 +322,13 @@ func (c *ctxSource) Next(r *core.Request) error {
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
-func quantiles(h *core.Hist) results.Quantiles {
-	return results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)),
+// quantiles summarises h in ms; nil (null in summary.json) when it is
+// empty, since no request completing is not a latency of 0.
+func quantiles(h *core.Hist) *results.Quantiles {
+	if h.Count() == 0 {
+		return nil
+	}
+	return &results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)),
 		P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
 }
 
@@ -456,11 +489,20 @@ func printTable(w io.Writer, s *results.Summary) {
 		for _, b := range p.BytesMoved {
 			moved += b
 		}
-		row += fmt.Sprintf("%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t", p.RecomputedTokens, p.TTFTms.P50, p.TTFTms.P90,
-			p.TTFTms.P99, p.QueueMs.P99, float64(moved)/(1<<30), p.Rejected)
+		ttft, queue := p.TTFTms.OrNaN(), p.QueueMs.OrNaN()
+		row += fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%.1f\t%d\t", p.RecomputedTokens, msCell(ttft.P50), msCell(ttft.P90),
+			msCell(ttft.P99), msCell(queue.P99), float64(moved)/(1<<30), p.Rejected)
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+}
+
+// msCell is a latency in a printed table: "-" where no request completed.
+func msCell(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64)
 }
 
 func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeSeries {

@@ -123,8 +123,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			for _, b := range p.BytesMoved {
 				moved += b
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.1f\t%.1f\t%.1f\t\n", labels[i], s.CostUSD, p.Name, pct(p.HitRatio),
-				p.TTFTms.P50, p.TTFTms.P99, float64(moved)/(1<<30))
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.1f\t\n", labels[i], s.CostUSD, p.Name, pct(p.HitRatio),
+				msCell(p.TTFTms.OrNaN().P50), msCell(p.TTFTms.OrNaN().P99), float64(moved)/(1<<30))
 		}
 	}
 	tw.Flush()
