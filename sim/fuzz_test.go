@@ -80,7 +80,15 @@ func fuzzCore(t *testing.T, data []byte) {
 			return
 		}
 		done := 0
-		s, err := New(cfg, func(*core.Record) { done++ })
+		s, err := New(cfg, func(r *core.Record) {
+			done++
+			// Times are in order, and a request that ran took time: at
+			// least its last token is computed.
+			if r.Arrival < 0 || r.Admitted < r.Arrival || r.PrefillStart < r.Admitted || r.FirstToken < r.PrefillStart ||
+				r.Done < r.FirstToken || r.Done > core.MaxTime || (!r.Rejected && (r.TTFT() <= 0 || r.RecomputedTokens < 1)) {
+				t.Fatalf("record out of order: %+v", *r)
+			}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
