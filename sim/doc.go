@@ -2,7 +2,10 @@
 // on models of links (latency + size/bandwidth, FIFO queues with parallel
 // lanes, optionally one pipe per tier that all its links share), a GPU (prefill and decode rates, layer-wise or serial KV loading)
 // and an integer-nanosecond event heap ordered by (time, sequence), so the
-// same inputs always give the same outputs.
+// same inputs always give the same outputs. Every event time stays within
+// 0..core.MaxTime: a run that would pass it (a rate too slow or a trace too
+// long for the other) stops with a *LimitError naming what is responsible,
+// never a wrapped time.
 //
 // sim imports core and policy; never hw.
 package sim

@@ -1,0 +1,46 @@
+package results
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoneCompleted: latencies are null only where no request completed,
+// and the reason names the cause a user can act on.
+func TestNoneCompleted(t *testing.T) {
+	s := &Summary{Scenario: "x", Tiers: []Tier{{Name: "hbm", CapacityBytes: 3 << 30}},
+		Trace:    Trace{Requests: 5},
+		Policies: []Policy{{Name: "a", Rejected: 5}, {Name: "b", Rejected: 5}}}
+	if got, want := s.NoneCompleted(), `all 5 requests were rejected: each needs more HBM for its prompt and output KV than tier "hbm" holds (3 GiB)`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	s.Policies[1].Requests = 1
+	if got := s.NoneCompleted(); got != "" {
+		t.Errorf("one policy completed a request, got %q", got)
+	}
+	s = &Summary{Scenario: "x", Policies: []Policy{{Name: "a"}}, Trace: Trace{SkippedLines: 3, FirstSkipped: "t.jsonl:1: bad"}}
+	if got := s.NoneCompleted(); got != "all 3 lines of the trace were malformed and skipped (the first: t.jsonl:1: bad)" {
+		t.Errorf("got %q", got)
+	}
+
+	// null survives a write and a read, and reads as NaN, not 0.
+	s.Policies[0].QueueMs = &Quantiles{P99: 2}
+	p := filepath.Join(t.TempDir(), "summary.json")
+	if err := WriteSummary(p, s); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `"ttft_ms": null`) {
+		t.Fatalf("no null in\n%s", b)
+	}
+	r, err := ReadSummary(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Policies[0].TTFTms != nil || !math.IsNaN(r.Policies[0].TTFTms.OrNaN().P50) || r.Policies[0].QueueMs.OrNaN().P99 != 2 {
+		t.Errorf("read back %+v %+v", r.Policies[0].TTFTms, r.Policies[0].QueueMs)
+	}
+}
