@@ -65,6 +65,8 @@ type BodyOptions struct {
 	// run (see Warm); ok is false for a size RealBytes cannot give, or
 	// gives for more than one model size.
 	ModelBytes func(realBytes int) (modelBytes int64, ok bool)
+	// TierNames, if set, name the tiers in Errors (else their index).
+	TierNames []string
 }
 
 // Warmed is what Warm did with one tier's recovered blocks.
@@ -147,8 +149,15 @@ func (b *Body) fail(blk core.Block, tier int, err error) {
 	b.lost = append(b.lost, LostCopy{Block: blk, Tier: tier, Err: err})
 	b.Lost[tier]++
 	if len(b.Errors) < 8 {
-		b.Errors = append(b.Errors, fmt.Sprintf("block %d, tier %d: %v", blk, tier, err))
+		b.Errors = append(b.Errors, fmt.Sprintf("block %d, tier %s: %v", blk, b.tierName(tier), err))
 	}
+}
+
+func (b *Body) tierName(t int) string {
+	if t < len(b.o.TierNames) {
+		return b.o.TierNames[t]
+	}
+	return fmt.Sprint(t)
 }
 
 // storeEvicted tells the core a store dropped b to stay within its
@@ -263,8 +272,8 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	}
 	if werr != nil {
 		b.link(from, to).Failed++
+		b.fail(blk, to, werr) // the errno first: the drops are its consequence
 		b.drops(to)
-		b.fail(blk, to, werr)
 		return
 	}
 	var pred int64
@@ -295,7 +304,7 @@ func (b *Body) Finish() {
 	for t, s := range b.o.Stores {
 		if f, ok := s.(interface{ Flush() error }); ok {
 			if err := f.Flush(); err != nil && len(b.Errors) < 8 {
-				b.Errors = append(b.Errors, fmt.Sprintf("tier %d: flush: %v", t, err))
+				b.Errors = append(b.Errors, fmt.Sprintf("tier %s: flush: %v", b.tierName(t), err))
 			}
 			b.drops(t)
 		}

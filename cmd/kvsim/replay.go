@@ -293,6 +293,14 @@ func storeIdentity(sc *scenario.Scenario, o replayOptions) ([]hw.StoreField, err
 	}, nil
 }
 
+func tierNames(sc *scenario.Scenario) []string {
+	var out []string
+	for _, t := range sc.Tiers {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
 // block_tokens tokens); a real size two model sizes share is not inverted.
 func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
@@ -347,7 +355,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.blockBytes, Verify: o.verify,
 		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
-		ModelBytes: modelBytesOf(sc, realBytes)})
+		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc)})
 	if err != nil {
 		return nil, err
 	}
