@@ -27,7 +27,8 @@ type TierOptions struct {
 	// Storage tiers keep their blocks across runs (see OpenStores). Fresh
 	// empties each store after opening it; Identity says what the blocks'
 	// keys and sizes mean (the trace, the block sizes), and a store written
-	// under another identity is refused unless Fresh.
+	// under another identity is refused unless Fresh; none makes the store
+	// scratch, emptied on every open.
 	Fresh    bool
 	Identity []StoreField
 	// Faults, for tests: storage tiers do their I/O through a FaultEngine
@@ -90,7 +91,8 @@ func (s *Stores) Close() error {
 // marker is also the store's lock, taken before anything in the folder is
 // touched and held until Close, so a second process fails at once. The
 // store is reopened as it was left (the bucket store recovers it) unless
-// o.Fresh; one written under another o.Identity is refused.
+// o.Fresh; one written under another o.Identity is refused. Without an
+// identity a store is scratch: emptied on open, as is one a scratch run left.
 func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	ss = &Stores{}
 	defer func() {

@@ -273,7 +273,11 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 	if fst, err := FSType(dir); err == nil && fst == "tmpfs" {
 		return nil, "", op, fmt.Errorf("store directory %s is on tmpfs, which has no O_DIRECT; put --dir on a disk filesystem (ext4, xfs)", dir)
 	}
-	if !o.Fresh {
+	// Without an identity the blocks mean nothing beyond this run (kvsim
+	// calibrate's scratch): such a store is always emptied, and so is one
+	// left by such a run.
+	scratch := len(o.Identity) == 0 || (have != nil && len(have.Identity) == 0)
+	if !o.Fresh && !scratch {
 		if damaged {
 			return nil, "", op, fmt.Errorf("store %s: its %s file cannot be read back, so what its blocks mean is unknown; replay with --fresh to empty the store", dir, StoreMarker)
 		}
@@ -305,7 +309,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 	switch {
 	case have == nil && !damaged:
 		op.State = "new"
-	case o.Fresh:
+	case o.Fresh || scratch:
 		op.State = "emptied"
 	default:
 		op.State = "reopened"
