@@ -253,3 +253,20 @@ func TestReplayTable(t *testing.T) {
 		t.Errorf(".gitignore does not ignore replay's default --dir: %v", err)
 	}
 }
+
+// TestRunNameStaysInOut: a scenario name from --set that would leave
+// --out is refused (exit 2, naming the key) before anything is written.
+func TestRunNameStaysInOut(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out", "sub")
+	for _, name := range []string{"../../escaped", "a/b", "..", ".hidden"} {
+		_, stderr, code := runKvsim("run", "--quiet", "--out", out, "--set", "name="+name, "../../scenarios/hbm_only.toml")
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "(--set): name: ") {
+			t.Errorf("name %q: status %d: %s", name, code, stderr)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 0 {
+		t.Errorf("files written: %v", ents)
+	}
+}
