@@ -36,6 +36,10 @@ type TierOptions struct {
 	Faults *FaultPlan
 }
 
+// StoreMarker names the file that marks a storage tier's folder as one
+// kvsim made, records what its blocks mean, and is the store's lock.
+const StoreMarker = "kvsim-store"
+
 // StoreField is one thing a storage tier's blocks depend on, e.g.
 // {"--block-bytes", "65536"}; Key is what a user would change.
 type StoreField struct {

@@ -135,10 +135,6 @@ func (b *bucketTier) Dropped() (evicted, failed []int32) {
 	return nil, out
 }
 
-// StoreMarker names the file that marks a storage tier's folder as one
-// kvsim made, records what its blocks mean, and is the store's lock.
-const StoreMarker = "kvsim-store"
-
 type storeMarker struct {
 	Version  int          `json:"kvsim_store"`
 	Identity []StoreField `json:"identity"`
