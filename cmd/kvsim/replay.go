@@ -273,8 +273,12 @@ func checkReplayJSON(path string) error {
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
 // block of the same trace gets the same key (dense ids in order of first
-// appearance) and size only when all of it is the same.
+// appearance) and size only when all of it is the same. Nil without
+// storage tiers.
 func storeIdentity(sc *scenario.Scenario, o replayOptions) ([]hw.StoreField, error) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
+		return nil, nil
+	}
 	f, err := os.Open(sc.Workload.Trace)
 	if err != nil {
 		return nil, badInputf("replay: %v", err)
@@ -462,7 +466,7 @@ func printReplay(w io.Writer, r *Replay, path string) {
 			fmt.Fprintf(w, "  store %s: reopened %s: %d blocks in %d buckets recovered, %d placed in the tier, %d dropped (no room, or a size no block has)\n",
 				t, st.Dir, st.Blocks, st.Buckets, st.WarmBlocks, st.DroppedBlocks)
 		case "emptied":
-			fmt.Fprintf(w, "  store %s: emptied %s (--fresh): %d blocks in %d buckets deleted\n", t, st.Dir, st.Blocks, st.Buckets)
+			fmt.Fprintf(w, "  store %s: emptied %s: %d blocks in %d buckets deleted\n", t, st.Dir, st.Blocks, st.Buckets)
 		default:
 			fmt.Fprintf(w, "  store %s: new, in %s\n", t, st.Dir)
 		}
