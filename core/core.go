@@ -151,6 +151,25 @@ func (c *Core) Resident(b Block, tier int) bool {
 	return int(b) < len(c.where) && c.where[b]&(1<<tier) != 0
 }
 
+// Preload makes tier t (not HBM) hold b, of the given size, before the
+// first request arrives: a warm start from storage that kept its blocks.
+// The tier's policy sees b inserted at time 0, in call order. It returns
+// false, changing nothing, once a request has arrived, for tier 0, when b
+// is already there, when bytes is not positive or contradicts b's size as
+// already known, or when b does not fit in what is left of the tier.
+func (c *Core) Preload(t int, b Block, bytes int64) bool {
+	if len(c.reqs) > 0 || t <= 0 || t >= c.nt || b < 0 || bytes <= 0 {
+		return false
+	}
+	c.growBlocks(b)
+	if c.where[b]&(1<<t) != 0 || (c.size[b] != 0 && c.size[b] != bytes) || c.used[t]+bytes > c.cap[t] {
+		return false
+	}
+	c.size[b] = bytes
+	c.insert(0, t, b)
+	return true
+}
+
 // Queued is the number of requests waiting for HBM.
 func (c *Core) Queued() int { return len(c.queue) - c.qh }
 

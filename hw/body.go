@@ -8,13 +8,39 @@ import (
 )
 
 // LinkStat is what really happened on one logical link (from->to tier).
+// Count, Bytes, BusyNs and the histograms are of moves whose copy was
+// kept; a move whose read or write failed, or whose copy a storage tier
+// lost later (a bucket write that failed), is counted in Failed only.
 type LinkStat struct {
 	From, To  int
 	Count     int64
 	Bytes     int64
 	BusyNs    int64
+	Failed    int64
 	Measured  core.Hist // ns per move
 	Predicted core.Hist // ns per move, as the model predicts it
+}
+
+// pendingMove is a move into a store that may still lose the copy (a
+// bucket store buffers it until the bucket is sealed): it enters its
+// link's figures at Finish, unless the copy was lost meanwhile.
+type pendingMove struct {
+	blk      core.Block
+	from, to uint8
+	failed   bool
+	n        int64
+	d, pred  int64
+}
+
+// dropper is a store that drops blocks on its own: evicted to stay within
+// its capacity, or failed with a write (the copy is lost).
+type dropper interface {
+	Dropped() (evicted, failed []int32)
+}
+
+// recoverer is a store that may hold blocks when it is opened.
+type recoverer interface {
+	Blocks() (keys []int32, sizes []int)
 }
 
 // LostCopy is a copy the body could not keep; the driver passes it to
@@ -35,6 +61,18 @@ type BodyOptions struct {
 	Verify    bool // check every block read back
 	// Predict, if set, gives the model's time for a move of n real bytes.
 	Predict func(from, to int, n int64) int64
+	// ModelBytes inverts RealBytes for blocks a store kept from an earlier
+	// run (see Warm); ok is false for a size RealBytes cannot give, or
+	// gives for more than one model size.
+	ModelBytes func(realBytes int) (modelBytes int64, ok bool)
+	// TierNames, if set, name the tiers in Errors (else their index).
+	TierNames []string
+}
+
+// Warmed is what Warm did with one tier's recovered blocks.
+type Warmed struct {
+	Placed  int // now resident in the core's tier
+	Dropped int // deleted from the store: wrong size, or no room in the tier
 }
 
 // Body is the real-hardware Mover: every Move reads the block from one
@@ -50,6 +88,15 @@ type Body struct {
 	Checked int64
 	Corrupt int64
 	Errors  []string // first few I/O errors, for the report
+	// Per tier: copies lost (failed writes and reads, corrupt payloads),
+	// and blocks a store evicted on its own to stay within its capacity.
+	Lost         []int64
+	StoreEvicted []int64
+	Warmed       []Warmed
+
+	pending  []pendingMove
+	lastPend [][]int32 // per tier, per block: index+1 in pending of its last move there
+	maxBlock core.Block
 
 	// With its own clock (RunSequential), the body reports completions.
 	own    bool
@@ -81,8 +128,9 @@ func NewBody(o BodyOptions) (*Body, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Body{o: o, arena: a, buf: a.Slice(0, o.MaxBytes)}
 	n := len(o.Stores)
+	b := &Body{o: o, arena: a, buf: a.Slice(0, o.MaxBytes), Lost: make([]int64, n), StoreEvicted: make([]int64, n),
+		Warmed: make([]Warmed, n), lastPend: make([][]int32, n), maxBlock: -1}
 	b.links = make([][]*LinkStat, n)
 	for i := range b.links {
 		b.links[i] = make([]*LinkStat, n)
@@ -99,8 +147,75 @@ func (b *Body) Close() error { return b.arena.Close() }
 
 func (b *Body) fail(blk core.Block, tier int, err error) {
 	b.lost = append(b.lost, LostCopy{Block: blk, Tier: tier, Err: err})
+	b.Lost[tier]++
 	if len(b.Errors) < 8 {
-		b.Errors = append(b.Errors, fmt.Sprintf("block %d, tier %d: %v", blk, tier, err))
+		b.Errors = append(b.Errors, fmt.Sprintf("block %d, tier %s: %v", blk, b.tierName(tier), err))
+	}
+}
+
+func (b *Body) tierName(t int) string {
+	if t < len(b.o.TierNames) {
+		return b.o.TierNames[t]
+	}
+	return fmt.Sprint(t)
+}
+
+// storeEvicted tells the core a store dropped b to stay within its
+// capacity: not a loss of data, but the copy is gone all the same.
+func (b *Body) storeEvicted(blk core.Block, tier int) {
+	b.lost = append(b.lost, LostCopy{Block: blk, Tier: tier, Err: errStoreEvicted})
+	b.StoreEvicted[tier]++
+}
+
+var errStoreEvicted = fmt.Errorf("evicted by the store")
+
+// drops collects the blocks store t dropped on its own.
+func (b *Body) drops(t int) {
+	switch s := b.o.Stores[t].(type) {
+	case dropper:
+		ev, failed := s.Dropped()
+		for _, k := range ev {
+			b.storeEvicted(k, t)
+		}
+		for _, k := range failed {
+			// The move that put k there did not keep its copy after all.
+			if lp := b.lastPend[t]; int(k) < len(lp) && lp[k] != 0 {
+				b.pending[lp[k]-1].failed = true
+			}
+			b.settle(k, t)
+			b.fail(k, t, fmt.Errorf("lost with a bucket whose write failed"))
+		}
+	case interface{ Evicted() []int32 }:
+		for _, k := range s.Evicted() {
+			b.fail(k, t, fmt.Errorf("dropped by the store"))
+		}
+	}
+}
+
+// settle forgets which pending move put blk in tier: its copy is gone
+// (deleted, or lost and already accounted).
+func (b *Body) settle(blk core.Block, tier int) {
+	if lp := b.lastPend[tier]; int(blk) < len(lp) {
+		lp[blk] = 0
+	}
+}
+
+func (b *Body) link(from, to int) *LinkStat {
+	ls := b.links[from][to]
+	if ls == nil {
+		ls = &LinkStat{From: from, To: to}
+		b.links[from][to] = ls
+	}
+	return ls
+}
+
+func (ls *LinkStat) add(n, d, pred int64, predicted bool) {
+	ls.Count++
+	ls.Bytes += n
+	ls.BusyNs += d
+	ls.Measured.Add(d)
+	if predicted {
+		ls.Predicted.Add(pred)
 	}
 }
 
@@ -145,7 +260,9 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		}
 	}
 	if err != nil {
+		b.link(from, to).Failed++
 		b.o.Stores[from].Delete(blk)
+		b.settle(blk, from)
 		b.fail(blk, from, err)
 		if to == 0 { // the request recomputes it
 			Fill(buf, blk)
@@ -154,30 +271,91 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		return
 	}
 	if werr != nil {
-		b.fail(blk, to, werr)
+		b.link(from, to).Failed++
+		b.fail(blk, to, werr) // the errno first: the drops are its consequence
+		b.drops(to)
 		return
 	}
-	if ev, ok := b.o.Stores[to].(interface{ Evicted() []int32 }); ok {
-		for _, k := range ev.Evicted() {
-			b.fail(k, to, fmt.Errorf("evicted by the store"))
+	var pred int64
+	if b.o.Predict != nil {
+		pred = b.o.Predict(from, to, int64(n))
+	}
+	if _, later := b.o.Stores[to].(dropper); later {
+		// The copy may still be lost: settle at Finish.
+		lp := b.lastPend[to]
+		if int(blk) >= len(lp) {
+			lp = append(lp, make([]int32, max(int(blk)+1, 2*len(lp))-len(lp))...)
+			b.lastPend[to] = lp
+		}
+		b.pending = append(b.pending, pendingMove{blk: blk, from: uint8(from), to: uint8(to), n: int64(n), d: d, pred: pred})
+		lp[blk] = int32(len(b.pending))
+		b.drops(to)
+		return
+	}
+	b.drops(to)
+	b.link(from, to).add(int64(n), d, pred, b.o.Predict != nil)
+}
+
+// Finish flushes the stores that buffer writes, reports the copies a
+// failed flush lost, and settles the moves into them: kept copies enter
+// their link's figures, lost ones count as failed. Call it once, after the
+// last command and before Links and VerifyStores.
+func (b *Body) Finish() {
+	for t, s := range b.o.Stores {
+		if f, ok := s.(interface{ Flush() error }); ok {
+			if err := f.Flush(); err != nil && len(b.Errors) < 8 {
+				b.Errors = append(b.Errors, fmt.Sprintf("tier %s: flush: %v", b.tierName(t), err))
+			}
+			b.drops(t)
 		}
 	}
-	ls := b.links[from][to]
-	if ls == nil {
-		ls = &LinkStat{From: from, To: to}
-		b.links[from][to] = ls
+	for _, p := range b.pending {
+		ls := b.link(int(p.from), int(p.to))
+		if p.failed {
+			ls.Failed++
+			continue
+		}
+		ls.add(p.n, p.d, p.pred, b.o.Predict != nil)
 	}
-	ls.Count++
-	ls.Bytes += int64(n)
-	ls.BusyNs += d
-	ls.Measured.Add(d)
-	if b.o.Predict != nil {
-		ls.Predicted.Add(b.o.Predict(from, to, int64(n)))
+	b.pending = nil
+	for t := range b.lastPend {
+		b.lastPend[t] = nil
+	}
+}
+
+// Warm places the blocks the stores kept from an earlier run in c's tiers
+// before the first request (core.Preload), in block order: a reopened SSD
+// tier starts as full as it was left. A block whose size no model block
+// has, or that does not fit in what is left of its tier, is deleted from
+// the store. Needs BodyOptions.ModelBytes; does nothing without it.
+func (b *Body) Warm(c *core.Core) {
+	if b.o.ModelBytes == nil {
+		return
+	}
+	for t, s := range b.o.Stores {
+		r, ok := s.(recoverer)
+		if !ok || t == 0 {
+			continue
+		}
+		keys, sizes := r.Blocks()
+		for i, k := range keys {
+			m, ok := b.o.ModelBytes(sizes[i])
+			if ok && k >= 0 && c.Preload(t, k, m) {
+				b.Warmed[t].Placed++
+				b.maxBlock = max(b.maxBlock, k)
+				continue
+			}
+			s.Delete(k)
+			b.Warmed[t].Dropped++
+		}
 	}
 }
 
 // Drop implements core.Mover.
-func (b *Body) Drop(now int64, blk core.Block, tier int) { b.o.Stores[tier].Delete(blk) }
+func (b *Body) Drop(now int64, blk core.Block, tier int) {
+	b.o.Stores[tier].Delete(blk)
+	b.settle(blk, tier)
+}
 
 // Prefill implements core.Mover: the KV of every block of the request that
 // HBM does not hold yet is "computed", i.e. its payload is written.
@@ -228,6 +406,7 @@ func (b *Body) Links() []*LinkStat {
 // VerifyStores reads back every block each store holds and checks it
 // (the end-of-replay sweep of --verify).
 func (b *Body) VerifyStores(blocks int) {
+	blocks = max(blocks, int(b.maxBlock)+1) // recovered blocks the trace did not reach
 	for t, s := range b.o.Stores {
 		for blk := core.Block(0); int(blk) < blocks; blk++ {
 			if !s.Has(blk) {

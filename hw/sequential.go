@@ -13,13 +13,15 @@ import (
 // instantaneous) before the next arrives. Completions are delivered in the
 // order the real work finished. It is the body standing alone, so that the
 // same policies can be checked against the simulator by their decisions,
-// not only their timings; compute time is not emulated.
+// not only their timings; compute time is not emulated. The core starts
+// warm with what the stores kept (Warm, when BodyOptions.ModelBytes is set).
 func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer) (*core.Core, error) {
 	c, err := core.New(cfg, b, obs)
 	if err != nil {
 		return nil, err
 	}
 	b.SetCore(c)
+	b.Warm(c)
 	b.own = true
 	defer func() { b.own = false }()
 	start := time.Now()

@@ -24,14 +24,46 @@ type TierOptions struct {
 	Engine       string // auto, io_uring, pread
 	QueueDepth   int
 	Device       string // "" (first GPU found, else emulated) or "emulated"
+	// Storage tiers keep their blocks across runs (see OpenStores). Fresh
+	// empties each store after opening it; Identity says what the blocks'
+	// keys and sizes mean (the trace, the block sizes), and a store written
+	// under another identity is refused unless Fresh; none makes the store
+	// scratch, emptied on every open.
+	Fresh    bool
+	Identity []StoreField
+	// Faults, for tests: storage tiers do their I/O through a FaultEngine
+	// with this plan over pread/pwrite.
+	Faults *FaultPlan
+}
+
+// StoreMarker names the file that marks a storage tier's folder as one
+// kvsim made, records what its blocks mean, and is the store's lock.
+const StoreMarker = "kvsim-store"
+
+// StoreField is one thing a storage tier's blocks depend on, e.g.
+// {"--block-bytes", "65536"}; Key is what a user would change.
+type StoreField struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// StoreOpen says what opening one storage tier found.
+type StoreOpen struct {
+	Tier      string   `json:"-"`
+	Dir       string   `json:"dir"`
+	State     string   `json:"state"`   // "new", "reopened" or "emptied" (Fresh)
+	Buckets   int      `json:"buckets"` // sealed buckets recovered
+	Blocks    int      `json:"blocks"`  // blocks recovered (before Fresh emptied them)
+	Discarded []string `json:"discarded,omitempty"`
 }
 
 // Stores are the real stores of a hierarchy and the device behind them.
 type Stores struct {
-	List  []Store
-	Notes []string // where a fallback happened, and why
-	dev   AcceleratorDevice
-	pool  *PinnedBufferPool
+	List   []Store
+	Notes  []string    // where a fallback happened, and why
+	Opened []StoreOpen // one per storage tier, in tier order
+	dev    AcceleratorDevice
+	pool   *PinnedBufferPool
 }
 
 // Close releases the pinned pool (unregistering DRAM while it is still
@@ -55,7 +87,16 @@ func (s *Stores) Close() error {
 // OpenStores builds one store per tier. GPU tiers (hbm, pinned) use the
 // first CUDA or HIP device found, else are emulated in host memory (and
 // say so); remote DRAM is emulated without an RDMA device; DRAM is a memfd
-// pool; SSD and NVMe-oF are bucket files in o.Dir.
+// pool; SSD and NVMe-oF are bucket stores in o.Dir/tier-<name>.
+//
+// A storage tier's folder is kvsim's only when it holds the marker file
+// StoreMarker, written when kvsim creates the store: a folder that exists
+// without it (and is not empty) is refused, never used or emptied. The
+// marker is also the store's lock, taken before anything in the folder is
+// touched and held until Close, so a second process fails at once. The
+// store is reopened as it was left (the bucket store recovers it) unless
+// o.Fresh; one written under another o.Identity is refused. Without an
+// identity a store is scratch: emptied on open, as is one a scratch run left.
 func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	ss = &Stores{}
 	defer func() {
@@ -94,7 +135,11 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		case "dram":
 			s, note, err = dramStore(t, o, ss.pool)
 		case "ssd", "nvmeof":
-			s, note, err = diskStore(t, o)
+			var op StoreOpen
+			s, note, op, err = diskStore(t, o)
+			if err == nil {
+				ss.Opened = append(ss.Opened, op)
+			}
 			if err == nil && t.Kind == "nvmeof" {
 				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState()))
 			}

@@ -199,6 +199,33 @@ func LoadWith(path string, sets []string) (*Scenario, error) {
 	return ParseWith(data, path, sets)
 }
 
+// MaxNameLen bounds scenario and tier names.
+const MaxNameLen = 64
+
+// CheckName reports why name cannot be a scenario or tier name. Both become
+// path components (kvsim run writes OUT/<scenario>/, kvsim replay keeps a
+// storage tier in DIR/tier-<name>/), so only ASCII letters, digits, '.',
+// '_' and '-' are allowed, not first a '.', at most MaxNameLen bytes: no
+// separator, no "..", nothing hidden, nothing a shell or CSV header would
+// need to quote.
+func CheckName(name string) error {
+	if name == "" {
+		return errors.New("must not be empty")
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("is %d bytes long; at most %d are allowed (it names a folder)", len(name), MaxNameLen)
+	}
+	if name[0] == '.' {
+		return errors.New("must not start with '.' (it names a folder)")
+	}
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("has %q: only ASCII letters, digits, '.', '_' and '-' are allowed (it names a folder)", c)
+		}
+	}
+	return nil
+}
+
 // Parse parses scenario text. path names the file in messages, gives the
 // default name and anchors a relative trace path.
 func Parse(data []byte, path string) (*Scenario, error) { return ParseWith(data, path, nil) }
@@ -601,6 +628,11 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		if s.Path == "" {
 			s.Name = "scenario"
 		}
+		if err := CheckName(s.Name); err != nil {
+			return top.errf("name", "the default, the file's name %q, %v; give the scenario a name", s.Name, err)
+		}
+	} else if err := CheckName(s.Name); err != nil {
+		return top.errf("name", "%q %v", s.Name, err)
 	}
 	if s.Seed, err = top.integer("seed", 1); err != nil {
 		return err
@@ -776,6 +808,8 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 		if !named {
 			name = kind // an unnamed tier is called by its kind
 			t.label = fmt.Sprintf("tier %q", name)
+		} else if err := CheckName(name); err != nil {
+			return nil, t.errf("name", "%q %v", name, err)
 		}
 		if j, dup := seen[name]; dup {
 			return nil, t.errf("name", "duplicate tier name (tier %d has it too)", j+1)

@@ -389,7 +389,7 @@ func TestErrors(t *testing.T) {
 		{"speedup text", doc("[workload]\ntrace = \"t\"\nspeedup = \"fast\"\n"), `scenarios/x.toml:3: workload: speedup: must be a number, got string "fast"`},
 		{"shared not bool", doc(tiers2 + "shared_bandwidth = 1\n"), `scenarios/x.toml:5: tier "dram": shared_bandwidth: must be true or false, got integer 1`},
 		{"inline tier line", doc("tier = [{kind = \"hbm\"}, {kind = \"dram\", capacity = -1}]\n"), `scenarios/x.toml:1: tier "dram": capacity: must be > 0`},
-		{"multi-line string does not confuse lines", doc("name = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n" + tiers2 + "capacity = 0\n"), `scenarios/x.toml:9: tier "dram": capacity: must be > 0`},
+		{"multi-line string does not confuse lines", doc("[[policy]]\neviction = \"lru\"\nname = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n" + tiers2 + "capacity = 0\n"), `scenarios/x.toml:11: tier "dram": capacity: must be > 0`},
 		{"multi-line array does not confuse lines", doc("seed = [\n  1,\n]\n"), `scenarios/x.toml:1: seed: must be an integer, got array`},
 
 		// links

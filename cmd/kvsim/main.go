@@ -20,12 +20,17 @@ func main() {
 }
 
 // exitCode prints err (one line) and maps it to the process status:
-// 0 success, 2 bad input (flags, files, scenarios, traces), 1 anything else.
+// 0 success, 2 bad input (flags, files, scenarios, traces), an error's own
+// ExitCode (3: replay lost copies), 1 anything else.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "kvsim: %v\n", err)
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
 	var bi *inputError
 	if errors.As(err, &bi) {
 		return 2

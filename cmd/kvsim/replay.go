@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +28,7 @@ import (
 // defaultReplayScenario is used without --scenario: the quickstart
 // hierarchy (HBM, pinned host memory, DRAM, SSD) with LRU.
 const defaultReplayScenario = `
-name = "replay"
+name = "default"
 [model]
 layers = 32
 kv_heads = 8
@@ -62,7 +67,8 @@ eviction = "lru"
 
 // ReplayLink is one entry of replay.json's links.
 type ReplayLink struct {
-	Count          int64   `json:"count"`
+	Count          int64   `json:"count"`  // moves whose copy was kept: the figures below are theirs
+	Failed         int64   `json:"failed"` // moves whose read or write failed, or whose copy was lost later`
 	Bytes          int64   `json:"bytes"`
 	P50us          float64 `json:"p50_us"`
 	P99us          float64 `json:"p99_us"`
@@ -73,30 +79,49 @@ type ReplayLink struct {
 
 // Replay is replay.json.
 type Replay struct {
-	Scenario   string                `json:"scenario"`
-	Trace      string                `json:"trace"`
-	Policy     string                `json:"policy"`
-	Requests   int64                 `json:"requests"`
-	BlockBytes int                   `json:"block_bytes"`
-	Scale      float64               `json:"scale"`
-	Backends   map[string]string     `json:"backends"`
-	Notes      []string              `json:"notes,omitempty"`
-	Links      map[string]ReplayLink `json:"links"`
-	Verify     struct {
-		Checked int64 `json:"checked"`
-		Corrupt int64 `json:"corrupt"`
-	} `json:"verify"`
-	Hits        map[string]int64 `json:"hits"`
-	Misses      int64            `json:"misses"`
-	Evictions   map[string]int64 `json:"evictions"`
-	Lost        map[string]int64 `json:"lost"`
-	Errors      []string         `json:"errors,omitempty"`
-	Sequential  bool             `json:"sequential"` // own real clock, one request at a time, no simulator
-	WallSeconds float64          `json:"wall_seconds"`
+	Scenario   string            `json:"scenario"`
+	Trace      string            `json:"trace"`
+	Policy     string            `json:"policy"`
+	Requests   int64             `json:"requests"`
+	BlockBytes int               `json:"block_bytes"`
+	Scale      float64           `json:"scale"`
+	Backends   map[string]string `json:"backends"`
+	Notes      []string          `json:"notes,omitempty"`
+	// Stores says how each storage tier was opened: reopened with what a
+	// previous run left (and how much of it the core was given), new, or
+	// emptied by --fresh.
+	Stores      map[string]ReplayStore `json:"stores,omitempty"`
+	Links       map[string]ReplayLink  `json:"links"`
+	Verify      *ReplayVerify          `json:"verify,omitempty"` // with --verify only
+	Hits        map[string]int64       `json:"hits"`
+	Misses      int64                  `json:"misses"`
+	Evictions   map[string]int64       `json:"evictions"`
+	Lost        map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
+	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
+	Errors      []string               `json:"errors,omitempty"`
+	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
+	WallSeconds float64                `json:"wall_seconds"`
 }
+
+// ReplayVerify is replay.json's verify: blocks read back and checked.
+type ReplayVerify struct {
+	Checked int64 `json:"checked"`
+	Corrupt int64 `json:"corrupt"`
+}
+
+// ReplayStore is one storage tier of replay.json's stores.
+type ReplayStore struct {
+	hw.StoreOpen
+	WarmBlocks    int `json:"warm_blocks"`    // recovered blocks placed in the core's tier before the first request
+	DroppedBlocks int `json:"dropped_blocks"` // recovered blocks deleted: no model block has their size, or no room left
+}
+
+// replayFaults, set by tests, makes storage tiers fail I/O as planned.
+var replayFaults *hw.FaultPlan
 
 type replayOptions struct {
 	real, verify, asJSON bool
+	fresh, allowLoss     bool
 	scenario, dir        string
 	profile              string
 	policy               string
@@ -108,12 +133,14 @@ type replayOptions struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--block-bytes N] [--limit N] [--verify] [--json] [--profile FILE] [--sequential] TRACE", stderr)
+	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--fresh] [--block-bytes N] [--limit N] [--verify] [--allow-loss] [--json] [--profile FILE] [--sequential] TRACE", stderr)
 	var o replayOptions
 	fs.BoolVar(&o.real, "real", false, "move real bytes through real memory and storage (required)")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario `FILE` giving the hierarchy and policy (default: HBM, DRAM, SSD with LRU)")
 	addSetFlag(fs, &o.sets)
-	fs.StringVar(&o.dir, "dir", "kvsim-replay", "`DIR` for the SSD tier's files and replay.json (not tmpfs)")
+	fs.StringVar(&o.dir, "dir", "kvsim-replay", "`DIR` for the storage tiers' stores (DIR/tier-NAME, kept across runs) and replay.json (not tmpfs)")
+	fs.BoolVar(&o.fresh, "fresh", false, "start the storage tiers empty instead of reopening what an earlier replay left in DIR")
+	fs.BoolVar(&o.allowLoss, "allow-loss", false, "exit 0 even if copies were lost to I/O errors (else exit 3)")
 	fs.StringVar(&o.profile, "profile", "", "hardware profile `FILE` from kvsim calibrate: predict with this machine's links")
 	fs.StringVar(&o.policy, "policy", "", "which [[policy]] of the scenario to replay (default: the first)")
 	fs.IntVar(&o.blockBytes, "block-bytes", 64<<10, "real bytes of one full block (`N`); the model's blocks are scaled to it")
@@ -177,10 +204,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}
+	if err := checkReplayJSON(filepath.Join(o.dir, "replay.json")); err != nil {
+		return badInput(err)
+	}
 	rep, err := replay(ctx, sc, pi, o)
 	if err != nil {
 		return err
 	}
+	lost := lossError(rep, o.allowLoss)
 	b, err := results.MarshalJSON(rep)
 	if err != nil {
 		return err
@@ -189,11 +220,108 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("replay: %w", err)
 	}
 	if o.asJSON {
-		_, err = stdout.Write(b)
-		return err
+		if _, err = stdout.Write(b); err != nil {
+			return err
+		}
+		return lost
 	}
 	printReplay(stdout, rep, filepath.Join(o.dir, "replay.json"))
+	return lost
+}
+
+// exitError carries its own exit status.
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+// lossError is the end of a replay that lost copies: exit status 3, or
+// nil with allow.
+func lossError(r *Replay, allow bool) error {
+	var n int64
+	for _, v := range r.Lost {
+		n += v
+	}
+	if n == 0 || allow {
+		return nil
+	}
+	first := ""
+	if len(r.Errors) > 0 {
+		first = " (first: " + r.Errors[0] + ")"
+	}
+	return &exitError{code: 3, msg: fmt.Sprintf("replay: %d copies lost to I/O errors or corruption%s; the link figures leave those moves out; --allow-loss accepts such a run", n, first)}
+}
+
+// checkReplayJSON refuses to replace a replay.json kvsim did not write.
+func checkReplayJSON(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	var r map[string]json.RawMessage
+	if json.Unmarshal(b, &r) != nil || r["links"] == nil || r["block_bytes"] == nil || r["backends"] == nil {
+		return fmt.Errorf("replay: %s exists and is not a replay.json kvsim wrote; it will not be replaced: move it or give another --dir", path)
+	}
 	return nil
+}
+
+// storeIdentity is what the blocks of a storage tier depend on: the same
+// block of the same trace gets the same key (dense ids in order of first
+// appearance) and size only when all of it is the same. Nil without
+// storage tiers.
+func storeIdentity(sc *scenario.Scenario, o replayOptions) ([]hw.StoreField, error) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
+		return nil, nil
+	}
+	f, err := os.Open(sc.Workload.Trace)
+	if err != nil {
+		return nil, badInputf("replay: %v", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, badInputf("replay: reading %s: %v", sc.Workload.Trace, err)
+	}
+	return []hw.StoreField{
+		{Key: "--block-bytes", Value: strconv.Itoa(o.blockBytes)},
+		{Key: "model bytes per token", Value: strconv.FormatInt(sc.Model.BytesPerToken(), 10)},
+		{Key: "model block_tokens", Value: strconv.Itoa(sc.Model.BlockTokens)},
+		{Key: "workload format", Value: sc.Workload.Format},
+		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
+	}, nil
+}
+
+func tierNames(sc *scenario.Scenario) []string {
+	var out []string
+	for _, t := range sc.Tiers {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// modelBytesOf inverts realBytes over the sizes a block can have (1 to
+// block_tokens tokens); a real size two model sizes share is not inverted.
+func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
+	m := map[int]int64{}
+	for tok := 1; tok <= sc.Model.BlockTokens; tok++ {
+		mb := int64(tok) * sc.Model.BytesPerToken()
+		r := realBytes(mb)
+		if _, dup := m[r]; dup {
+			m[r] = -1
+			continue
+		}
+		m[r] = mb
+	}
+	return func(n int) (int64, bool) {
+		mb, ok := m[n]
+		return mb, ok && mb > 0
+	}
 }
 
 func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions) (*Replay, error) {
@@ -207,8 +335,13 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	for _, t := range sc.Tiers {
 		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale)})
 	}
+	id, err := storeIdentity(sc, o)
+	if err != nil {
+		return nil, err
+	}
 	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: o.dir, SlotBytes: o.blockBytes,
-		Hugepages: o.hugepages, HugepageSize: o.hugeSize, Engine: o.engine, QueueDepth: 32})
+		Hugepages: o.hugepages, HugepageSize: o.hugeSize, Engine: o.engine, QueueDepth: 32,
+		Fresh: o.fresh, Identity: id, Faults: replayFaults})
 	if err != nil {
 		return nil, badInputf("replay: %v", err)
 	}
@@ -225,7 +358,8 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	}
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.blockBytes, Verify: o.verify,
-		Predict: func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) }})
+		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
+		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc)})
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +392,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 		stats = c.Stats
 	} else {
 		body.SetCore(s.Core())
+		body.Warm(s.Core())
 		s.OnEvent(func(s *sim.Sim) {
 			for _, l := range body.TakeLost() {
 				s.Core().Lost(s.Now(), l.Block, l.Tier)
@@ -272,22 +407,34 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 		}
 		stats = res.Stats
 	}
+	body.Finish()
 	if o.verify {
 		body.VerifyStores(src.Distinct())
 	}
 	rep := &Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
 		BlockBytes: o.blockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
 		Links: map[string]ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
-		Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.sequential}
+		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.sequential}
 	for i, t := range sc.Tiers {
 		rep.Backends[t.Name] = stores[i].Backend()
 		rep.Hits[t.Name] = stats.Hits[i]
 		rep.Evictions[t.Name] = stats.Evictions[i]
-		rep.Lost[t.Name] = stats.Lost[i]
+		rep.Lost[t.Name] = body.Lost[i]
+		rep.StoreEvict[t.Name] = body.StoreEvicted[i]
 	}
-	rep.Verify.Checked, rep.Verify.Corrupt = body.Checked, body.Corrupt
+	for _, op := range ss.Opened {
+		if rep.Stores == nil {
+			rep.Stores = map[string]ReplayStore{}
+		}
+		i := slices.IndexFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Name == op.Tier })
+		w := body.Warmed[i]
+		rep.Stores[op.Tier] = ReplayStore{StoreOpen: op, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
+	}
+	if o.verify {
+		rep.Verify = &ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
+	}
 	for _, l := range body.Links() {
-		rl := ReplayLink{Count: l.Count, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
+		rl := ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
 			P99us: float64(l.Measured.Quantile(0.99)) / 1e3, PredictedP50us: float64(l.Predicted.Quantile(0.5)) / 1e3}
 		if l.BusyNs > 0 {
 			rl.GBps = float64(l.Bytes) / float64(l.BusyNs)
@@ -305,21 +452,56 @@ func printReplay(w io.Writer, r *Replay, path string) {
 	if r.Sequential {
 		mode = "one at a time on the real clock"
 	}
-	fmt.Fprintf(w, "replay %s (%s): %d requests %s, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, mode, r.BlockBytes, r.Scale)
+	fmt.Fprintf(w, "replay of scenario %s, policy %s: %d requests %s, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, mode, r.BlockBytes, r.Scale)
 	for _, t := range sortedKeys(r.Backends) {
 		fmt.Fprintf(w, "  tier %-12s %s\n", t, r.Backends[t])
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+	for _, t := range sortedKeys(r.Stores) {
+		st := r.Stores[t]
+		switch st.State {
+		case "reopened":
+			fmt.Fprintf(w, "  store %s: reopened %s: %d blocks in %d buckets recovered, %d placed in the tier, %d dropped (no room, or a size no block has)\n",
+				t, st.Dir, st.Blocks, st.Buckets, st.WarmBlocks, st.DroppedBlocks)
+		case "emptied":
+			fmt.Fprintf(w, "  store %s: emptied %s: %d blocks in %d buckets deleted\n", t, st.Dir, st.Blocks, st.Buckets)
+		default:
+			fmt.Fprintf(w, "  store %s: new, in %s\n", t, st.Dir)
+		}
+		for _, d := range st.Discarded {
+			fmt.Fprintf(w, "  store %s: discarded on open: %s\n", t, d)
+		}
+	}
 	width := 12
 	for k := range r.Links {
 		width = max(width, len(k))
 	}
-	fmt.Fprintf(w, "  %-*s %8s %10s %9s %9s %8s %13s %9s\n", width, "link", "moves", "MiB", "p50 us", "p99 us", "GB/s", "predicted p50", "rel err")
+	fmt.Fprintf(w, "  %-*s %8s %7s %10s %9s %9s %8s %13s %9s\n", width, "link", "moves", "failed", "MiB", "p50 us", "p99 us", "GB/s", "predicted p50", "rel err")
 	for _, k := range sortedKeys(r.Links) {
 		l := r.Links[k]
-		fmt.Fprintf(w, "  %-*s %8d %10.1f %9.1f %9.1f %8.2f %13.1f %8.0f%%\n", width, k, l.Count, float64(l.Bytes)/(1<<20), l.P50us, l.P99us, l.GBps, l.PredictedP50us, 100*l.RelError)
+		fmt.Fprintf(w, "  %-*s %8d %7d %10.1f %9.1f %9.1f %8.2f %13.1f %8.0f%%\n", width, k, l.Count, l.Failed, float64(l.Bytes)/(1<<20), l.P50us, l.P99us, l.GBps, l.PredictedP50us, 100*l.RelError)
 	}
-	fmt.Fprintf(w, "  verify: %d checked, %d corrupt; wrote %s\n", r.Verify.Checked, r.Verify.Corrupt, path)
+	var lost []string
+	for _, t := range sortedKeys(r.Lost) {
+		if r.Lost[t] > 0 {
+			lost = append(lost, fmt.Sprintf("%s %d", t, r.Lost[t]))
+		}
+	}
+	if len(lost) > 0 {
+		fmt.Fprintf(w, "  LOST copies (I/O errors, corruption; not in the figures above): %s\n", strings.Join(lost, ", "))
+		if len(r.Errors) > 0 {
+			fmt.Fprintf(w, "  first error: %s\n", r.Errors[0])
+		}
+	}
+	for _, t := range sortedKeys(r.StoreEvict) {
+		if n := r.StoreEvict[t]; n > 0 {
+			fmt.Fprintf(w, "  store %s: %d blocks evicted by the store itself to stay within its capacity\n", t, n)
+		}
+	}
+	if r.Verify != nil {
+		fmt.Fprintf(w, "  verify: %d checked, %d corrupt\n", r.Verify.Checked, r.Verify.Corrupt)
+	}
+	fmt.Fprintf(w, "  wrote %s\n", path)
 }

@@ -25,23 +25,32 @@ func TestMain(m *testing.M) {
 
 // TestReplayKilledMidWrite SIGKILLs a replay while its SSD tier writes
 // buckets, then reopens the store: no block it serves is corrupt, and torn
-// buckets are discarded and reported.
+// buckets are discarded and reported. Each round starts with --fresh on
+// what the last kill left; a last replay reopens it and verifies.
 func TestReplayKilledMidWrite(t *testing.T) {
 	dir := replayDir(t)
-	args := []string{"replay", "--real", "--dir", dir, "--block-bytes", "16384", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}
+	args := []string{"replay", "--real", "--dir", dir, "--fresh", "--block-bytes", "16384", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}
 	tier := filepath.Join(dir, "tier-ssd")
 	torn := 0
 	for round := 0; round < 8 && (round < 3 || torn == 0); round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "KVSIM_TEST_CHILD_ARGS="+strings.Join(args, "\x1f"))
+		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Wait for some sealed buckets, then kill at a varying moment.
+		// Wait for some buckets sealed by this child, then kill at a
+		// varying moment.
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
 			m, _ := filepath.Glob(filepath.Join(tier, "*.meta"))
-			if len(m) >= 2+round {
+			n := 0
+			for _, p := range m {
+				if fi, err := os.Stat(p); err == nil && !fi.ModTime().Before(start) {
+					n++
+				}
+			}
+			if n >= 2+round {
 				break
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -77,4 +86,15 @@ func TestReplayKilledMidWrite(t *testing.T) {
 		}
 	}
 	t.Logf("torn buckets discarded over all rounds: %d", torn)
+	// The store the kills left is reopened as it is, and every block it
+	// serves verifies.
+	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--verify", "--block-bytes", "16384", "--limit", "300",
+		"--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl")
+	if code != 0 {
+		t.Fatalf("reopening after the kills: status %d: %s", code, stderr)
+	}
+	r := readReplay(t, filepath.Join(dir, "replay.json"))
+	if st := r.Stores["ssd"]; st.State != "reopened" || st.WarmBlocks == 0 || r.Verify == nil || r.Verify.Corrupt != 0 || r.Lost["ssd"] != 0 {
+		t.Errorf("after the kills: store %+v, verify %+v, lost %v", st, r.Verify, r.Lost)
+	}
 }
