@@ -307,8 +307,8 @@ func TestHostileNames(t *testing.T) {
 	s.Policies[0].Name = `<img src=x onerror=alert(2)>'"\`
 	h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, Options{}) })
 	cs := scenarioCharts(s, nil)
-	// Ours: the error hook, ECharts, one per chart.
-	if n, want := strings.Count(h, "</script>"), 2+len(cs); n != want {
+	// Ours: the error hook, ECharts, the banner's check, one per chart.
+	if n, want := strings.Count(h, "</script>"), 3+len(cs); n != want {
 		t.Errorf("%d </script> tags, want %d", n, want)
 	}
 	markup := regexp.MustCompile(`(?s)<script[^>]*>.*?</script>`).ReplaceAllString(h, "")
