@@ -37,7 +37,11 @@ func probeWritable(dir string) error {
 		return pathErr(err)
 	}
 	f.Close()
-	return os.Remove(f.Name())
+	// Another kvsim cleaning the folder may have removed it already.
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return pathErr(err)
+	}
+	return nil
 }
 
 // prepareOutDir makes dir (with its parents) and checks that it is a
