@@ -428,7 +428,7 @@ func TestSweepQuiet(t *testing.T) {
 	}
 	// One value twice would write one folder twice.
 	if _, stderr, code := runKvsim("sweep", "--quiet", "--limit", "20", "--out", out, "--vary", "seed", "--values", "1,2,1", quickstart); code != 2 ||
-		!strings.Contains(stderr, `"1" given twice`) {
+		!strings.Contains(stderr, `values "1" and "1" both write `+filepath.Join(out, "quickstart-seed-1")) {
 		t.Errorf("a repeated value: status %d, %q", code, stderr)
 	}
 }

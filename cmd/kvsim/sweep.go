@@ -100,9 +100,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return badInputf("%s: workload: trace: %v", base.Path, err)
 	}
 	var names []string
-	for _, sc := range scs {
-		if slices.Contains(names, sc.Name) {
-			return badInputf("sweep: value %q given twice (its results would overwrite each other)", labels[len(names)])
+	for i, sc := range scs {
+		if j := slices.Index(names, sc.Name); j >= 0 {
+			return badInputf("sweep: values %q and %q both write %s (one's results would overwrite the other's)",
+				labels[j], labels[i], filepath.Join(o.out, sc.Name))
 		}
 		names = append(names, sc.Name)
 	}
