@@ -4,7 +4,6 @@ package hw
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,12 +95,6 @@ int cudaMemGetInfo(size_t *f, size_t *t) { NEED_DEV; *f = (size_t)100 << 30; *t 
 int cudaGetDeviceProperties_v2(char *prop, int d) { NEED_DEV; memset(prop, 0, 1032); strcpy(prop, "Fake H200"); return 0; }
 `
 
-var (
-	fakeCudartOnce sync.Once
-	fakeCudartDir  string
-	fakeCudartErr  error
-)
-
 // hipRenames turns the fake CUDA runtime into a fake HIP runtime: the
 // calls map one to one.
 var hipRenames = func() []string {
@@ -115,38 +108,40 @@ var hipRenames = func() []string {
 	return out
 }()
 
-// buildFakeCudart compiles the fake runtime, one that lacks
-// cudaEventCreate, and a HIP one, with the system C compiler, or skips.
-func buildFakeCudart(t *testing.T) (lib, broken string) {
-	fakeCudartOnce.Do(func() {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			fakeCudartErr = err
-			return
-		}
-		fakeCudartDir, fakeCudartErr = os.MkdirTemp("", "kvsim-fakecudart")
-		if fakeCudartErr != nil {
-			return
-		}
-		src := filepath.Join(fakeCudartDir, "fake.c")
-		os.WriteFile(src, []byte(fakeCudartC), 0o644)
-		// The broken one has no cudaEventCreate: rename it away.
-		for out, extra := range map[string][]string{"libfakecudart.so": nil, "libbrokencudart.so": {"-DcudaEventCreate=notCudaEventCreate"}, "libfakehip.so": hipRenames} {
-			args := append([]string{"-shared", "-fPIC", "-O1", "-o", filepath.Join(fakeCudartDir, out), src}, extra...)
-			if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-				fakeCudartErr = errors.New(err.Error() + ": " + string(b))
-				return
-			}
-		}
-	})
-	if fakeCudartErr != nil {
-		t.Skipf("no C compiler to build a fake libcudart: %v", fakeCudartErr)
+// fakeLibs are the fake runtimes buildFakeCudart can make: the CUDA one,
+// one that lacks cudaEventCreate (renamed away), and a HIP one.
+var fakeLibs = map[string][]string{"libfakecudart.so": nil, "libbrokencudart.so": {"-DcudaEventCreate=notCudaEventCreate"},
+	"libfakehip.so": hipRenames}
+
+// buildFakeCudart compiles the named fake runtimes with the system C
+// compiler, or skips, and returns their paths. They go in the test's own
+// temporary folder, removed when it ends (a library loaded from it stays
+// mapped until the process exits).
+func buildFakeCudart(t *testing.T, names ...string) []string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("no C compiler to build a fake libcudart: %v", err)
 	}
-	return filepath.Join(fakeCudartDir, "libfakecudart.so"), filepath.Join(fakeCudartDir, "libbrokencudart.so")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fake.c")
+	if err := os.WriteFile(src, []byte(fakeCudartC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		args := append([]string{"-shared", "-fPIC", "-O1", "-o", p, src}, fakeLibs[n]...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Skipf("no C compiler to build a fake libcudart: %v: %s", err, b)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func openFakeCuda(t *testing.T) AcceleratorDevice {
-	lib, _ := buildFakeCudart(t)
+	lib := buildFakeCudart(t, "libfakecudart.so")[0]
 	t.Setenv("KVSIM_CUDART", lib)
 	dev, p := OpenDevice()
 	if !dev.Available() {
@@ -286,7 +281,8 @@ func TestCudaFakeStoreAndCopies(t *testing.T) {
 }
 
 func TestCudaFakeProbeFailures(t *testing.T) {
-	lib, broken := buildFakeCudart(t)
+	libs := buildFakeCudart(t, "libfakecudart.so", "libbrokencudart.so")
+	lib, broken := libs[0], libs[1]
 	t.Setenv("KVSIM_CUDART", broken)
 	dev, p := OpenDevice()
 	if dev.Available() {
@@ -322,8 +318,7 @@ func TestCudaFakePinnedRefused(t *testing.T) {
 }
 
 func TestHIPFakeRuntime(t *testing.T) {
-	lib, _ := buildFakeCudart(t)
-	dev, err := openRuntime("hip", filepath.Join(filepath.Dir(lib), "libfakehip.so"))
+	dev, err := openRuntime("hip", buildFakeCudart(t, "libfakehip.so")[0])
 	if err != nil {
 		t.Fatal(err)
 	}

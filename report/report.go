@@ -101,8 +101,13 @@ func CopyAssets(srcDir, dstDir string) error {
 	return results.WriteFileAtomic(dst, b)
 }
 
+// ErrMixedRun is returned (wrapped) when requests.csv and summary.json
+// come from different runs: their run_ids differ.
+var ErrMixedRun = errors.New("the folder mixes files of two runs")
+
 // readTTFTs loads each policy's TTFTs (ms) from requests.csv, skipping
-// rejected requests; nil when the file does not exist.
+// rejected requests; nil when the file does not exist. Its rows' run_id
+// must be the summary's (both absent in results of older kvsims).
 func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -125,8 +130,23 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 	pc, ok1 := col["policy"]
 	tc, ok2 := col["ttft_ms"]
 	rc, hasRej := col["rejected"]
+	ic, hasID := col["run_id"]
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("%s: not a kvsim requests.csv: no policy or ttft_ms column", path)
+	}
+	mixed := func(id string) error {
+		if id == "" {
+			id = "none"
+		}
+		want := s.RunID
+		if want == "" {
+			want = "none"
+		}
+		return fmt.Errorf("%s: run_id %s, but summary.json's is %s: %w; run kvsim run again for a consistent set",
+			path, id, want, ErrMixedRun)
+	}
+	if hasID != (s.RunID != "") {
+		return nil, mixed("")
 	}
 	known := map[string]bool{}
 	for _, p := range s.Policies {
@@ -140,6 +160,9 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if hasID && rec[ic] != s.RunID {
+			return nil, mixed(rec[ic])
 		}
 		if hasRej && rec[rc] == "true" {
 			continue
@@ -158,6 +181,7 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 
 // page is what the HTML template shows around the charts.
 type page struct {
+	RunID   string // the results' run_id, as a <meta>; "" for none
 	Title   string
 	Heading string
 	Pre     string   // preformatted description
@@ -226,7 +250,7 @@ func ms1(x float64) string {
 
 func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
 	t := s.Trace
-	p := &page{Title: "kvsim: " + s.Scenario, Heading: "kvsim report: scenario " + s.Scenario, Pre: s.Description}
+	p := &page{RunID: s.RunID, Title: "kvsim: " + s.Scenario, Heading: "kvsim report: scenario " + s.Scenario, Pre: s.Description}
 	if p.Pre == "" {
 		p.Pre = "scenario " + s.Scenario
 	}
@@ -280,11 +304,16 @@ func indexPage(ss []*results.Summary) *page {
 }
 
 // pageTpl: the error hook comes first so that headless checks can tell a
-// failed script (e.g. ECharts not found) from a page that drew.
+// failed script (e.g. ECharts not found) from a page that drew. ECharts'
+// <script> in <head> has run or failed by the time <body> starts, so the
+// check under the banner knows whether it loaded; without it the charts
+// would stay empty boxes with nothing said.
 var pageTpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en" data-kvsim-charts="{{len .Charts}}">
 <head>
 <meta charset="utf-8">
+{{with .RunID}}<meta name="kvsim-run-id" content="{{.}}">
+{{end -}}
 <title>{{.Title}}</title>
 <script>
 window.onerror = function (msg, src, line, col) {
@@ -303,9 +332,21 @@ th { background: #f0f0f0; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 .charts .container { border: 1px solid #e5e5e5; padding: 6px 0; }
+#kvsim-no-echarts { background: #fff3cd; border: 1px solid #e0b000; padding: 8px 12px; margin: 0 0 10px; font-size: 14px; }
 </style>
 </head>
 <body>
+<div id="kvsim-no-echarts" hidden><b>The charts cannot be drawn: ECharts did not load{{with .Src}} from {{.}}{{end}}.</b>
+By default a report loads ECharts from the internet. To view reports offline, render them with a local copy of ECharts:
+<code>kvsim report --assets DIR RESULTS</code> (or <code>--assets DIR</code> on <code>kvsim run</code>, <code>sweep</code> or <code>mrc</code>),
+where DIR is ECharts' dist folder, holding echarts.min.js; <code>scripts/fetch-echarts.sh</code> in kvsim's repository installs one.
+A page written with <code>--assets</code> needs the <code>assets/</code> folder beside it.</div>
+<script>
+if (typeof echarts === "undefined") {
+	document.getElementById("kvsim-no-echarts").hidden = false;
+	document.documentElement.setAttribute("data-kvsim-no-echarts", "");
+}
+</script>
 <h1>{{.Heading}}</h1>
 {{with .Pre}}<pre>{{.}}</pre>{{end}}
 {{range .Facts}}<p>{{.}}</p>

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -308,8 +309,8 @@ func TestHostileNames(t *testing.T) {
 	s.Policies[0].Name = `<img src=x onerror=alert(2)>'"\`
 	h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, Options{}) })
 	cs := scenarioCharts(s, nil)
-	// Ours: the error hook, ECharts, one per chart.
-	if n, want := strings.Count(h, "</script>"), 2+len(cs); n != want {
+	// Ours: the error hook, ECharts, the banner's check, one per chart.
+	if n, want := strings.Count(h, "</script>"), 3+len(cs); n != want {
 		t.Errorf("%d </script> tags, want %d", n, want)
 	}
 	markup := regexp.MustCompile(`(?s)<script[^>]*>.*?</script>`).ReplaceAllString(h, "")
@@ -357,6 +358,61 @@ func TestBadRequestsCSV(t *testing.T) {
 	}
 	if err := ScenarioFromDir(&bytes.Buffer{}, dir, Options{}); err == nil || !strings.Contains(err.Error(), "summary.json") {
 		t.Errorf("no summary.json: error %v, want it named", err)
+	}
+}
+
+// TestRunIDChecked: requests.csv whose run_id is not summary.json's (on
+// any row, or absent on one side only) is refused; the page carries the
+// run_id as a <meta>.
+func TestRunIDChecked(t *testing.T) {
+	s := load(t, "small")
+	s.RunID = "0123456789abcdef"
+	dir := t.TempDir()
+	p := filepath.Join(dir, "requests.csv")
+	for name, c := range map[string]struct {
+		id, body string
+		ok       bool
+	}{
+		"same":            {s.RunID, "policy,ttft_ms,rejected,run_id\nlru,1.5,false,0123456789abcdef\nlru,2,false,0123456789abcdef\n", true},
+		"other row":       {s.RunID, "policy,ttft_ms,rejected,run_id\nlru,1.5,false,0123456789abcdef\nlru,2,false,fedcba9876543210\n", false},
+		"csv lacks it":    {s.RunID, "policy,ttft_ms,rejected\nlru,1.5,false\n", false},
+		"summary lacks":   {"", "policy,ttft_ms,rejected,run_id\nlru,1.5,false,0123456789abcdef\n", false},
+		"neither has one": {"", "policy,ttft_ms,rejected\nlru,1.5,false\n", true},
+	} {
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.RunID = c.id
+		var b bytes.Buffer
+		err := ScenarioWithRequests(&b, s, p, Options{})
+		if c.ok != (err == nil) || err != nil && (!errors.Is(err, ErrMixedRun) || !strings.Contains(err.Error(), p)) {
+			t.Errorf("%s: error %v", name, err)
+		}
+		meta := `<meta name="kvsim-run-id" content="` + c.id + `">`
+		if c.ok && strings.Contains(b.String(), meta) != (c.id != "") {
+			t.Errorf("%s: <meta> for run_id %q wrong", name, c.id)
+		}
+	}
+}
+
+// TestNoEChartsBanner: every page carries a hidden banner, revealed by a
+// check that runs after ECharts' script, saying how to get reports offline
+// (the browser test checks that it shows and hides).
+func TestNoEChartsBanner(t *testing.T) {
+	s := load(t, "other")
+	for _, o := range []Options{{}, {AssetsHost: "assets/"}} {
+		h := renderPage(t, func(b *bytes.Buffer) error { return Scenario(b, s, o) })
+		banner := strings.Index(h, `<div id="kvsim-no-echarts" hidden>`)
+		check := strings.Index(h, `if (typeof echarts === "undefined")`)
+		src := strings.Index(h, `<script src=`)
+		if banner < 0 || check < banner || src < 0 || src > banner || check > strings.Index(h, `class="item"`) {
+			t.Errorf("%+v: banner, its check and ECharts' script missing or out of order", o)
+		}
+		for _, want := range []string{"--assets DIR", "scripts/fetch-echarts.sh", "echarts.min.js"} {
+			if !strings.Contains(h[banner:check], want) {
+				t.Errorf("%+v: the banner does not say %q", o, want)
+			}
+		}
 	}
 }
 

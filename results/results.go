@@ -15,6 +15,7 @@ import (
 // Summary is summary.json.
 type Summary struct {
 	Scenario    string       `json:"scenario"`
+	RunID       string       `json:"run_id,omitempty"` // hash of the inputs; requests.csv and report.html carry it too
 	Description string       `json:"description"`
 	Overrides   []string     `json:"overrides,omitempty"` // --set KEY=VALUE, as given
 	Seed        int64        `json:"seed"`

@@ -46,18 +46,28 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *count < 8 {
 		return badInputf("calibrate: --count must be >= 8")
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return badInputf("calibrate: --dir: %v", err)
+	// Both paths are checked before the measuring (minutes) starts, --out
+	// first: a bad one makes no --dir.
+	if *out != "" {
+		if err := checkOutFile("calibrate: --out", *out); err != nil {
+			return err
+		}
+	}
+	if err := prepareOutDir("calibrate: --dir", *dir); err != nil {
+		return err
 	}
 	if *out == "" {
 		*out = filepath.Join(*dir, "profile.toml")
+		if err := checkOutFile("calibrate: --out", *out); err != nil {
+			return err
+		}
 	}
 	cal, err := calibrate(ctx, *dir, *blockBytes, *count, *engine)
 	if err != nil {
 		return err
 	}
 	if err := results.WriteFileAtomic(*out, []byte(profileTOML(cal))); err != nil {
-		return fmt.Errorf("calibrate: %w", err)
+		return fmt.Errorf("calibrate: write %s: %w", *out, pathErr(err))
 	}
 	if *asJSON {
 		b, err := results.MarshalJSON(cal)

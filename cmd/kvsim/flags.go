@@ -71,3 +71,8 @@ func addSetFlag(fs *flag.FlagSet, s *setFlags) {
 	fs.Var(s, "set", "override a scenario value, `KEY=VALUE` (repeatable): seed=2, gpu.prefill_tokens_per_s=2e5,\n"+
 		"tier.NAME.KEY (tier.ssd.shared_bandwidth=false), link.FROM-TO.KEY, policy.NAME.KEY")
 }
+
+// addWaitFlag registers --wait on a command that writes results folders.
+func addWaitFlag(fs *flag.FlagSet, wait *bool) {
+	fs.BoolVar(wait, "wait", false, "if another kvsim is writing a results folder this one writes, wait for it (default: fail at once, exit 2)")
+}

@@ -31,6 +31,11 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := c.Validate(); err != nil {
 		return badInputf("gen: %v", err)
 	}
+	if *out != "" && *out != "-" {
+		if err := checkOutFile("gen: --out", *out); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -49,7 +54,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return badInputf("gen: %v", err)
+		return badInputf("gen: --out %s: %v", path, pathErr(err))
 	}
 	defer func() {
 		if err != nil {
@@ -58,16 +63,16 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		}
 	}()
 	if err := write(f); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, err)
+		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("gen: %w", err)
+		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, err)
+		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("gen: %w", err)
+		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
 	}
 	return nil
 }

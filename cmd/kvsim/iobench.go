@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"kvsim/hw"
 	"kvsim/scenario"
@@ -33,6 +36,9 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	o := hw.IOBenchOptions{File: *file, QueueDepth: *qd, Engine: *engine, Direct: *direct, Hugepages: *huge}
 	if o.File == "" {
 		return badInputf("iobench: --file is required")
+	}
+	if err := checkBenchFile(o.File); err != nil {
+		return err
 	}
 	if o.Size, err = scenario.ParseBytes(*size); err != nil {
 		return badInputf("iobench: --size: %v", err)
@@ -96,6 +102,29 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if r.Prepared != "" {
 		fmt.Fprintf(stdout, "before timing: %s\n", r.Prepared)
+	}
+	return nil
+}
+
+// checkBenchFile checks --file before any I/O: an existing regular file
+// (read, or overwritten in place), or a new one in an existing folder. A
+// device or other special file is refused: a read benchmark first writes
+// any part of the file shorter than --size.
+func checkBenchFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return badInputf("iobench: --file %s: is a folder; give a file in it", path)
+	case err == nil && !st.Mode().IsRegular():
+		return badInputf("iobench: --file %s: not a regular file (a device, pipe or socket)", path)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return badInputf("iobench: --file %s: %v", path, pathErr(err))
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInputf("iobench: --file %s: folder %s does not exist", path, dir)
 	}
 	return nil
 }

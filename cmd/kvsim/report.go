@@ -7,20 +7,27 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
 	"kvsim/report"
 	"kvsim/results"
+	"kvsim/scenario"
 )
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("report", "kvsim report [--assets DIR] DIR...\n\n"+
+	fs := newFlags("report", "kvsim report [--assets DIR] [--wait] DIR...\n\n"+
 		"Re-renders HTML reports from saved results, without simulating: a DIR holding\n"+
 		"summary.json gets report.html; otherwise each subfolder holding summary.json gets\n"+
 		"its report.html and DIR gets index.html comparing them.", stderr)
 	assets := fs.String("assets", "", "ECharts `DIR` (its dist folder, holding echarts.min.js) to copy next to each page, so reports need no network")
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	var wait bool
+	addWaitFlag(fs, &wait)
 	dirs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -34,15 +41,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				filepath.Join(*assets, report.EChartsFile))
 		}
 	}
-	// Read every summary first so that bad input writes nothing.
 	type job struct {
-		dir    string // parent folder for an index; scenario folder otherwise
-		index  bool
-		scens  []string // scenario folders
-		sums   []*results.Summary
-		single *results.Summary
+		dir   string   // parent folder for an index; scenario folder otherwise
+		index bool     // dir gets index.html
+		scens []string // scenario folders
+		sums  []*results.Summary
+		pages [][]byte // each scenario folder's report.html
 	}
-	var jobs []job
+	// Find the scenario folders and lock them, so that no run writes
+	// them while they are read; then read and render every page, so that
+	// bad input (a mixed folder too) writes nothing.
+	var jobs []*job
+	var locks []string
 	for _, dir := range dirs {
 		st, err := os.Stat(dir)
 		if err != nil {
@@ -51,35 +61,61 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if !st.IsDir() {
 			return badInputf("report: %s: not a folder", dir)
 		}
-		if s, ok, err := readSummaryIn(dir); err != nil {
-			return err
-		} else if ok {
-			jobs = append(jobs, job{dir: dir, single: s})
-			continue
-		}
-		ents, err := os.ReadDir(dir) // sorted by name: a stable index
-		if err != nil {
-			return badInput(err)
-		}
-		j := job{dir: dir, index: true}
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
+		j := &job{dir: dir}
+		if hasSummary(dir) {
+			j.scens = []string{dir}
+		} else {
+			j.index = true
+			ents, err := os.ReadDir(dir) // sorted by name: a stable index
+			if err != nil {
+				return badInputf("report: %v", err)
 			}
-			sub := filepath.Join(dir, e.Name())
-			s, ok, err := readSummaryIn(sub)
+			for _, e := range ents {
+				if sub := filepath.Join(dir, e.Name()); e.IsDir() && hasSummary(sub) {
+					j.scens = append(j.scens, sub)
+				}
+			}
+			if len(j.scens) == 0 {
+				return badInputf("report: %s: no summary.json in it or in its subfolders", dir)
+			}
+			if err := checkNotDirs("report", dir, "index.html"); err != nil {
+				return err
+			}
+			if err := checkAssetsDir("report", dir, *assets); err != nil {
+				return err
+			}
+		}
+		for _, d := range j.scens {
+			if err := checkNotDirs("report", d, "report.html"); err != nil {
+				return err
+			}
+			if err := checkAssetsDir("report", d, *assets); err != nil {
+				return err
+			}
+		}
+		locks = append(locks, j.scens...)
+		jobs = append(jobs, j)
+	}
+	unlock, err := lockDirs(ctx, locks, wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, j := range jobs {
+		for _, d := range j.scens {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s, err := results.ReadSummary(filepath.Join(d, "summary.json"))
+			if err != nil {
+				return badInput(err)
+			}
+			page, err := renderScenarioReport(d, s, *assets)
 			if err != nil {
 				return err
 			}
-			if ok {
-				j.scens = append(j.scens, sub)
-				j.sums = append(j.sums, s)
-			}
+			j.sums, j.pages = append(j.sums, s), append(j.pages, page)
 		}
-		if len(j.sums) == 0 {
-			return badInputf("report: %s: no summary.json in it or in its subfolders", dir)
-		}
-		jobs = append(jobs, j)
 	}
 	wrote := func(p string) {
 		if !*quiet {
@@ -90,38 +126,26 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !j.index {
-			if err := writeScenarioReport(j.dir, j.single, *assets); err != nil {
-				return err
-			}
-			wrote(filepath.Join(j.dir, "report.html"))
-			continue
-		}
 		for i, d := range j.scens {
-			if err := writeScenarioReport(d, j.sums[i], *assets); err != nil {
+			if err := writeReportPage(d, j.pages[i], *assets); err != nil {
 				return err
 			}
 			wrote(filepath.Join(d, "report.html"))
 		}
-		if err := writeIndex(j.dir, j.sums, *assets); err != nil {
-			return err
+		if j.index {
+			if err := writeIndex(j.dir, j.sums, *assets); err != nil {
+				return err
+			}
+			wrote(filepath.Join(j.dir, "index.html"))
 		}
-		wrote(filepath.Join(j.dir, "index.html"))
 	}
 	return nil
 }
 
-// readSummaryIn reads dir/summary.json; ok is false when there is none.
-func readSummaryIn(dir string) (s *results.Summary, ok bool, err error) {
-	p := filepath.Join(dir, "summary.json")
-	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	s, err = results.ReadSummary(p)
-	if err != nil {
-		return nil, false, badInput(err)
-	}
-	return s, true, nil
+// hasSummary says whether dir holds a summary.json.
+func hasSummary(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "summary.json"))
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // pageOptions copies ECharts into dir/assets when assets names a dist
@@ -140,17 +164,35 @@ func pageOptions(dir, assets string) (report.Options, error) {
 // results are in dir (its requests.csv, when there, gives the TTFT CDF).
 // assets is the --assets value or "".
 func writeScenarioReport(dir string, s *results.Summary, assets string) error {
-	o, err := pageOptions(dir, assets)
+	page, err := renderScenarioReport(dir, s, assets)
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	// Rendering into memory fails only on bad input (requests.csv).
-	if err := report.ScenarioWithRequests(&b, s, filepath.Join(dir, "requests.csv"), o); err != nil {
-		return badInput(err)
+	return writeReportPage(dir, page, assets)
+}
+
+// renderScenarioReport renders dir/report.html into memory; it fails only
+// on bad input (requests.csv unreadable, or from another run than s).
+func renderScenarioReport(dir string, s *results.Summary, assets string) ([]byte, error) {
+	var o report.Options
+	if assets != "" {
+		o.AssetsHost = "assets/"
 	}
-	if err := results.WriteFileAtomic(filepath.Join(dir, "report.html"), b.Bytes()); err != nil {
-		return fmt.Errorf("report: %w", err)
+	var b bytes.Buffer
+	if err := report.ScenarioWithRequests(&b, s, filepath.Join(dir, "requests.csv"), o); err != nil {
+		return nil, badInput(err)
+	}
+	return b.Bytes(), nil
+}
+
+// writeReportPage writes a rendered dir/report.html, with ECharts copied
+// beside it when assets is set.
+func writeReportPage(dir string, page []byte, assets string) error {
+	if _, err := pageOptions(dir, assets); err != nil {
+		return err
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, "report.html"), page); err != nil {
+		return fmt.Errorf("report: %s: %w", filepath.Join(dir, "report.html"), pathErr(err))
 	}
 	return nil
 }
@@ -163,11 +205,59 @@ func writeIndex(outDir string, ss []*results.Summary, assets string) error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := report.Index(&b, ss, o); err != nil {
+	if err := report.Index(&b, sweepOrder(ss), o); err != nil {
 		return err
 	}
 	if err := results.WriteFileAtomic(filepath.Join(outDir, "index.html"), b.Bytes()); err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fmt.Errorf("report: %s: %w", filepath.Join(outDir, "index.html"), pathErr(err))
 	}
 	return nil
+}
+
+// sweepOrder puts the points of one sweep in the order of their values
+// (sizes by bytes, numbers numerically: 32GiB before 128GiB, 2 before 10),
+// whatever order their folders' names sort in; anything else keeps its
+// order. Each value is read with the first parser that takes them all, so
+// one key's values share a unit.
+func sweepOrder(ss []*results.Summary) []*results.Summary {
+	if len(ss) < 2 || ss[0].Sweep == nil {
+		return ss
+	}
+	for _, s := range ss {
+		if s.Sweep == nil || s.Sweep.Key != ss[0].Sweep.Key {
+			return ss
+		}
+	}
+	parsers := []func(string) (float64, error){
+		func(v string) (float64, error) { return strconv.ParseFloat(v, 64) },
+		func(v string) (float64, error) { n, err := scenario.ParseBytes(v); return float64(n), err },
+		func(v string) (float64, error) { n, err := scenario.ParseDuration(v); return float64(n), err },
+		scenario.ParseBandwidth,
+	}
+	for _, parse := range parsers {
+		vals := make([]float64, len(ss))
+		ok := true
+		for i, s := range ss {
+			v, err := parse(strings.TrimSpace(s.Sweep.Value))
+			if err != nil || math.IsNaN(v) {
+				ok = false
+				break
+			}
+			vals[i] = v
+		}
+		if !ok {
+			continue
+		}
+		idx := make([]int, len(ss))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] < vals[idx[b]] })
+		out := make([]*results.Summary, len(ss))
+		for i, k := range idx {
+			out[i] = ss[k]
+		}
+		return out
+	}
+	return ss
 }

@@ -226,6 +226,7 @@ document.querySelectorAll(".item").forEach(function (el) {
 var (
 	chartsAttr = regexp.MustCompile(`data-kvsim-charts="(\d+)"`)
 	tipAttr    = regexp.MustCompile(`data-kvsim-tip="([^"]*)"`)
+	noECharts  = regexp.MustCompile(`<html[^>]* data-kvsim-no-echarts=`) // set when the banner shows
 )
 
 // checkDrawn loads page (with the tooltip probe) in Chromium and checks
@@ -242,6 +243,9 @@ func checkDrawn(t *testing.T, chromium, page string) int {
 	dom := chromiumRun(t, chromium, "--dump-dom", "file://"+probe)
 	if i := strings.Index(dom, `data-kvsim-error="`); i >= 0 {
 		t.Fatalf("%s: script error: %.300s", page, dom[i:])
+	}
+	if noECharts.MatchString(dom) || !strings.Contains(dom, `<div id="kvsim-no-echarts" hidden="">`) {
+		t.Errorf("%s: ECharts loaded, yet the no-ECharts banner shows (or is missing)", page)
 	}
 	m := chartsAttr.FindStringSubmatch(dom)
 	if m == nil {
@@ -307,6 +311,18 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	checkDrawn(t, chromium, filepath.Join(sw, "index.html"))
 	checkDrawn(t, chromium, filepath.Join(sw, "ssd_contention-workload.speedup-1", "report.html"))
+
+	// Without ECharts (the page moved without its assets/ folder, or
+	// offline with the default online script) the page says so.
+	bare := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bare, "report.html"), []byte(reportReadFile(t, page)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := chromiumRun(t, chromium, "--dump-dom", "file://"+filepath.Join(bare, "report.html"))
+	if !noECharts.MatchString(dom) || !strings.Contains(dom, `<div id="kvsim-no-echarts">`) ||
+		strings.Contains(dom, "<canvas") {
+		t.Errorf("a page without ECharts does not show the banner:\n%.600s", dom)
+	}
 
 	dir := os.Getenv("KVSIM_ARTIFACTS")
 	if dir == "" {

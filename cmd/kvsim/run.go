@@ -31,6 +31,7 @@ type runOptions struct {
 	limit   int
 	workers int
 	quiet   bool
+	wait    bool // wait for a results folder another kvsim is writing
 	cpuProf string
 	memProf string
 	sets    setFlags
@@ -46,6 +47,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests (overrides [workload] limit)")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
+	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
 	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
@@ -84,6 +86,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		seen[sc.Name] = p
 		scs = append(scs, sc)
 	}
+	// Every output path is checked, and the results folders locked,
+	// before any simulation.
+	for _, f := range [...][2]string{{"run: --cpuprofile", o.cpuProf}, {"run: --memprofile", o.memProf}} {
+		if f[1] != "" {
+			if err := checkOutFile(f[0], f[1]); err != nil {
+				return err
+			}
+		}
+	}
+	var names []string
+	for _, sc := range scs {
+		names = append(names, sc.Name)
+	}
+	dirs, err := prepareResultDirs("run: --out", o.out, names, len(scs) > 1, o.assets)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDirs(ctx, dirs, o.wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	stopProf, err := startProfiles(o.cpuProf, o.memProf)
 	if err != nil {
 		return err
@@ -168,6 +192,10 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	opt := traceOptions(sc, o.skipBad, o.limit)
+	id, err := runID(sc, opt, o.sweep)
+	if err != nil {
+		return nil, err
+	}
 	var prog *progress
 	if !o.quiet && isTerminal(stderr) {
 		var total int64
@@ -193,7 +221,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
 			t0 := time.Now()
-			runs[i] = simulatePolicy(ctx, sc, i, opt, dir, prog)
+			runs[i] = simulatePolicy(ctx, sc, i, opt, dir, id, prog)
 			runs[i].wallS = time.Since(t0).Seconds()
 		}(i)
 	}
@@ -213,6 +241,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		}
 	}
 	sum := summarize(sc, runs)
+	sum.RunID = id
 	var accesses int64
 	for _, p := range sum.Policies {
 		accesses += p.BlockAccesses
@@ -232,7 +261,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 	return sum, nil
 }
 
-func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir string, prog *progress) (pr policyRun) {
+func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir, id string, prog *progress) (pr policyRun) {
 	p := sc.Policies[i]
 	var fut *workload.Future
 	if needsFuture(p.Eviction) {
@@ -256,7 +285,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	w := bufio.NewWriterSize(tmp, 1<<16)
 	var buf []byte
 	obs := func(r *core.Record) {
-		buf = appendCSVRow(buf[:0], p.Name, r)
+		buf = appendCSVRow(buf[:0], p.Name, id, r)
 		w.Write(buf)
 	}
 	s, err := sim.New(cfg, obs)
@@ -395,13 +424,15 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 }
 
 // csvHeader names requests.csv's columns; hit columns follow the tiers.
+// run_id comes last, the same on every row: readers that pick columns by
+// name (the report, pandas) are not disturbed by it.
 func csvHeader(sc *scenario.Scenario) string {
 	var b strings.Builder
 	b.WriteString("policy,seq,arrival_ms,queue_ms,dependency_wait_ms,load_ms,compute_ms,ttft_ms,done_ms,input_tokens,output_tokens,blocks")
 	for _, t := range sc.Tiers {
 		b.WriteString(",hit_blocks_" + t.Name)
 	}
-	b.WriteString(",block_hits,recomputed_tokens,rejected\n")
+	b.WriteString(",block_hits,recomputed_tokens,rejected,run_id\n")
 	return b.String()
 }
 
@@ -409,7 +440,7 @@ func appendMS(b []byte, ns int64) []byte {
 	return strconv.AppendFloat(b, float64(ns)/1e6, 'f', -1, 64)
 }
 
-func appendCSVRow(b []byte, policy string, r *core.Record) []byte {
+func appendCSVRow(b []byte, policy, id string, r *core.Record) []byte {
 	b = append(b, policy...)
 	b = append(b, ',')
 	b = strconv.AppendInt(b, r.Seq, 10)
@@ -431,6 +462,8 @@ func appendCSVRow(b []byte, policy string, r *core.Record) []byte {
 	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
 	b = append(b, ',')
 	b = strconv.AppendBool(b, r.Rejected)
+	b = append(b, ',')
+	b = append(b, id...)
 	return append(b, '\n')
 }
 

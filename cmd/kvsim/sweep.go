@@ -31,6 +31,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` for offline reports")
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
+	quiet := fs.Bool("quiet", false, "print nothing but errors (no table)")
+	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -97,7 +99,24 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := os.Stat(base.Workload.Trace); base.Workload.Gen == nil && err != nil {
 		return badInputf("%s: workload: trace: %v", base.Path, err)
 	}
-	o.quiet = true
+	var names []string
+	for i, sc := range scs {
+		if j := slices.Index(names, sc.Name); j >= 0 {
+			return badInputf("sweep: values %q and %q both write %s (one's results would overwrite the other's)",
+				labels[j], labels[i], filepath.Join(o.out, sc.Name))
+		}
+		names = append(names, sc.Name)
+	}
+	dirs, err := prepareResultDirs("sweep: --out", o.out, names, true, o.assets)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDirs(ctx, dirs, o.wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	o.quiet = true // no table per point; the sweep prints its own
 	var sums []*results.Summary
 	for i, sc := range scs {
 		o.sweep = &results.SweepPoint{Key: key, Value: labels[i]}
@@ -109,6 +128,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := writeIndex(o.out, sums, o.assets); err != nil {
 		return err
+	}
+	if *quiet {
+		return nil
 	}
 	if *vary != "" {
 		fmt.Fprintf(stdout, "sweep of %s in %s (%d requests)\n", key, base.Name, sums[0].Trace.Requests)

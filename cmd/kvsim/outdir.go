@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Output paths are checked before any work starts, so that a bad one costs
+// nothing and is reported as bad input (exit 2) with the user's own path,
+// never the name of a temporary file.
+
+// pathErr is err without the path an *os.PathError carries, which may be
+// that of a temporary file rather than the one the user gave.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// probeWritable creates and removes a file in dir: the only check of
+// write permission that holds for every user, root included.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, probePrefix+"*")
+	if err != nil {
+		return pathErr(err)
+	}
+	f.Close()
+	// Another kvsim cleaning the folder may have removed it already.
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return pathErr(err)
+	}
+	return nil
+}
+
+// prepareOutDir makes dir (with its parents) and checks that it is a
+// folder kvsim can write in; what names the flag, as "run: --out".
+func prepareOutDir(what, dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return badInputf("%s %s: exists and is not a folder", what, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return badInputf("%s %s: cannot make the folder: %v", what, dir, pathErr(err))
+	}
+	if err := probeWritable(dir); err != nil {
+		return badInputf("%s %s: cannot write in the folder: %v", what, dir, err)
+	}
+	return nil
+}
+
+// checkOutFile checks, without writing it, that path can be written whole
+// (through a temporary file in its folder and a rename): its folder exists
+// and is writable, and path is not a folder.
+func checkOutFile(what, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return badInputf("%s %s: is a folder; give a file name", what, path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return badInputf("%s %s: folder %s does not exist", what, path, dir)
+	case err != nil:
+		return badInputf("%s %s: %v", what, path, pathErr(err))
+	case !st.IsDir():
+		return badInputf("%s %s: %s is not a folder", what, path, dir)
+	}
+	if err := probeWritable(dir); err != nil {
+		return badInputf("%s %s: cannot write in folder %s: %v", what, path, dir, err)
+	}
+	return nil
+}
+
+// checkNotDirs checks that none of the files kvsim is about to replace in
+// dir is a folder (a rename onto one fails only after all the work).
+func checkNotDirs(what, dir string, names ...string) error {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return badInputf("%s: %s is a folder; kvsim writes a file there", what, p)
+		}
+	}
+	return nil
+}
+
+// Results folders (DIR/<scenario>/) are written by one kvsim at a time: a
+// run, a sweep point or a report takes an exclusive lock on lockName inside
+// the folder for as long as it writes there. The file stays (removing a
+// lock file races with the next taker); it holds nothing.
+const lockName = ".kvsim.lock"
+
+// probePrefix names probeWritable's file.
+const probePrefix = ".kvsim-probe-"
+
+// errBusy is returned (wrapped) when another kvsim holds a folder's lock.
+var errBusy = errors.New("in use by another kvsim")
+
+// lockPoll is how often --wait retries a held lock.
+const lockPoll = 100 * time.Millisecond
+
+// lockDirs takes the lock of every folder in dirs (they must exist), in
+// one order for every process so that two waiting kvsims cannot deadlock,
+// then removes kvsim's stale temporary files from each. Without wait a held
+// lock fails at once (bad input: exit 2); with wait it is retried until
+// free or ctx ends. unlock releases them all.
+func lockDirs(ctx context.Context, dirs []string, wait bool) (unlock func(), err error) {
+	type key struct{ abs, dir string }
+	var ks []key
+	for _, d := range dirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return nil, badInputf("%s: %v", d, err)
+		}
+		ks = append(ks, key{a, d})
+	}
+	slices.SortFunc(ks, func(a, b key) int { return strings.Compare(a.abs, b.abs) })
+	ks = slices.CompactFunc(ks, func(a, b key) bool { return a.abs == b.abs })
+	var held []*os.File
+	unlock = func() {
+		for _, f := range held {
+			unlockFile(f)
+			f.Close()
+		}
+		held = nil
+	}
+	for _, k := range ks {
+		f, err := lockDir(ctx, k.dir, wait)
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		held = append(held, f)
+		removeStaleTemps(k.dir)
+	}
+	return unlock, nil
+}
+
+func lockDir(ctx context.Context, dir string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, badInputf("%s: cannot lock the folder: %v", dir, pathErr(err))
+	}
+	for {
+		err := tryLockFile(f)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, errBusy) {
+			f.Close()
+			return nil, badInputf("%s: cannot lock the folder: %v", dir, err)
+		}
+		if !wait {
+			f.Close()
+			return nil, badInputf("%s: %w (a run, sweep or report writing there); wait for it to finish, or pass --wait", dir, errBusy)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// staleTemp matches the temporary files kvsim itself makes in a results
+// folder (os.CreateTemp puts decimal digits where the pattern has "*"): a
+// policy's rows (.requests-*.csv), a file written whole before its rename
+// (.summary.json.*, .requests.csv.*, .report.html.*) and probeWritable's.
+// A run killed mid-write leaves them; nothing else may be removed.
+func staleTemp(name string) bool {
+	for _, p := range [...][2]string{{".requests-", ".csv"}, {".requests.csv.", ""}, {".summary.json.", ""},
+		{".report.html.", ""}, {probePrefix, ""}} {
+		if rest, ok := strings.CutPrefix(name, p[0]); ok {
+			if digits, ok := strings.CutSuffix(rest, p[1]); ok && allDigits(digits) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// staleAsset matches CopyAssets' temporary file in DIR/assets.
+func staleAsset(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".echarts.min.js.")
+	return ok && allDigits(rest)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// removeStaleTemps removes, from a folder whose lock this process holds,
+// the regular files of kvsim's own temporary naming (and of its assets/).
+func removeStaleTemps(dir string) {
+	clean := func(d string, match func(string) bool) {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() && match(e.Name()) {
+				os.Remove(filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	clean(dir, staleTemp)
+	clean(filepath.Join(dir, "assets"), staleAsset)
+}
+
+// scenarioFiles are the files a run writes in DIR/<scenario>/.
+var scenarioFiles = []string{"summary.json", "requests.csv", "report.html"}
+
+// checkAssetsDir checks, when --assets is given, that dir/assets can
+// take a copy of ECharts: absent, or a folder whose echarts.min.js is not.
+func checkAssetsDir(what, dir, assets string) error {
+	if assets == "" {
+		return nil
+	}
+	p := filepath.Join(dir, "assets")
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return badInputf("%s: %s is not a folder; kvsim copies ECharts there (--assets)", what, p)
+	}
+	return checkNotDirs(what, p, "echarts.min.js")
+}
+
+// prepareResultDirs checks and makes out and out/<name> for each name,
+// before any simulation: the folders must be writable and the files to be
+// replaced must not be folders. index says whether out/index.html will be
+// written too; assets is the --assets value. what names the flag, as
+// "run: --out".
+func prepareResultDirs(what, out string, names []string, index bool, assets string) ([]string, error) {
+	if err := prepareOutDir(what, out); err != nil {
+		return nil, err
+	}
+	if index {
+		if err := checkNotDirs(what, out, "index.html"); err != nil {
+			return nil, err
+		}
+		if err := checkAssetsDir(what, out, assets); err != nil {
+			return nil, err
+		}
+	}
+	var dirs []string
+	for _, n := range names {
+		d := filepath.Join(out, n)
+		if err := prepareOutDir(what, d); err != nil {
+			return nil, err
+		}
+		if err := checkNotDirs(what, d, scenarioFiles...); err != nil {
+			return nil, err
+		}
+		if err := checkAssetsDir(what, d, assets); err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs, nil
+}
