@@ -214,8 +214,12 @@ const (
 	promiseMaxSize = 12000
 )
 
-func promiseOpts(dir string) StoreOptions {
+// promiseOpts: even rounds evict LRU, which takes newer buckets first.
+func promiseOpts(dir string, round int) StoreOptions {
 	o := DefaultStoreOptions(dir)
+	if round%2 == 0 {
+		o.Evict = "lru"
+	}
 	o.BucketBytes = 64 << 10
 	o.MaxKeys = 4
 	o.WriteBuffer = 16 << 10
@@ -250,7 +254,7 @@ func TestBucketCrashPromiseChild(t *testing.T) {
 	}
 	round, _ := strconv.ParseUint(os.Getenv(promiseEnv+"_ROUND"), 10, 64)
 	say := func(format string, a ...any) { fmt.Fprintf(os.Stdout, format+"\n", a...) } // unbuffered: each line is in the pipe before the next step
-	s, _, err := OpenBucketStore(promiseOpts(dir))
+	s, _, err := OpenBucketStore(promiseOpts(dir, int(round)))
 	if err != nil {
 		say("error %v", err)
 		os.Exit(2)
@@ -333,6 +337,7 @@ func TestBucketCrashPromise(t *testing.T) {
 	dir := bucketTestDir(t)
 	state := map[uint64]uint64{} // the state found by the last check (0: absent)
 	kills, violations, steps := 0, 0, 0
+	mix := map[string]int{} // lines by kind
 	var report []string
 	violate := func(format string, a ...any) {
 		violations++
@@ -386,6 +391,7 @@ func TestBucketCrashPromise(t *testing.T) {
 		flushed := -1
 		for n, line := range lines {
 			f := strings.Fields(line)
+			mix[f[0]]++
 			num := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
 			switch f[0] {
 			case "p":
@@ -413,7 +419,7 @@ func TestBucketCrashPromise(t *testing.T) {
 			}
 		}
 
-		s, rep, err := OpenBucketStore(promiseOpts(dir))
+		s, rep, err := OpenBucketStore(promiseOpts(dir, round))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
@@ -464,7 +470,8 @@ func TestBucketCrashPromise(t *testing.T) {
 		}
 		must(t, s.Close())
 	}
-	t.Logf("crash promise: %d rounds, %d kills, %d steps, %d violations", rounds, kills, steps, violations)
+	t.Logf("crash promise: %d rounds, %d kills, %d steps (%d puts, %d deletes, %d flushes; %d seals, %d evictions), %d violations",
+		rounds, kills, steps, mix["p"], mix["d"], mix["flush"], mix["s"], mix["e"], violations)
 	for _, r := range report {
 		t.Error(r)
 	}
