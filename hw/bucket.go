@@ -243,7 +243,7 @@ func (s *BucketStore) path(id uint64, ext string) string {
 // transient wraps an error that is not damage: the open fails, and the
 // files stay as they were.
 func (s *BucketStore) transient(err error) error {
-	return fmt.Errorf("bucket store %s: %w (an I/O error, not damage: nothing was removed; try again)", s.o.Dir, err)
+	return fmt.Errorf("bucket store %s: %w (an I/O error, not damage: no bucket was removed for it; try again)", s.o.Dir, err)
 }
 
 // bucketIDPrefix reads the id of any file named after a bucket, quarantined
@@ -350,7 +350,7 @@ func (s *BucketStore) load(rep *OpenReport) error {
 		}
 		if st.Size < m.dataSize {
 			// Blocks wholly inside the file may still verify; Get checks.
-			n := len(m.ents)
+			n, recorded := len(m.ents), m.dataSize
 			keep := m.ents[:0]
 			for _, e := range m.ents {
 				if e.off+bucketAlignUp(e.size, m.align) <= st.Size {
@@ -359,7 +359,7 @@ func (s *BucketStore) load(rep *OpenReport) error {
 			}
 			m.ents = keep
 			m.dataSize = st.Size &^ (m.align - 1)
-			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, m.dataSize, len(keep), n)
+			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, len(keep), n)
 			if m.damage != "" {
 				why = m.damage + "; " + why
 			}
