@@ -410,3 +410,31 @@ func TestBucketTransientRun(t *testing.T) {
 	}
 	t.Logf("%d injected faults", tries)
 }
+
+// TestBucketEvictSealsReplacements: evicting a bucket whose copies were
+// replaced in the open bucket seals that bucket first: else a crash would
+// lose the replaced keys, old and new copy alike.
+func TestBucketEvictSealsReplacements(t *testing.T) {
+	bucketFDCheck(t)
+	dir := bucketTestDir(t)
+	s, _ := openBucketTest(t, tinyOpts(dir))
+	for k := uint64(0); k < 8; k++ { // buckets A (0-3) and B (4-7)
+		must(t, s.Put(k, bucketPayload(k, 5000)))
+	}
+	must(t, s.Flush())
+	must(t, s.Put(0, bucketPayload(100, 3000))) // the open bucket replaces A's key 0
+	s.mu.Lock()
+	s.o.Capacity = s.st.DiskBytes - 1
+	s.o.HighWater, s.o.LowWater = 0.99, 0.99
+	s.maybeEvict() // FIFO: A goes
+	s.mu.Unlock()
+	ev := s.Evicted()
+	if slices.Contains(ev, 0) || !slices.Contains(ev, 1) {
+		t.Fatalf("evicted %v", ev)
+	}
+	img := crashImage(t, dir)
+	c, _ := openBucketTest(t, tinyOpts(img))
+	if n, err := c.Get(0, make([]byte, 5000)); err != nil || n != 3000 {
+		t.Fatalf("after a crash key 0: %d bytes, %v; want its new copy", n, err)
+	}
+}
