@@ -5,9 +5,10 @@ package hw
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,20 +26,29 @@ import (
 // Flush/Close) pads and writes the tail, fdatasyncs the data, then writes the
 // metadata to a temporary name, fdatasyncs it, renames it into place and
 // fsyncs the directory: a crash leaves either no metadata or metadata that
-// points only at durable data. A data file without metadata is discarded on
-// open.
+// points only at durable data. A data file without metadata was never
+// sealed and is removed on open.
+//
+// What survives a crash (see also the README): a block is durable once its
+// bucket is sealed; a deletion once Flush or Close returns. Bucket ids only
+// grow, and on open the newest bucket's entry for a key decides, so an
+// older copy can win only if every newer entry is gone. The store keeps
+// that from happening: a copy replaced by a Put stays on disk, and its
+// death stays off disk, until the replacing bucket is sealed; and before
+// any bucket file is unlinked, the deaths recorded in memory for older
+// buckets are written to their metadata, and each unlink is followed by a
+// directory fsync.
 //
 // Get serves blocks of the open bucket too (from the write buffer, or from
 // the part already streamed to its data file): they are this process's own
-// writes, still checked against their CRC. They become durable only when
-// the bucket is sealed. Deletions reach disk (as dead flags in the metadata)
-// at Flush/Close; after a crash before that, deleted blocks may reappear.
+// writes, still checked against their CRC.
 //
 // All methods are safe for concurrent use; one mutex serialises them, and
 // the batch methods are how to get queue depth.
 type BucketStore struct {
 	mu     sync.Mutex
 	o      StoreOptions
+	fs     bucketFS
 	dirfd  int // held open for fsync and as the flock that keeps other processes out
 	eng    Engine
 	ownEng bool
@@ -46,26 +56,32 @@ type BucketStore struct {
 	align  int64
 	closed bool
 
-	wa      *Arena // write buffer then metadata buffer
-	wbuf    []byte
-	mbuf    []byte
-	ra      *Arena // read buffer
-	rbuf    []byte
-	retired []*Arena // replaced buffers, unmapped only after the engine closes (it may have registered them)
-	ops     []Op
-	pend    []bucketPending
+	wa    *Arena // write buffer then metadata buffer
+	wbuf  []byte
+	mbuf  []byte
+	ma    *Arena // a larger metadata buffer, when one was needed
+	ra0   *Arena // the read buffer the engine was given (it may have registered it)
+	ra    *Arena // the read buffer now: ra0, or a larger one
+	rbuf  []byte
+	ops   []Op
+	pend  []bucketPending
+	index map[uint64]bucketLoc
 
-	index   map[uint64]bucketLoc
 	open    *bucket // the unsealed bucket, nil when none
 	bufBase int64   // data file offset of wbuf[0]
 	fill    int     // bytes of wbuf in use
 	sealed  []*bucket
+	waiting []bucketLoc // entries of sealed buckets replaced by the open bucket (pend)
 	nextID  uint64
 	tick    uint64
 	openFDs int
 
 	evicted []uint64
 	st      StoreStats
+
+	// Test hooks: sealed gets the live keys of a bucket once it is durable,
+	// evicting the keys of a bucket about to be evicted.
+	testSealed, testEvicting func(keys []uint64)
 }
 
 const (
@@ -78,7 +94,9 @@ type bucket struct {
 	id       uint64
 	fd       int // -1: not open (sealed buckets reopen on demand)
 	sealed   bool
-	dirty    bool // has deaths its metadata file does not record yet
+	direct   bool // read with O_DIRECT (false when its alignment does not suit this filesystem)
+	dirty    bool // has deaths its metadata file does not record yet (pending ones aside)
+	pend     int  // entries whose death waits for the open bucket's seal
 	align    int64
 	size     int64 // data file bytes, padded, written or buffered
 	metaSize int64
@@ -104,25 +122,30 @@ type bucketPending struct {
 }
 
 // OpenBucketStore opens (creating if needed) the store in o.Dir and
-// rebuilds its index from the metadata files, deleting and reporting torn
-// or unreadable buckets. Block checksums are checked at Get, not here.
+// rebuilds its index from the metadata files. Data files that were never
+// sealed are removed; buckets with proven damage (bad magic or checksum,
+// metadata without data) are moved to o.Dir/quarantine, and a bucket whose
+// metadata is partly damaged keeps the blocks whose entries still verify.
+// A failure to read or stat a file (EIO, EMFILE, ENOMEM) is not damage:
+// the open fails and removes nothing. Block checksums are checked at Get.
 func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	var rep OpenReport
 	if err := bucketDefaults(&o); err != nil {
 		return nil, rep, err
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, rep, err
+	fs := bucketFS{o.FS}
+	if err := fs.mkdirAll(o.Dir); err != nil {
+		return nil, rep, fmt.Errorf("bucket store: %w", err)
 	}
-	dirfd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dirfd, err := fs.open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, rep, &os.PathError{Op: "open", Path: o.Dir, Err: err}
+		return nil, rep, fmt.Errorf("bucket store: %w", err)
 	}
 	if err := unix.Flock(dirfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(dirfd)
 		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
 	}
-	s := &BucketStore{o: o, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
+	s := &BucketStore{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -150,10 +173,10 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	}
 	s.wbuf = s.wa.Slice(0, wsize)
 	s.mbuf = s.wa.Bytes()[wsize:]
-	if s.ra, err = NewArena(wsize); err != nil {
+	if s.ra0, err = NewArena(wsize); err != nil {
 		return nil, rep, err
 	}
-	s.rbuf = s.ra.Bytes()
+	s.ra, s.rbuf = s.ra0, s.ra0.Bytes()
 	s.ops = make([]Op, max(o.QueueDepth, wsize/bucketIOChunk+1))
 	s.pend = make([]bucketPending, 0, len(s.ops))
 
@@ -163,7 +186,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 		if mode == "" {
 			mode = "pread"
 		}
-		if s.eng, rep.EngineNote, err = NewEngine(mode, o.QueueDepth, s.wa, s.ra); err != nil {
+		if s.eng, rep.EngineNote, err = NewEngine(mode, o.QueueDepth, s.wa, s.ra0); err != nil {
 			return nil, rep, err
 		}
 		s.ownEng = true
@@ -173,7 +196,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	if err := s.load(&rep); err != nil {
 		return nil, rep, err
 	}
-	rep.Buckets, rep.Blocks = len(s.sealed), len(s.index)
+	rep.Buckets, rep.Blocks = s.liveBuckets(), len(s.index)
 	ok = true
 	return s, rep, nil
 }
@@ -217,11 +240,28 @@ func (s *BucketStore) path(id uint64, ext string) string {
 	return filepath.Join(s.o.Dir, bucketFileName(id, ext))
 }
 
+// transient wraps an error that is not damage: the open fails, and the
+// files stay as they were.
+func (s *BucketStore) transient(err error) error {
+	return fmt.Errorf("bucket store %s: %w (an I/O error, not damage: no bucket was removed for it; try again)", s.o.Dir, err)
+}
+
+// bucketIDPrefix reads the id of any file named after a bucket, quarantined
+// copies (with a suffix) included.
+func bucketIDPrefix(name string) (uint64, bool) {
+	const hexLen = 16
+	if !strings.HasPrefix(name, bucketPrefix) || len(name) < len(bucketPrefix)+hexLen {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(name[len(bucketPrefix):len(bucketPrefix)+hexLen], 16, 64)
+	return id, err == nil
+}
+
 // load rebuilds the index from the metadata files.
 func (s *BucketStore) load(rep *OpenReport) error {
-	des, err := os.ReadDir(s.o.Dir)
+	des, err := s.fs.readDir(s.o.Dir)
 	if err != nil {
-		return err
+		return s.transient(err)
 	}
 	type files struct{ data, meta, tmp bool }
 	found := map[uint64]*files{}
@@ -245,61 +285,103 @@ func (s *BucketStore) load(rep *OpenReport) error {
 		}
 		s.nextID = max(s.nextID, id+1)
 	}
+	// Quarantined ids stay taken, so that a new bucket never shares a name
+	// with one set aside.
+	qdes, err := s.fs.readDir(filepath.Join(s.o.Dir, bucketQuarDir))
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return s.transient(err)
+	}
+	for _, de := range qdes {
+		if id, ok := bucketIDPrefix(de.Name()); ok {
+			s.nextID = max(s.nextID, id+1)
+		}
+	}
 	ids := make([]uint64, 0, len(found))
 	for id := range found {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	discard := func(id uint64, why string) {
-		rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s", bucketFileName(id, ""), why))
-		s.unlinkBucket(id)
-	}
 	var good []*bucket
 	seen := map[uint64]struct{}{}
 	for _, id := range slices.Backward(ids) {
 		f := found[id]
 		if f.tmp {
-			// A metadata write that never reached its rename.
-			unix.Unlink(s.path(id, bucketTmpExt))
+			// A metadata write that never reached its rename; harmless if
+			// it stays (the next write truncates it).
+			s.fs.unlink(s.path(id, bucketTmpExt))
 		}
 		switch {
-		case !f.meta && f.data && f.tmp:
-			discard(id, "data file without metadata (metadata write interrupted)")
-			continue
 		case !f.meta && f.data:
-			discard(id, "data file without metadata")
+			// Never sealed, or removed up to its data file: nothing in it
+			// was ever durable, and without metadata nothing can be found
+			// in it.
+			why := "data file without metadata (never sealed; removed)"
+			if f.tmp {
+				why = "data file without metadata (metadata write interrupted; removed)"
+			}
+			if err := s.fs.unlink(s.path(id, bucketDataExt)); err != nil {
+				why = fmt.Sprintf("data file without metadata (never sealed; not removed: %v)", err)
+			}
+			rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s", bucketFileName(id, ""), why))
 			continue
 		case !f.meta:
 			continue
 		case !f.data:
-			discard(id, "metadata without data file")
+			// The store unlinks metadata before data: this is damage.
+			if err := s.quarantine(rep, id, "metadata without data file", bucketMetaExt); err != nil {
+				return err
+			}
 			continue
 		}
-		raw, err := os.ReadFile(s.path(id, bucketMetaExt))
+		raw, err := s.fs.readFile(s.path(id, bucketMetaExt))
 		if err != nil {
-			discard(id, fmt.Sprintf("metadata unreadable: %v", err))
-			continue
+			return s.transient(err)
 		}
 		m, err := decodeBucketMeta(raw, id)
 		if err != nil {
-			discard(id, err.Error())
+			if err := s.quarantine(rep, id, err.Error(), bucketMetaExt, bucketDataExt); err != nil {
+				return err
+			}
 			continue
 		}
 		var st unix.Stat_t
-		if err := unix.Stat(s.path(id, bucketDataExt), &st); err != nil {
-			discard(id, fmt.Sprintf("data file unreadable: %v", err))
-			continue
+		if err := s.fs.stat(s.path(id, bucketDataExt), &st); err != nil {
+			return s.transient(err)
 		}
 		if st.Size < m.dataSize {
-			discard(id, fmt.Sprintf("data file shorter than recorded (%d < %d bytes)", st.Size, m.dataSize))
-			continue
+			// Blocks wholly inside the file may still verify; Get checks.
+			n, recorded := len(m.ents), m.dataSize
+			keep := m.ents[:0]
+			for _, e := range m.ents {
+				if e.off+bucketAlignUp(e.size, m.align) <= st.Size {
+					keep = append(keep, e)
+				}
+			}
+			m.ents = keep
+			m.dataSize = st.Size &^ (m.align - 1)
+			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, len(keep), n)
+			if m.damage != "" {
+				why = m.damage + "; " + why
+			}
+			m.damage = why
 		}
-		if m.align%s.align != 0 && s.dflag != 0 {
-			discard(id, fmt.Sprintf("written with %d-byte alignment; this filesystem needs %d", m.align, s.align))
+		if m.damage != "" && len(m.ents) == 0 {
+			if err := s.quarantine(rep, id, m.damage, bucketMetaExt, bucketDataExt); err != nil {
+				return err
+			}
 			continue
 		}
 		b := &bucket{id: id, fd: -1, sealed: true, align: m.align, size: m.dataSize,
-			metaSize: int64(len(raw)), created: m.created, ents: m.ents}
+			metaSize: int64(len(raw)), created: m.created, ents: m.ents,
+			direct: s.dflag != 0 && m.align%s.align == 0}
+		if m.damage != "" {
+			// Keep the damaged file aside, then write the repaired one
+			// over it (below); a crash between leaves the damaged one.
+			if err := s.keepAside(rep, id); err != nil {
+				return err
+			}
+			b.dirty = true
+		}
 		// Newest first, so the newest entry of a key decides, dead or live;
 		// within a bucket later entries are newer.
 		for i := len(b.ents) - 1; i >= 0; i-- {
@@ -318,51 +400,211 @@ func (s *BucketStore) load(rep *OpenReport) error {
 			b.live++
 			s.st.LiveBytes += e.size
 		}
+		if m.damage != "" {
+			rep.DamagedBuckets = append(rep.DamagedBuckets, fmt.Sprintf("%s: %s; %d live blocks kept", bucketFileName(id, ""), m.damage, b.live))
+			rep.RecoveredBlocks += b.live
+		}
 		good = append(good, b)
 	}
 	slices.Reverse(good)
-	// Record the deaths found above before deleting dead buckets: those
-	// may hold the only tombstone of an older copy.
-	var rewriteErr error
 	for _, b := range good {
-		if b.dirty && b.live > 0 && rewriteErr == nil {
-			if rewriteErr = s.writeMeta(b, false); rewriteErr == nil {
-				b.dirty = false
-			}
-		}
-	}
-	if rewriteErr == nil {
-		rewriteErr = unix.Fsync(s.dirfd)
-	}
-	for _, b := range good {
-		if b.live == 0 {
-			if rewriteErr == nil {
-				s.unlinkBucket(b.id)
-			}
-			continue
-		}
 		s.tick++
 		b.lastUse = s.tick
 		s.sealed = append(s.sealed, b)
 		s.st.DiskBytes += b.size
 		s.st.MetaBytes += b.metaSize
 	}
+	// Record the deaths found above (removeBucket would before each unlink
+	// anyway); a failure leaves them to be found again next time.
+	if err := s.writeDirty(); err != nil {
+		s.st.WriteErrors++
+		return nil
+	}
+	if err := s.reclaimEmpty(); err != nil {
+		s.st.WriteErrors++
+	}
+	return nil
+}
+
+// quarantineDir makes DIR/quarantine, durably, and returns its path.
+func (s *BucketStore) quarantineDir() (string, error) {
+	q := filepath.Join(s.o.Dir, bucketQuarDir)
+	if err := s.fs.mkdirAll(q); err != nil {
+		return "", s.transient(err)
+	}
+	return q, nil
+}
+
+// freeName is a name in q for name that nothing uses yet.
+func (s *BucketStore) freeName(q, name string) (string, error) {
+	to := filepath.Join(q, name)
+	for i := 1; ; i++ {
+		var st unix.Stat_t
+		err := s.fs.stat(to, &st)
+		if errors.Is(err, unix.ENOENT) {
+			return to, nil
+		}
+		if err != nil {
+			return "", s.transient(err)
+		}
+		to = filepath.Join(q, fmt.Sprintf("%s.%d", name, i))
+	}
+}
+
+// quarantine moves bucket id's files (exts) into DIR/quarantine: proven
+// damage, so its blocks are not served, but nothing is deleted.
+func (s *BucketStore) quarantine(rep *OpenReport, id uint64, why string, exts ...string) error {
+	q, err := s.quarantineDir()
+	if err != nil {
+		return err
+	}
+	for _, ext := range exts {
+		to, err := s.freeName(q, bucketFileName(id, ext))
+		if err != nil {
+			return err
+		}
+		if err := s.fs.rename(s.path(id, ext), to); err != nil {
+			return s.transient(err)
+		}
+		rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
+	}
+	if err := s.fs.syncPath(q); err != nil {
+		return s.transient(err)
+	}
+	if err := s.fs.syncDir(s.dirfd, s.o.Dir); err != nil {
+		return s.transient(err)
+	}
+	rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s (moved to %s)", bucketFileName(id, ""), why, bucketQuarDir))
+	return nil
+}
+
+// keepAside links a damaged metadata file into DIR/quarantine before a
+// repaired one replaces it.
+func (s *BucketStore) keepAside(rep *OpenReport, id uint64) error {
+	q, err := s.quarantineDir()
+	if err != nil {
+		return err
+	}
+	to, err := s.freeName(q, bucketFileName(id, bucketMetaExt))
+	if err != nil {
+		return err
+	}
+	if err := s.fs.link(s.path(id, bucketMetaExt), to); err != nil {
+		return s.transient(err)
+	}
+	if err := s.fs.syncPath(q); err != nil {
+		return s.transient(err)
+	}
+	rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
 	return nil
 }
 
 // unlinkBucket removes a bucket's files, metadata first: a data file left
-// alone by a crash is discarded on open, a metadata file alone would be too.
-func (s *BucketStore) unlinkBucket(id uint64) {
-	for _, ext := range [...]string{bucketMetaExt, bucketTmpExt, bucketDataExt} {
-		unix.Unlink(s.path(id, ext))
+// alone by a crash is removed on open. If the metadata cannot be removed
+// the data stays too, and the caller keeps the bucket.
+func (s *BucketStore) unlinkBucket(id uint64) error {
+	if err := s.fs.unlink(s.path(id, bucketMetaExt)); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
 	}
+	s.fs.unlink(s.path(id, bucketDataExt)) // if this fails the file is an orphan, removed on open
+	return nil
+}
+
+func (s *BucketStore) syncDir() error { return s.fs.syncDir(s.dirfd, s.o.Dir) }
+
+// writeDirty records the deaths of every dirty sealed bucket.
+func (s *BucketStore) writeDirty() error { return s.writeDirtyBefore(^uint64(0)) }
+
+// writeDirtyBefore writes the metadata of the dirty sealed buckets older
+// than id, then fsyncs the directory: after it, no copy in them that is
+// dead in memory can come back, whatever newer bucket goes.
+func (s *BucketStore) writeDirtyBefore(id uint64) error {
+	wrote := false
+	for _, b := range s.sealed {
+		if b.id >= id || !b.dirty {
+			continue
+		}
+		if err := s.writeMeta(b, false); err != nil {
+			return &BucketError{Bucket: b.id, Op: "write metadata", Err: err}
+		}
+		wrote = true
+	}
+	if wrote {
+		return s.syncDir()
+	}
+	return nil
+}
+
+// removeBucket deletes an empty sealed bucket: first the deaths of older
+// buckets reach disk (this bucket may hold the newest entry of a key whose
+// older copy is dead only in memory), then the files go, then the
+// directory is synced. On an error the bucket stays, to be retried.
+func (s *BucketStore) removeBucket(b *bucket) error {
+	if err := s.writeDirtyBefore(b.id); err != nil {
+		return err
+	}
+	if err := s.unlinkBucket(b.id); err != nil {
+		return &BucketError{Bucket: b.id, Op: "remove", Err: err}
+	}
+	s.closeFD(b)
+	if i := slices.Index(s.sealed, b); i >= 0 {
+		s.sealed = slices.Delete(s.sealed, i, i+1)
+	}
+	s.st.DiskBytes -= b.size
+	s.st.MetaBytes -= b.metaSize
+	b.ents = nil
+	if err := s.syncDir(); err != nil {
+		return &BucketError{Bucket: b.id, Op: "remove", Err: err}
+	}
+	return nil
+}
+
+// reclaimEmpty removes the sealed buckets with no live block whose deaths
+// are all settled (none waits for the open bucket).
+func (s *BucketStore) reclaimEmpty() error {
+	for i := 0; i < len(s.sealed); {
+		b := s.sealed[i]
+		if b.live > 0 || b.pend > 0 {
+			i++
+			continue
+		}
+		if err := s.removeBucket(b); err != nil {
+			s.st.WriteErrors++
+			return err
+		}
+	}
+	return nil
+}
+
+// settle runs once the open bucket is sealed or gone: the deaths that
+// waited for it may now reach disk, and their buckets be removed.
+func (s *BucketStore) settle() {
+	for _, loc := range s.waiting {
+		if e := &loc.b.ents[loc.i]; e.pend {
+			e.pend = false
+			loc.b.pend--
+			loc.b.dirty = true
+		}
+	}
+	s.waiting = s.waiting[:0]
+}
+
+func (s *BucketStore) liveBuckets() int {
+	n := 0
+	for _, b := range s.sealed {
+		if b.live > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Put stores data under key, replacing any older copy. The block is copied
 // into the open bucket's write buffer; it is durable once the bucket is
-// sealed (when full, or at Flush/Close). On an I/O error the open bucket
-// fails as a whole: its blocks are dropped (and reported by Evicted), and
-// the error wraps the errno (ENOSPC, EIO).
+// sealed (when full, or at Flush/Close). Until then the copy it replaces
+// stays on disk. On an I/O error the open bucket fails as a whole: its
+// blocks are dropped (and reported by Evicted), and the error wraps the
+// errno (ENOSPC, EIO).
 func (s *BucketStore) Put(key uint64, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -425,7 +667,8 @@ func (s *BucketStore) put(key uint64, data []byte) error {
 	b.size += padded
 	s.st.DiskBytes += padded
 	if old, ok := s.index[key]; ok {
-		s.markDead(old)
+		// A sealed copy stays the durable one until this bucket is sealed.
+		s.markDead(old, old.b.sealed)
 	}
 	b.ents = append(b.ents, bucketEntry{key: key, off: off, size: size, crc: crc})
 	b.live++
@@ -438,13 +681,13 @@ func (s *BucketStore) put(key uint64, data []byte) error {
 func (s *BucketStore) newBucket() error {
 	id := s.nextID
 	s.nextID++
-	fd, err := unix.Open(s.path(id, bucketDataExt), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|s.dflag, 0o644)
+	fd, err := s.fs.open(s.path(id, bucketDataExt), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|s.dflag, 0o644)
 	if err != nil {
 		s.st.WriteErrors++
 		return &BucketError{Bucket: id, Op: "create", Err: err}
 	}
 	s.openFDs++
-	s.open = &bucket{id: id, fd: fd, align: s.align, created: time.Now().UnixNano(),
+	s.open = &bucket{id: id, fd: fd, align: s.align, direct: s.dflag != 0, created: time.Now().UnixNano(),
 		ents: make([]bucketEntry, 0, s.o.MaxKeys)}
 	s.bufBase, s.fill = 0, 0
 	return nil
@@ -492,11 +735,14 @@ func (s *BucketStore) seal() error {
 		return nil
 	}
 	if b.live == 0 {
-		// Everything in it was deleted or replaced: nothing to keep.
+		// Everything in it was deleted or replaced: nothing to keep. It
+		// has no metadata, so it holds no tombstone either.
 		s.closeFD(b)
-		s.unlinkBucket(b.id)
+		s.fs.unlink(s.path(b.id, bucketDataExt)) // else removed on open
 		s.st.DiskBytes -= b.size
 		s.open, s.bufBase, s.fill = nil, 0, 0
+		s.settle()
+		s.reclaimEmpty()
 		return nil
 	}
 	if s.fill > 0 {
@@ -510,12 +756,22 @@ func (s *BucketStore) seal() error {
 	if err := s.writeMeta(b, true); err != nil {
 		return s.failOpen("write metadata", err)
 	}
-	b.sealed, b.dirty = true, false
+	b.sealed = true
 	s.tick++
 	b.lastUse = s.tick
 	s.sealed = append(s.sealed, b)
-	s.st.MetaBytes += b.metaSize
 	s.open, s.bufBase, s.fill = nil, 0, 0
+	if s.testSealed != nil {
+		var keys []uint64
+		for _, e := range b.ents {
+			if !e.dead {
+				keys = append(keys, e.key)
+			}
+		}
+		s.testSealed(keys)
+	}
+	s.settle()
+	s.reclaimEmpty()
 	s.maybeEvict()
 	return nil
 }
@@ -535,31 +791,38 @@ func (s *BucketStore) failOpen(op string, err error) error {
 		s.st.LiveBytes -= e.size
 	}
 	s.closeFD(b)
-	s.unlinkBucket(b.id)
+	s.fs.unlink(s.path(b.id, bucketMetaExt))
+	s.fs.unlink(s.path(b.id, bucketDataExt))
 	s.st.DiskBytes -= b.size
+	s.st.MetaBytes -= b.metaSize
 	s.st.FailedBuckets++
 	s.st.WriteErrors++
 	s.open, s.bufBase, s.fill = nil, 0, 0
+	s.settle()
+	s.reclaimEmpty()
 	return &BucketError{Bucket: b.id, Op: op, Err: err}
 }
 
 // writeMeta writes b's metadata durably: temp file, fdatasync, rename,
-// directory fsync (when syncDir).
+// directory fsync (when syncDir). It clears b.dirty.
 func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
 	m := bucketMeta{id: b.id, align: b.align, dataSize: b.size, created: b.created, ents: b.ents}
 	n := bucketMetaSize(len(b.ents))
 	if n > len(s.mbuf) {
 		// Only a reopened bucket with more keys than MaxKeys gets here.
+		// The engine never saw a replacement buffer: unmap the last one.
 		a, err := NewArena(n)
 		if err != nil {
 			return err
 		}
-		s.retired = append(s.retired, a)
-		s.mbuf = a.Bytes()
+		if s.ma != nil {
+			s.ma.Close()
+		}
+		s.ma, s.mbuf = a, a.Bytes()
 	}
 	encodeBucketMeta(s.mbuf, &m)
 	tmp := s.path(b.id, bucketTmpExt)
-	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	fd, err := s.fs.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -576,46 +839,41 @@ func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Rename(tmp, s.path(b.id, bucketMetaExt))
-	}
-	if err == nil && syncDir {
-		err = unix.Fsync(s.dirfd)
+		err = s.fs.rename(tmp, s.path(b.id, bucketMetaExt))
 	}
 	if err != nil {
-		unix.Unlink(tmp)
+		s.fs.unlink(tmp)
 		return err
 	}
+	s.st.MetaBytes += int64(n) - b.metaSize
 	b.metaSize = int64(n)
+	b.dirty = false
+	if syncDir {
+		return s.syncDir()
+	}
 	return nil
 }
 
-// markDead forgets the block at loc (deleted, replaced or corrupt). A
-// sealed bucket left with no live block is removed from disk.
-func (s *BucketStore) markDead(loc bucketLoc) {
+// markDead forgets the block at loc (deleted, replaced, evicted or
+// corrupt). pend: it was replaced by a copy in the open bucket, so the
+// death waits for that bucket's seal. The caller removes a sealed bucket
+// left empty (reclaimEmpty), or leaves it to the next seal or Flush.
+func (s *BucketStore) markDead(loc bucketLoc, pend bool) {
 	b := loc.b
 	e := &b.ents[loc.i]
 	e.dead = true
 	b.live--
 	s.st.LiveBytes -= e.size
-	if b.sealed {
+	if !b.sealed {
+		return
+	}
+	if pend {
+		e.pend = true
+		b.pend++
+		s.waiting = append(s.waiting, loc)
+	} else {
 		b.dirty = true
-		if b.live == 0 {
-			s.removeSealed(b)
-		}
 	}
-}
-
-// removeSealed deletes a sealed bucket; the caller has dealt with its
-// live keys.
-func (s *BucketStore) removeSealed(b *bucket) {
-	s.closeFD(b)
-	s.unlinkBucket(b.id)
-	if i := slices.Index(s.sealed, b); i >= 0 {
-		s.sealed = slices.Delete(s.sealed, i, i+1)
-	}
-	s.st.DiskBytes -= b.size
-	s.st.MetaBytes -= b.metaSize
-	b.ents = nil
 }
 
 func (s *BucketStore) closeFD(b *bucket) {
@@ -643,16 +901,38 @@ func (s *BucketStore) maybeEvict() {
 			}
 		}
 		b := s.sealed[v]
+		if b.pend > 0 && s.open != nil {
+			// It holds the durable copies of blocks replaced in the open
+			// bucket: seal that first, or a crash would lose both.
+			s.seal()
+			continue
+		}
+		if b.live > 0 {
+			s.st.EvictedBuckets++
+		}
+		if s.testEvicting != nil {
+			var keys []uint64
+			for _, e := range b.ents {
+				if !e.dead {
+					keys = append(keys, e.key)
+				}
+			}
+			s.testEvicting(keys)
+		}
 		for i := range b.ents {
 			if e := &b.ents[i]; !e.dead {
 				delete(s.index, e.key)
 				s.evicted = append(s.evicted, e.key)
-				s.st.LiveBytes -= e.size
 				s.st.EvictedBlocks++
+				s.markDead(bucketLoc{b, i}, false)
 			}
 		}
-		s.st.EvictedBuckets++
-		s.removeSealed(b)
+		if err := s.removeBucket(b); err != nil {
+			// Left on disk, empty, for the next seal or Flush to retry;
+			// stop rather than spin on it.
+			s.st.WriteErrors++
+			return
+		}
 	}
 }
 
@@ -673,7 +953,11 @@ func (s *BucketStore) fdFor(b *bucket) (int, error) {
 			s.closeFD(v)
 		}
 	}
-	fd, err := unix.Open(s.path(b.id, bucketDataExt), unix.O_RDONLY|unix.O_CLOEXEC|s.dflag, 0)
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	if b.direct {
+		flags |= unix.O_DIRECT
+	}
+	fd, err := s.fs.open(s.path(b.id, bucketDataExt), flags, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -762,7 +1046,10 @@ func (s *BucketStore) corrupt(key uint64, b *bucket) error {
 	s.st.ChecksumErrors++
 	if loc, ok := s.index[key]; ok && loc.b == b {
 		delete(s.index, key)
-		s.markDead(loc)
+		s.markDead(loc, false)
+		if b.sealed && b.live == 0 {
+			s.reclaimEmpty()
+		}
 	}
 	return &BucketError{Bucket: b.id, Op: "verify", Key: key, Err: ErrBucketChecksum}
 }
@@ -775,9 +1062,12 @@ func (s *BucketStore) readBuf(n int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The engine may have registered the old arena: keep it mapped so
-		// that a new mapping can never take its address while registered.
-		s.retired = append(s.retired, s.ra)
+		// The engine may have registered the first arena: keep that one
+		// mapped so that a new mapping can never take its address while
+		// registered. Larger ones it never saw: unmap the last.
+		if s.ra != s.ra0 {
+			s.ra.Close()
+		}
 		s.ra, s.rbuf = a, a.Bytes()
 	}
 	return s.rbuf[:n], nil
@@ -946,8 +1236,9 @@ func bucketSet(n []int, errs []error, first *error, i, got int, err error) {
 }
 
 // Delete forgets key. A sealed bucket left with no live block is removed
-// from disk; the death of a block in a surviving bucket reaches its
-// metadata at the next Flush or Close.
+// from disk (after the deaths of older buckets are recorded); the death of
+// a block in a surviving bucket reaches its metadata at the next Flush or
+// Close: a crash before that may bring the block back.
 func (s *BucketStore) Delete(key uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -959,12 +1250,16 @@ func (s *BucketStore) Delete(key uint64) bool {
 		return false
 	}
 	delete(s.index, key)
-	s.markDead(loc)
+	s.markDead(loc, false)
+	if loc.b.sealed && loc.b.live == 0 {
+		s.reclaimEmpty()
+	}
 	return true
 }
 
 // Flush seals the open bucket and records deletions in the metadata of the
-// sealed buckets that have them.
+// sealed buckets that have them. If the seal fails, the deletions are
+// recorded all the same, and the seal's error is returned.
 func (s *BucketStore) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -975,28 +1270,13 @@ func (s *BucketStore) Flush() error {
 }
 
 func (s *BucketStore) flush() error {
-	if err := s.seal(); err != nil {
-		return err
+	first := s.seal()
+	if err := s.reclaimEmpty(); err != nil && first == nil {
+		first = err
 	}
-	var first error
-	wrote := false
-	for _, b := range s.sealed {
-		if !b.dirty {
-			continue
-		}
-		old := b.metaSize
-		if err := s.writeMeta(b, false); err != nil {
-			s.st.WriteErrors++
-			if first == nil {
-				first = &BucketError{Bucket: b.id, Op: "write metadata", Err: err}
-			}
-			continue
-		}
-		s.st.MetaBytes += b.metaSize - old
-		b.dirty, wrote = false, true
-	}
-	if wrote {
-		if err := unix.Fsync(s.dirfd); err != nil && first == nil {
+	if err := s.writeDirty(); err != nil {
+		s.st.WriteErrors++
+		if first == nil {
 			first = err
 		}
 	}
@@ -1009,7 +1289,7 @@ func (s *BucketStore) Stats() StoreStats {
 	defer s.mu.Unlock()
 	st := s.st
 	st.LiveBlocks = len(s.index)
-	st.Buckets = len(s.sealed)
+	st.Buckets = s.liveBuckets()
 	if s.open != nil {
 		st.OpenBlocks = s.open.live
 	}
@@ -1051,12 +1331,15 @@ func (s *BucketStore) release() {
 	if s.ownEng && s.eng != nil {
 		s.eng.Close()
 	}
-	for _, a := range append(s.retired, s.wa, s.ra) {
+	if s.ra != s.ra0 && s.ra != nil {
+		s.ra.Close()
+	}
+	for _, a := range []*Arena{s.wa, s.ma, s.ra0} {
 		if a != nil {
 			a.Close()
 		}
 	}
-	s.retired, s.wa, s.ra, s.wbuf, s.mbuf, s.rbuf = nil, nil, nil, nil, nil, nil
+	s.wa, s.ma, s.ra, s.ra0, s.wbuf, s.mbuf, s.rbuf = nil, nil, nil, nil, nil, nil, nil
 	if s.dirfd >= 0 {
 		unix.Close(s.dirfd)
 		s.dirfd = -1

@@ -30,6 +30,10 @@ type StoreOptions struct {
 	QueueDepth   int // I/O requests in flight; default 32
 	WriteBuffer  int // open-bucket bytes held in memory; default min(BucketBytes, QueueDepth MiB), so a flush is QueueDepth 1 MiB writes
 	MaxOpenFiles int // sealed data files kept open for reads; default 256
+	// FS, when set, routes the store's file-system calls (opens, stats,
+	// renames, unlinks, directory fsyncs) through a FaultFS, to test
+	// transient failures; nil is the plain file system.
+	FS *FaultFS
 }
 
 // DefaultStoreOptions are Mooncake's defaults with O_DIRECT on.
@@ -39,13 +43,23 @@ func DefaultStoreOptions(dir string) StoreOptions {
 
 // OpenReport says what OpenBucketStore found and chose.
 type OpenReport struct {
-	Buckets, Blocks  int      // sealed buckets and live blocks recovered
-	DiscardedBuckets []string // "bucket-<id>: reason" for each torn or unreadable bucket, now deleted
-	Direct           bool     // data files use O_DIRECT
-	DirectNote       string   // why not, when Direct was asked for
-	Align            int      // block alignment within data files
-	Engine           string   // the engine's name
-	EngineNote       string   // why NewEngine fell back, if it did
+	Buckets, Blocks int // sealed buckets and live blocks recovered
+	// DiscardedBuckets has "bucket-<id>: reason" for each bucket dropped
+	// whole: a data file never sealed (crash residue: nothing in it was
+	// ever durable; removed) or a bucket with proven damage and nothing to
+	// recover (moved to DIR/quarantine, not deleted).
+	DiscardedBuckets []string
+	// DamagedBuckets has "bucket-<id>: what was wrong; what was kept" for
+	// each bucket kept with the blocks whose own entries still verify; the
+	// damaged metadata file is kept in DIR/quarantine.
+	DamagedBuckets  []string
+	RecoveredBlocks int      // live blocks kept from DamagedBuckets
+	Quarantined     []string // files moved (or linked) into DIR/quarantine, relative to DIR
+	Direct          bool     // data files use O_DIRECT
+	DirectNote      string   // why not, when Direct was asked for
+	Align           int      // block alignment within data files
+	Engine          string   // the engine's name
+	EngineNote      string   // why NewEngine fell back, if it did
 }
 
 // StoreStats are a BucketStore's counters.

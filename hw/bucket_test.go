@@ -375,41 +375,56 @@ func tornSetup(t *testing.T) (StoreOptions, []uint64) {
 	return o, data
 }
 
+// TestBucketTorn damages bucket 2 (keys 200..215) in each way and checks
+// what open does: a data file never sealed is removed; proven damage with
+// nothing to recover moves the files to quarantine; partial damage keeps
+// the blocks whose entries verify and links the damaged metadata aside.
 func TestBucketTorn(t *testing.T) {
-	// Each case damages bucket 2 (keys 200..215) and says what open reports.
+	const (
+		removed    = "removed"
+		quarantine = "quarantined"
+		salvaged   = "salvaged"
+	)
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, data, meta string)
+		kind   string
 		reason string
+		lost   []uint64 // for salvaged: keys of bucket 2 no longer served
 	}{
 		{"truncated data", func(t *testing.T, data, meta string) {
 			st, _ := os.Stat(data)
 			must(t, os.Truncate(data, st.Size()-4096))
-		}, "data file shorter than recorded"},
-		{"missing data", func(t *testing.T, data, meta string) { must(t, os.Remove(data)) }, "metadata without data file"},
-		{"missing metadata", func(t *testing.T, data, meta string) { must(t, os.Remove(meta)) }, "data file without metadata"},
+		}, salvaged, "data file shorter than recorded", []uint64{215}},
+		{"missing data", func(t *testing.T, data, meta string) { must(t, os.Remove(data)) }, quarantine, "metadata without data file", nil},
+		{"missing metadata", func(t *testing.T, data, meta string) { must(t, os.Remove(meta)) }, removed, "data file without metadata", nil},
 		{"metadata write interrupted", func(t *testing.T, data, meta string) {
 			must(t, os.Rename(meta, strings.TrimSuffix(meta, bucketMetaExt)+bucketTmpExt))
-		}, "metadata write interrupted"},
+		}, removed, "metadata write interrupted", nil},
 		{"truncated metadata", func(t *testing.T, data, meta string) {
 			st, _ := os.Stat(meta)
 			must(t, os.Truncate(meta, st.Size()-40))
-		}, "metadata truncated"},
-		{"truncated metadata header", func(t *testing.T, data, meta string) { must(t, os.Truncate(meta, 20)) }, "metadata truncated"},
-		{"empty metadata", func(t *testing.T, data, meta string) { must(t, os.Truncate(meta, 0)) }, "metadata truncated"},
+		}, salvaged, "metadata truncated", []uint64{215}},
+		{"truncated metadata header", func(t *testing.T, data, meta string) { must(t, os.Truncate(meta, 20)) }, quarantine, "metadata truncated", nil},
+		{"empty metadata", func(t *testing.T, data, meta string) { must(t, os.Truncate(meta, 0)) }, quarantine, "metadata truncated", nil},
 		{"garbage metadata", func(t *testing.T, data, meta string) {
 			g := make([]byte, 600)
 			bucketFillPayload(5, g)
 			must(t, os.WriteFile(meta, g, 0o644))
-		}, "no bucket magic"},
+		}, quarantine, "no bucket magic", nil},
 		{"flipped metadata byte", func(t *testing.T, data, meta string) {
 			b, _ := os.ReadFile(meta)
-			b[bucketMetaHead+3] ^= 0x10
+			b[bucketMetaHead+3*bucketMetaEnt+3] ^= 0x10 // entry 3's key
 			must(t, os.WriteFile(meta, b, 0o644))
-		}, "checksum mismatch"},
+		}, salvaged, "entry 3 checksum mismatch", []uint64{203}},
+		{"flipped header byte", func(t *testing.T, data, meta string) {
+			b, _ := os.ReadFile(meta)
+			b[33] ^= 0x01 // data size
+			must(t, os.WriteFile(meta, b, 0o644))
+		}, quarantine, "header checksum mismatch", nil},
 		{"offset beyond data", func(t *testing.T, data, meta string) {
-			// A well-formed metadata file (checksum recomputed) whose last
-			// block lies past the recorded data.
+			// A well-formed metadata file (checksums recomputed) whose last
+			// block lies past the recorded data: not a crash, not bit rot.
 			raw, _ := os.ReadFile(meta)
 			m, err := decodeBucketMeta(raw, bucketIDOf(meta))
 			must(t, err)
@@ -417,7 +432,7 @@ func TestBucketTorn(t *testing.T) {
 			buf := make([]byte, len(raw))
 			encodeBucketMeta(buf, m)
 			must(t, os.WriteFile(meta, buf, 0o644))
-		}, "exceeds the recorded data size"},
+		}, quarantine, "exceeds the recorded data size", nil},
 		{"data size beyond file", func(t *testing.T, data, meta string) {
 			raw, _ := os.ReadFile(meta)
 			m, err := decodeBucketMeta(raw, bucketIDOf(meta))
@@ -426,7 +441,7 @@ func TestBucketTorn(t *testing.T) {
 			buf := make([]byte, len(raw))
 			encodeBucketMeta(buf, m)
 			must(t, os.WriteFile(meta, buf, 0o644))
-		}, "data file shorter than recorded"},
+		}, salvaged, "data file shorter than recorded", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -437,19 +452,34 @@ func TestBucketTorn(t *testing.T) {
 			meta := filepath.Join(o.Dir, bucketFileName(victim, bucketMetaExt))
 			c.damage(t, data, meta)
 			s, rep := openBucketTest(t, o)
-			if len(rep.DiscardedBuckets) != 1 || !strings.Contains(rep.DiscardedBuckets[0], c.reason) ||
-				!strings.Contains(rep.DiscardedBuckets[0], bucketFileName(victim, "")) {
-				t.Fatalf("discarded %q, want one saying %q", rep.DiscardedBuckets, c.reason)
+			reports := rep.DiscardedBuckets
+			if c.kind == salvaged {
+				reports = rep.DamagedBuckets
+				if len(rep.DiscardedBuckets) != 0 {
+					t.Fatalf("discarded %q", rep.DiscardedBuckets)
+				}
 			}
-			if rep.Buckets != 5 || rep.Blocks != 80 {
+			if len(reports) != 1 || !strings.Contains(reports[0], c.reason) ||
+				!strings.Contains(reports[0], bucketFileName(victim, "")) {
+				t.Fatalf("%s %q, want one saying %q (report %+v)", c.kind, reports, c.reason, rep)
+			}
+			t.Logf("%s: %s", c.kind, reports[0])
+			served := 80
+			if c.kind == salvaged {
+				served = 96 - len(c.lost)
+				if rep.RecoveredBlocks != 16-len(c.lost) {
+					t.Errorf("recovered %d blocks, want %d", rep.RecoveredBlocks, 16-len(c.lost))
+				}
+			}
+			if rep.Buckets != 5+btoi(c.kind == salvaged) || rep.Blocks != served {
 				t.Fatalf("report %+v", rep)
 			}
 			for b := uint64(0); b < 6; b++ {
 				for i := uint64(0); i < 16; i++ {
 					k := 100*b + i
-					if b == 2 {
+					if b == 2 && (c.kind != salvaged || slices.Contains(c.lost, k)) {
 						if s.Has(k) {
-							t.Fatalf("key %d of the torn bucket is served", k)
+							t.Fatalf("key %d of the damaged bucket is served", k)
 						}
 						continue
 					}
@@ -457,17 +487,106 @@ func TestBucketTorn(t *testing.T) {
 				}
 			}
 			dataIDs, metaIDs := bucketFiles(t, o.Dir)
-			if slices.Contains(dataIDs, victim) || slices.Contains(metaIDs, victim) {
-				t.Fatal("torn bucket's files left on disk")
+			q := filepath.Join(o.Dir, bucketQuarDir)
+			inQ := func(ext string) bool {
+				_, err := os.Stat(filepath.Join(q, bucketFileName(victim, ext)))
+				return err == nil
 			}
-			// New buckets never reuse the torn one's id.
+			switch c.kind {
+			case removed:
+				if slices.Contains(dataIDs, victim) || len(rep.Quarantined) != 0 {
+					t.Fatalf("data file left, or quarantined %q", rep.Quarantined)
+				}
+			case quarantine:
+				if slices.Contains(dataIDs, victim) || slices.Contains(metaIDs, victim) {
+					t.Fatal("damaged bucket's files left in the store")
+				}
+				if !inQ(bucketMetaExt) || (c.reason != "metadata without data file" && !inQ(bucketDataExt)) {
+					t.Fatalf("files not in quarantine: %q", rep.Quarantined)
+				}
+			case salvaged:
+				if !slices.Contains(dataIDs, victim) || !slices.Contains(metaIDs, victim) || !inQ(bucketMetaExt) {
+					t.Fatalf("salvaged bucket's files: quarantined %q", rep.Quarantined)
+				}
+			}
+			// New buckets never reuse the damaged one's id.
 			must(t, s.Put(999, bucketPayload(999, 10)))
-			must(t, s.Flush())
+			must(t, s.Close())
 			dataIDs, _ = bucketFiles(t, o.Dir)
 			if slices.Max(dataIDs) <= ids[5] {
 				t.Fatalf("new bucket id %d reused", slices.Max(dataIDs))
 			}
+			// The repair was written: a second open finds nothing wrong.
+			s2, rep2 := openBucketTest(t, o)
+			if len(rep2.DiscardedBuckets)+len(rep2.DamagedBuckets) != 0 || rep2.Blocks != served+1 {
+				t.Fatalf("second open: %+v", rep2)
+			}
+			s2.Close()
 		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestBucketMetaV1: metadata written by the first format is still read,
+// and rewritten in the current one when it changes; a damaged version 1
+// file is quarantined whole (it has no per-entry checksums).
+func TestBucketMetaV1(t *testing.T) {
+	bucketFDCheck(t)
+	o, ids := tornSetup(t)
+	toV1 := func(id uint64) []byte {
+		raw, err := os.ReadFile(filepath.Join(o.Dir, bucketFileName(id, bucketMetaExt)))
+		must(t, err)
+		m, err := decodeBucketMeta(raw, id)
+		must(t, err)
+		le := binary.LittleEndian
+		b := make([]byte, bucketMetaHeadV1+len(m.ents)*bucketMetaEntV1+bucketMetaTail)
+		copy(b, bucketMetaMagic)
+		le.PutUint32(b[8:], 1)
+		le.PutUint32(b[12:], uint32(m.align))
+		le.PutUint64(b[16:], m.id)
+		le.PutUint32(b[24:], uint32(len(m.ents)))
+		le.PutUint64(b[32:], uint64(m.dataSize))
+		le.PutUint64(b[40:], uint64(m.created))
+		p := b[bucketMetaHeadV1:]
+		for _, e := range m.ents {
+			le.PutUint64(p[0:], e.key)
+			le.PutUint64(p[8:], uint64(e.off))
+			le.PutUint64(p[16:], uint64(e.size))
+			le.PutUint32(p[24:], e.crc)
+			p = p[bucketMetaEntV1:]
+		}
+		le.PutUint32(p, bucketChecksum(b[:len(b)-bucketMetaTail]))
+		copy(p[4:], bucketMetaEnd)
+		return b
+	}
+	for _, id := range ids {
+		b := toV1(id)
+		if id == ids[4] {
+			b[bucketMetaHeadV1+3] ^= 1
+		}
+		must(t, os.WriteFile(filepath.Join(o.Dir, bucketFileName(id, bucketMetaExt)), b, 0o644))
+	}
+	s, rep := openBucketTest(t, o)
+	if rep.Blocks != 80 || len(rep.DiscardedBuckets) != 1 || !strings.Contains(rep.DiscardedBuckets[0], "version 1 metadata has no per-entry checksums") {
+		t.Fatalf("%+v", rep)
+	}
+	checkBlock(t, s, 7, bucketSize(7, 12000))
+	s.Delete(7)
+	must(t, s.Close())
+	raw, err := os.ReadFile(filepath.Join(o.Dir, bucketFileName(ids[0], bucketMetaExt)))
+	must(t, err)
+	if m, err := decodeBucketMeta(raw, ids[0]); err != nil || m.version != bucketMetaVersion {
+		t.Fatalf("rewritten metadata: %v", err)
+	}
+	s2, rep := openBucketTest(t, o)
+	if rep.Blocks != 79 || s2.Has(7) {
+		t.Fatalf("%+v", rep)
 	}
 }
 

@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -188,3 +189,101 @@ func (e *faultErr) Error() string {
 	return "faultfs: injected " + e.op + " failure: " + e.errno.Error()
 }
 func (e *faultErr) Unwrap() error { return e.errno }
+
+// The file-system calls a FaultFS can fail, as FSFault.Op names them.
+const (
+	FSOpen    = "open"    // open(2) of a file or directory, creating or not
+	FSStat    = "stat"    // stat(2)
+	FSRead    = "read"    // reading a whole small file (metadata)
+	FSReadDir = "readdir" // listing a directory
+	FSRename  = "rename"  // rename(2)
+	FSLink    = "link"    // link(2)
+	FSUnlink  = "unlink"  // unlink(2)
+	FSMkdir   = "mkdir"   // mkdir(2)
+	FSSyncDir = "syncdir" // fsync(2) of a directory
+)
+
+// FSFault is one failure a FaultFS injects, modelled on pebble's errorfs:
+// an operation, a path filter and which matching call fails.
+type FSFault struct {
+	Op   string // an FS* name; "" matches every operation
+	Path string // only paths whose base name contains this; "" matches all
+	Nth  int    // fail the Nth matching call (1-based); 0 fails every one
+	Err  error  // the errno; default EIO
+}
+
+// FaultFS stands between the bucket store and the file system (set
+// StoreOptions.FS): it fails chosen opens, stats, reads, renames, links,
+// unlinks, mkdirs and directory fsyncs, and logs every call it sees, so
+// that tests can check what a transient failure does and in which order
+// the store syncs. Data I/O and fdatasync go through the Engine (see
+// FaultEngine), not here.
+type FaultFS struct {
+	mu     sync.Mutex
+	faults []FSFault
+	seen   []int
+	calls  []string
+	failed int
+}
+
+// NewFaultFS returns a FaultFS that injects faults (none: it only logs).
+func NewFaultFS(faults ...FSFault) *FaultFS {
+	f := &FaultFS{}
+	f.SetFaults(faults...)
+	return f
+}
+
+// SetFaults replaces the faults and restarts their counts and the log.
+func (f *FaultFS) SetFaults(faults ...FSFault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = append([]FSFault(nil), faults...)
+	for i := range f.faults {
+		if f.faults[i].Err == nil {
+			f.faults[i].Err = syscall.EIO
+		}
+	}
+	f.seen = make([]int, len(faults))
+	f.calls, f.failed = nil, 0
+}
+
+// Faults is how many calls were failed since the faults were set.
+func (f *FaultFS) Faults() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+// Calls is the log of calls since the faults were set, each "op path",
+// with " FAILED" appended to those that were failed.
+func (f *FaultFS) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// check logs a call and says whether it fails. A nil FaultFS passes all.
+func (f *FaultFS) check(op, path string) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	base := path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		base = path[i+1:]
+	}
+	for i, x := range f.faults {
+		if (x.Op != "" && x.Op != op) || (x.Path != "" && !strings.Contains(base, x.Path)) {
+			continue
+		}
+		f.seen[i]++
+		if x.Nth == 0 || f.seen[i] == x.Nth {
+			f.failed++
+			f.calls = append(f.calls, op+" "+path+" FAILED")
+			return &faultErr{op: op + " " + path, errno: x.Err}
+		}
+	}
+	f.calls = append(f.calls, op+" "+path)
+	return nil
+}

@@ -16,7 +16,10 @@ import (
 // Pool is a DRAM pool: a memfd mapped MAP_SHARED and populated up front,
 // so another process given the fd maps the same physical pages (see
 // ServePool). It never uses MAP_NORESERVE: a hugepage shortage must show
-// at creation, not as a SIGBUS on first touch.
+// at creation, not as a SIGBUS on first touch. The memfd is sealed against
+// shrinking and growing (and against further seals) before anyone can
+// see it, so no process it is shared with can truncate it under another's
+// mapping.
 type Pool struct {
 	mem      []byte
 	fd       int
@@ -58,7 +61,7 @@ func NewPool(o PoolOptions) (*Pool, error) {
 }
 
 func newMemfdPool(name string, size int64, hs *hugeSpec) (*Pool, error) {
-	page, flags, backend := int64(4096), unix.MFD_CLOEXEC, "memfd+4K"
+	page, flags, backend := int64(4096), unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING, "memfd+4K"
 	if hs != nil {
 		if _, err := os.Stat(hs.sysfs); err != nil {
 			return nil, fmt.Errorf("this kernel or CPU has no %s hugepages (%s is absent)", hs.label, hs.sysfs)
@@ -66,7 +69,7 @@ func newMemfdPool(name string, size int64, hs *hugeSpec) (*Pool, error) {
 		page, backend = hs.bytes, "memfd+hugetlb-"+hs.label
 		flags |= unix.MFD_HUGETLB | unix.MFD_HUGE_2MB
 		if hs.bytes == 1<<30 {
-			flags = unix.MFD_CLOEXEC | unix.MFD_HUGETLB | unix.MFD_HUGE_1GB
+			flags = unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING | unix.MFD_HUGETLB | unix.MFD_HUGE_1GB
 		}
 	}
 	size = (size + page - 1) / page * page
@@ -83,6 +86,10 @@ func newMemfdPool(name string, size int64, hs *hugeSpec) (*Pool, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("memfd ftruncate %d: %w", size, err)
 	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, poolSeals); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("memfd seal (F_ADD_SEALS): %w", err)
+	}
 	mem, err := mmapShared(fd, size)
 	if err != nil {
 		unix.Close(fd)
@@ -93,6 +100,10 @@ func newMemfdPool(name string, size int64, hs *hugeSpec) (*Pool, error) {
 	}
 	return &Pool{mem: mem, fd: fd, backend: backend, pageSize: page}, nil
 }
+
+// poolSeals fix a pool's size for good: a mapping can never lose its
+// pages to a truncate (SIGBUS), and no one can add seals later.
+const poolSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
 
 func mmapShared(fd int, size int64) ([]byte, error) {
 	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)

@@ -79,11 +79,17 @@ func listenPrivate(path string) (*net.UnixListener, error) {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("serve pool: %s exists and is not a socket", path)
 		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
 			c.Close()
 			return nil, fmt.Errorf("serve pool: %s is in use by another server", path)
 		}
-		// Stale: its server is gone. The rename below replaces it.
+		if !errors.Is(err, unix.ECONNREFUSED) {
+			// A full backlog (EAGAIN), a timeout, a permission: a server
+			// may well be there.
+			return nil, fmt.Errorf("serve pool: %s: cannot tell whether a server is listening (%v); not replacing it", path, err)
+		}
+		// Stale: nothing listens. The rename below replaces it.
 	}
 	tmp := filepath.Join(filepath.Dir(path), ".kvsim-"+strconv.FormatUint(rand.Uint64()%(1<<40), 36))
 	if len(tmp) >= len(unix.RawSockaddrUnix{}.Path) {
@@ -173,7 +179,10 @@ func sendPool(c *net.UnixConn, p *Pool, uid int) error {
 
 // ReceivePool connects to a ServePool socket and maps the pool it sends
 // (MAP_SHARED): writes on either side are seen by the other. Close unmaps
-// it and closes the received fd; the server's pool is unaffected.
+// it and closes the received fd; the server's pool is unaffected. It
+// refuses a server of another uid (SO_PEERCRED), and an fd that is not a
+// memfd sealed against shrinking or is smaller than announced: either
+// could make the mapping fault (SIGBUS) or send writes elsewhere.
 func ReceivePool(socketPath string) (*Pool, error) {
 	c, err := net.DialTimeout("unix", socketPath, shareTimout)
 	if err != nil {
@@ -181,6 +190,13 @@ func ReceivePool(socketPath string) (*Pool, error) {
 	}
 	defer c.Close()
 	uc := c.(*net.UnixConn)
+	cred, err := peerCred(uc)
+	if err != nil {
+		return nil, fmt.Errorf("receive pool from %s: %w", socketPath, err)
+	}
+	if uid := os.Getuid(); int(cred.Uid) != uid {
+		return nil, fmt.Errorf("receive pool from %s: refused: the server (pid %d) runs as uid %d, not as this process's uid %d", socketPath, cred.Pid, cred.Uid, uid)
+	}
 	uc.SetReadDeadline(time.Now().Add(shareTimout))
 	hdr := make([]byte, shareHdrLen)
 	oob := make([]byte, unix.CmsgSpace(4*4)) // room for stray extra fds, to close them
@@ -224,12 +240,19 @@ func ReceivePool(socketPath string) (*Pool, error) {
 	size := int64(binary.LittleEndian.Uint64(hdr[8:]))
 	page := int64(binary.LittleEndian.Uint64(hdr[16:]))
 	backend := string(bytes.TrimRight(hdr[24:], "\x00"))
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return closeFD(fmt.Errorf("refused: the fd is not a memfd (F_GET_SEALS: %w)", err))
+	}
+	if seals&unix.F_SEAL_SHRINK == 0 {
+		return closeFD(fmt.Errorf("refused: the memfd is not sealed against shrinking (seals %#x), so a truncate could fault our mapping", seals))
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return closeFD(fmt.Errorf("fstat: %w", err))
 	}
 	if size <= 0 || st.Size < size {
-		return closeFD(fmt.Errorf("pool size %d does not fit the file's %d bytes", size, st.Size))
+		return closeFD(fmt.Errorf("refused: pool size %d does not fit the file's %d bytes", size, st.Size))
 	}
 	mem, err := mmapShared(fd, size)
 	if err != nil {

@@ -5,9 +5,11 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"log"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -96,12 +98,27 @@ var uringSetup = func(entries uint32, p *uringParams) (int, error) {
 	return int(fd), nil
 }
 
+// uringEnter is io_uring_enter(2); tests replace it to fail calls.
+var uringEnter = func(fd int, toSubmit, minComplete, flags uint32) (int, unix.Errno) {
+	r, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
+	return int(r), errno
+}
+
+// engineLogf reports an engine's fall back to pread/pwrite; tests capture it.
+var engineLogf = log.Printf
+
+// uringDrainTimeout bounds the wait for ops already submitted when
+// io_uring_enter fails.
+const uringDrainTimeout = 30 * time.Second
+
 type regBuf struct{ base, len uintptr }
 
 type uringSlot struct {
 	i       int // op number in the stream
 	op      Op
 	retries int
+	busy    bool // holds an op not yet completed
+	redo    bool // after a failed enter: to be run with pread/pwrite
 }
 
 // uring is an io_uring instance used by one caller at a time (mu): each Do
@@ -122,7 +139,8 @@ type uring struct {
 	cqes                 []uringCQE
 	localTail, localHead uint32
 
-	broken   error // a failed io_uring_enter: ops may still be in flight
+	broken   error                  // ops submitted before a failed io_uring_enter never completed
+	fellBack atomic.Pointer[string] // why the engine now runs pread/pwrite
 	regs     []regBuf
 	fixedOps int // SQEs sent as READ_FIXED/WRITE_FIXED, for tests
 	slots    []uringSlot
@@ -233,7 +251,23 @@ func (u *uring) register(arenas []*Arena) error {
 	}
 }
 
-func (u *uring) Name() string { return "io_uring" }
+// Name is "io_uring", or "pread/pwrite (io_uring failed)" once a failed
+// io_uring_enter made the engine fall back (FallbackReason says why).
+func (u *uring) Name() string {
+	if u.fellBack.Load() != nil {
+		return "pread/pwrite (io_uring failed)"
+	}
+	return "io_uring"
+}
+
+// FallbackReason is why the engine runs pread/pwrite now, "" while it runs
+// io_uring.
+func (u *uring) FallbackReason() string {
+	if r := u.fellBack.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
 
 // Registered reports whether the arenas given to NewEngine are registered.
 func (u *uring) Registered() bool { return len(u.regs) > 0 }
@@ -282,6 +316,9 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 	if u.broken != nil {
 		return u.broken
 	}
+	if u.fellBack.Load() != nil {
+		return preadEngine{}.Stream(n, next, done)
+	}
 	// Completions of file I/O are finished as task work of the submitting
 	// thread; keeping one thread for the whole call means the thread that
 	// waits is the one that runs it.
@@ -295,16 +332,33 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 		if sl.op.Err != nil && (firstIdx < 0 || sl.i < firstIdx) {
 			first, firstIdx = sl.op.Err, sl.i
 		}
-		sl.op = Op{}
+		sl.op, sl.busy, sl.redo = Op{}, false, false
 		u.free = append(u.free, s)
 	}
 	issued, inflight, pending := 0, 0, 0
+	// After a failed enter: recover what is on the ring, then run the
+	// rest of the stream with pread/pwrite.
+	fallBack := func(cause error) error {
+		if err := u.abandon(cause, complete); err != nil {
+			u.broken = err
+			return err
+		}
+		for ; issued < n; issued++ {
+			op := next(issued)
+			runOp(&op)
+			done(issued, &op)
+			if op.Err != nil && (firstIdx < 0 || issued < firstIdx) {
+				first, firstIdx = op.Err, issued
+			}
+		}
+		return first
+	}
 	for issued < n || inflight > 0 {
 		for issued < n && len(u.free) > 0 {
 			s := u.free[len(u.free)-1]
 			u.free = u.free[:len(u.free)-1]
 			sl := &u.slots[s]
-			sl.i, sl.op, sl.retries = issued, next(issued), 0
+			sl.i, sl.op, sl.retries, sl.busy = issued, next(issued), 0, true
 			sl.op.N, sl.op.Err = 0, nil
 			issued++
 			if len(sl.op.Buf) == 0 {
@@ -316,8 +370,7 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 			inflight++
 			if len(sl.op.Buf) >= submitAloneBytes {
 				if err := u.submit(&pending); err != nil {
-					u.broken = err
-					return err
+					return fallBack(err)
 				}
 			}
 		}
@@ -325,10 +378,7 @@ func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) err
 			continue
 		}
 		if err := u.enter(&pending, inflight); err != nil {
-			// The kernel refuses the ring: what is in flight cannot be
-			// reaped, so the engine is done for.
-			u.broken = err
-			return err
+			return fallBack(err)
 		}
 		head := u.localHead
 		tail := atomic.LoadUint32(u.cqTail)
@@ -427,7 +477,7 @@ const submitAloneBytes = 64 << 10
 // submit hands the pending SQEs to the kernel without waiting.
 func (u *uring) submit(pending *int) error {
 	for *pending > 0 {
-		r, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(*pending), 0, 0, 0, 0)
+		r, errno := uringEnter(u.fd, uint32(*pending), 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -448,7 +498,7 @@ func (u *uring) submit(pending *int) error {
 // the caller has at least one op in flight.
 func (u *uring) enter(pending *int, inflight int) error {
 	for attempt := 0; ; attempt++ {
-		r, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(*pending), 1, ioringEnterGetevents, 0, 0)
+		r, errno := uringEnter(u.fd, uint32(*pending), 1, ioringEnterGetevents)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -459,7 +509,7 @@ func (u *uring) enter(pending *int, inflight int) error {
 				return fmt.Errorf("io_uring_enter: %w", errno)
 			}
 			if inflight > *pending {
-				_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), 0, 1, ioringEnterGetevents, 0, 0)
+				_, errno = uringEnter(u.fd, 0, 1, ioringEnterGetevents)
 				if errno != 0 && errno != unix.EINTR {
 					return fmt.Errorf("io_uring_enter: %w", errno)
 				}
@@ -476,4 +526,62 @@ func (u *uring) enter(pending *int, inflight int) error {
 		}
 		return nil
 	}
+}
+
+// abandon recovers from a failed io_uring_enter: it takes back the SQEs
+// the kernel never consumed, waits for the ops it did take (their buffers
+// are in use until they complete), runs the rest with pread/pwrite, and
+// switches the engine to pread/pwrite for good, saying why in the log.
+// It fails only if submitted ops never complete.
+func (u *uring) abandon(cause error, complete func(s int)) error {
+	head := atomic.LoadUint32(u.sqHead)
+	for t := head; t != u.localTail; t++ {
+		u.slots[u.sqes[t&u.sqMask].userData].redo = true
+	}
+	u.localTail = head
+	atomic.StoreUint32(u.sqTail, head)
+	waiting := 0
+	for s := range u.slots {
+		if u.slots[s].busy && !u.slots[s].redo {
+			waiting++
+		}
+	}
+	deadline := time.Now().Add(uringDrainTimeout)
+	for waiting > 0 {
+		head := u.localHead
+		for tail := atomic.LoadUint32(u.cqTail); head != tail; head++ {
+			c := u.cqes[head&u.cqMask]
+			s := int(c.userData)
+			if s < 0 || s >= len(u.slots) || !u.slots[s].busy || u.slots[s].redo {
+				continue
+			}
+			waiting--
+			if u.finish(s, c.res) {
+				complete(s)
+			} else {
+				u.slots[s].redo = true // a short transfer: redo it whole
+			}
+		}
+		u.localHead = head
+		atomic.StoreUint32(u.cqHead, head)
+		if waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w (and %d ops submitted before it never completed)", cause, waiting)
+		}
+		// Completions of file I/O are posted as task work of this thread,
+		// which runs on the way out of any system call.
+		unix.Nanosleep(&unix.Timespec{Nsec: 50_000}, nil)
+	}
+	for s := range u.slots {
+		if sl := &u.slots[s]; sl.busy && sl.redo {
+			runOp(&sl.op)
+			complete(s)
+		}
+	}
+	reason := cause.Error()
+	u.fellBack.Store(&reason)
+	engineLogf("hw: %s; this engine runs pread/pwrite from now on", reason)
+	return nil
 }

@@ -484,3 +484,71 @@ func TestStreamOverDo(t *testing.T) {
 		t.Error("file content differs")
 	}
 }
+
+// TestUringEnterFails: a failed io_uring_enter (at the first submit, with
+// ops in flight, or while waiting for completions) does not lose the ops
+// of that call, and the engine goes on with pread/pwrite, saying why.
+func TestUringEnterFails(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		size, failAt int
+	}{
+		{"first submit", 64 << 10, 1},
+		{"ops in flight", 64 << 10, 5},
+		{"waiting", 4096, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			probeLeaks(t)
+			a := newTestArena(t, 4<<20)
+			e, _, err := NewEngine("io_uring", 8, a)
+			probeNeed(t, err == nil, "io_uring unavailable: %v", err)
+			defer e.Close()
+			saved, savedLog := uringEnter, engineLogf
+			defer func() { uringEnter, engineLogf = saved, savedLog }()
+			var logged []string
+			engineLogf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+			calls := 0
+			uringEnter = func(fd int, sub, minc, flags uint32) (int, unix.Errno) {
+				calls++
+				if calls == c.failAt {
+					return 0, unix.EBADF
+				}
+				return saved(fd, sub, minc, flags)
+			}
+			f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+			must(t, err)
+			defer f.Close()
+			mem := a.Bytes()
+			const n = 16
+			for i := range n * c.size {
+				mem[i] = byte(i*7 + i>>12)
+			}
+			ops := make([]Op, n)
+			for i := range ops {
+				ops[i] = Op{Write: true, FD: int(f.Fd()), Off: int64(i * c.size), Buf: mem[i*c.size : (i+1)*c.size]}
+			}
+			if err := e.Do(ops); err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			for i, op := range ops {
+				if op.N != c.size || op.Err != nil {
+					t.Fatalf("op %d: N=%d err=%v", i, op.N, op.Err)
+				}
+			}
+			if calls < c.failAt {
+				t.Fatalf("only %d enters: the fault was not hit", calls)
+			}
+			// The engine still works, and the bytes are there.
+			back := mem[2<<20 : 2<<20+n*c.size]
+			rd := []Op{{FD: int(f.Fd()), Buf: back}}
+			if err := e.Do(rd); err != nil || !bytes.Equal(back, mem[:n*c.size]) {
+				t.Fatalf("read back: %v, equal %v", err, bytes.Equal(back, mem[:n*c.size]))
+			}
+			u := e.(*uring)
+			if e.Name() != "pread/pwrite (io_uring failed)" || !strings.Contains(u.FallbackReason(), "bad file descriptor") ||
+				len(logged) != 1 || !strings.Contains(logged[0], "io_uring_enter: bad file descriptor") {
+				t.Fatalf("name %q, reason %q, logged %q", e.Name(), u.FallbackReason(), logged)
+			}
+		})
+	}
+}
