@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -615,6 +616,23 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 			hits[t] += h
 		}
 		accesses += int64(r.Blocks)
+	}
+	// One GPU: prefills run one at a time, so their compute windows, in
+	// order of first token, do not overlap.
+	var done []core.Record
+	for _, r := range o.Records {
+		if !r.Rejected {
+			done = append(done, r)
+		}
+	}
+	sort.SliceStable(done, func(i, j int) bool {
+		a, b := done[i], done[j]
+		return a.FirstToken < b.FirstToken || a.FirstToken == b.FirstToken && a.ComputeNs > b.ComputeNs
+	})
+	for i := 1; i < len(done); i++ {
+		if a, b := done[i-1], done[i]; b.FirstToken-b.ComputeNs < a.FirstToken {
+			failf("requests %d and %d computed at once: [%d, %d] and [%d, %d]", a.Seq, b.Seq, a.FirstToken-a.ComputeNs, a.FirstToken, b.FirstToken-b.ComputeNs, b.FirstToken)
+		}
 	}
 	if !reflect.DeepEqual(hits, st.Hits) || accesses != st.BlockAccesses || ttfts != res.TTFT.Count() || ttfts != res.Queue.Count() {
 		failf("records add to hits %v, %d accesses, %d TTFTs; stats say %v, %d, %d", hits, accesses, ttfts, st.Hits, st.BlockAccesses, res.TTFT.Count())
