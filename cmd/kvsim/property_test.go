@@ -787,6 +787,9 @@ func checkCaseTally(t *testing.T, base string, c *propCase) (map[string]int64, e
 	if outs[0].Reqs < int64(len(c.lines)) {
 		tally["lines skipped or past the limit"]++
 	}
+	if c.seed%5 != 0 { // the whole command writes a report: a fifth of the cases suffice
+		return tally, nil
+	}
 	return tally, checkCommand(path, sc, outs)
 }
 
