@@ -603,7 +603,7 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 		}
 		ttfts++
 		if h := total(r.HitBlocks); h > int64(r.Blocks) || int64(r.BlockHits) < h || r.BlockHits > r.Blocks ||
-			r.RecomputedTokens < 0 || r.RecomputedTokens > r.InputTokens {
+			r.RecomputedTokens < 0 || r.RecomputedTokens > max(r.InputTokens, 1) { // an empty prompt may still compute one token
 			failf("request %d: hits %v, block hits %d, recomputed %d of %d blocks, %d tokens", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Blocks, r.InputTokens)
 		}
 		if want := cfg.GPU.ComputeNs(r.InputTokens-r.RecomputedTokens, r.RecomputedTokens); r.ComputeNs != want {
