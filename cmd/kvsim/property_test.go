@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -330,6 +329,12 @@ type violation struct{ msg string }
 
 func failf(format string, args ...any) { panic(violation{fmt.Sprintf(format, args...)}) }
 
+// failure is a broken property or a panic, as opposed to an error the run
+// reports (a bad trace line, a limit).
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
 // tracker follows every command the core gives (sim.Config.Tee) and checks
 // them against the core's state: a copy appears in a tier only by a move
 // (or, in HBM, by computing it), disappears only by a drop, and a move
@@ -494,9 +499,9 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	defer func() {
 		if p := recover(); p != nil {
 			if v, ok := p.(violation); ok {
-				err = errors.New(v.msg)
+				err = &failure{v.msg}
 			} else {
-				err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+				err = &failure{fmt.Sprintf("panic: %v\n%s", p, debug.Stack())}
 			}
 		}
 	}()
@@ -525,7 +530,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 		out.Records = append(out.Records, c)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("a loaded scenario does not build: %v", err)
+		return nil, &failure{fmt.Sprintf("a loaded scenario does not build: %v", err)}
 	}
 	rd, err := openTrace(sc, opt)
 	if err != nil {
