@@ -343,6 +343,8 @@ type tracker struct {
 	sim      *sim.Sim
 	src      *recSource // the requests so far: their blocks are the ones to check
 	nt       int
+	block    int64    // bytes of a full block
+	bpt      int64    // bytes per token
 	have     [][]bool // [block][tier]: copy the commands account for
 	moved    [4]int64
 	hopBytes int64 // bytes x hops over all moves
@@ -363,8 +365,8 @@ func (k *tracker) copyAt(b core.Block, t int) *bool {
 
 func (k *tracker) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
 	c := k.sim.Core()
-	if bytes != c.BlockBytes(b) || bytes <= 0 {
-		failf("t=%d: move of block %d carries %d bytes, the block has %d", now, b, bytes, c.BlockBytes(b))
+	if bytes != c.BlockBytes(b) || bytes <= 0 || bytes > k.block || bytes%k.bpt != 0 {
+		failf("t=%d: move of block %d carries %d bytes, the block has %d (a full one %d, %d per token)", now, b, bytes, c.BlockBytes(b), k.block, k.bpt)
 	}
 	if from != 0 && !*k.copyAt(b, from) {
 		failf("t=%d: block %d moved %d->%d from a tier that holds no copy", now, b, from, to)
@@ -518,7 +520,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	var k *tracker
 	if check {
 		dist, paths := topology(sc)
-		k = &tracker{nt: len(sc.Tiers), link: map[string][2]int64{}, dev: make([]int64, len(sc.Tiers)), dist: dist, paths: paths}
+		k = &tracker{nt: len(sc.Tiers), block: sc.Model.BytesPerBlock(), bpt: sc.Model.BytesPerToken(), link: map[string][2]int64{}, dev: make([]int64, len(sc.Tiers)), dist: dist, paths: paths}
 		for _, t := range sc.Tiers {
 			k.names = append(k.names, t.Name)
 		}
