@@ -8,6 +8,8 @@
 # `go test -list`, so a new Fuzz function is run without editing this file.
 # A failing input is printed and kept under the package's testdata/fuzz/,
 # where plain `go test` replays it from then on. Exits 1 if any target failed.
+# Minimising a new input takes at most FUZZMINIMIZETIME (default 10s), so a
+# target's run stays near TIME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${1:-10s}"
@@ -35,7 +37,7 @@ failed=()
 while read -r pkg name; do
 	echo "== fuzz $pkg $name ($fuzztime)"
 	log=$(mktemp)
-	if go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" 2>&1 | tee "$log"; then
+	if go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "${FUZZMINIMIZETIME:-10s}" 2>&1 | tee "$log"; then
 		rm -f "$log"
 		continue
 	fi
