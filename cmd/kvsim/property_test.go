@@ -204,7 +204,12 @@ func genCase(seed uint64) *propCase {
 	}
 
 	lines := genTrace(r, bt, pf)
-	w("[workload]\ntrace = \"trace.jsonl\"\n")
+	if r.IntN(12) == 0 { // the generator's own trace, made from the scenario's seed
+		w("[workload]\nformat = \"synthetic\"\nrequests = %d\nrate = %g\nturns = %g\nsystem_tokens = %d\nuser_tokens = %d\noutput_tokens = %d\nthink = \"%dms\"\nmax_context = %d\n",
+			1+r.IntN(40), logUniform(r, 0.5, 200), 1+3*r.Float64(), r.IntN(8*bt), 1+r.IntN(8*bt), 1+r.IntN(4*bt), r.IntN(2000), 8*bt+r.IntN(32*bt))
+	} else {
+		w("[workload]\ntrace = \"trace.jsonl\"\n")
+	}
 	if r.IntN(3) == 0 {
 		w("speedup = %g\n", pick(r, 0.5, 2.0, 3.7, 100.0))
 	}
@@ -788,6 +793,9 @@ func checkCaseTally(t *testing.T, base string, c *propCase) (map[string]int64, e
 	if len(sc.Links) >= len(sc.Tiers) {
 		tally["cycles"]++
 	}
+	if sc.Workload.Gen != nil && outs[0].Reqs > 0 {
+		tally["synthetic workloads"]++
+	}
 	for _, p := range sc.Policies {
 		tally["eviction "+p.Eviction]++
 	}
@@ -921,7 +929,7 @@ func TestPipelineProperties(t *testing.T) {
 	// The cases must reach every mechanism, or the properties hold vacuously.
 	want := []string{"rejected", "evictions", "demotions", "drops", "promotions", "admission denied", "write-throughs",
 		"transient loads", "prefetches", "late prefetches", "recompute cuts", "dependency waits", "lower-tier hits",
-		"queued", "shared pipes", "cycles", "lines skipped or past the limit"}
+		"queued", "shared pipes", "cycles", "lines skipped or past the limit", "synthetic workloads"}
 	for _, name := range policy.Names() {
 		want = append(want, "eviction "+name)
 	}
