@@ -146,6 +146,7 @@ var parseSeeds = []string{
 	doc("[model]\nlayers = 16777216\nkv_heads = 16777216\nhead_dim = 16777216\n"),
 	doc("[[policy]]\neviction = \"scenario_test_params\"\nalpha = 1\nbeta = 2\n"),
 	doc("a.b.c = 1\n'q.k' = \"x\"\n\"x\\ny\" = 2\n"),
+	doc("name = \"a/../b\"\n[[tier]]\nkind = \"hbm\"\n[[tier]]\nname = \"x/..\"\nkind = \"ssd\"\n"),
 	doc("[gpu]\nprefill_tokens_per_s = 1e-300\ndecode_tokens_per_s = inf\nload = \"serial\"\n"),
 	doc("[workload]\nformat = \"synthetic\"\nrequests = 3\nrate = 0.5\nturns = 2.0\nthink = \"1ms\"\n"),
 	doc("[workload]\ntrace = \"t.jsonl\"\nspeedup = 0.001\nlimit = 2147483648\nskip_bad_lines = true\n"),
@@ -199,6 +200,7 @@ func FuzzLoad(f *testing.F) {
 		{doc("profile = \".\"\n"), ""},
 		{doc("[workload]\ntrace = \"t.jsonl\"\n"), "workload.trace=/elsewhere/t.jsonl"},
 		{doc(""), "profile=hw.toml"},
+		{doc(""), "tier.dram.name=x/.."},
 	} {
 		f.Add(c.src, c.set)
 	}

@@ -98,7 +98,7 @@ func TestSetErrors(t *testing.T) {
 func FuzzSet(f *testing.F) {
 	for _, s := range []string{"seed=2", "tier.ssd.capacity=1TB", "link.2.lanes=3", "policy.wt.write=back",
 		"gpu.load=serial", "tier..=", "link.0.x=1", "tier.hbm.kind=ssd", "workload=[1]", "model.layers={a=1}",
-		"tier.host.name=disk", "tier.hbm.name=gpu", "link.hbm-host.to=ssd", "policy.lru.name=wt",
+		"tier.host.name=disk", "tier.hbm.name=gpu", "link.hbm-host.to=ssd", "policy.lru.name=wt", "name=../x",
 		"profile=hw.toml", "workload.format=synthetic", "model.block_tokens=0", `tier.ssd.latency="1us"`} {
 		f.Add(s)
 	}

@@ -19,6 +19,15 @@ func FuzzScenarioRun(f *testing.F) {
 		c := genCase(seed)
 		f.Add(c.toml, c.traceText(nil))
 	}
+	c := genCase(3)
+	for _, edit := range [][2]string{
+		{"[gpu]\n", "[gpu]\nattention_ns_per_token2 = 1e300\n"},
+		{"[workload]\n", "[workload]\nspeedup = 1e-300\n"},
+		{"[[tier]]\nkind = \"hbm\"\n", "[[tier]]\nkind = \"hbm\"\nlatency = \"100000h\"\n"},
+	} {
+		f.Add(strings.Replace(c.toml, edit[0], edit[1], 1), c.traceText(nil))
+	}
+	f.Add(c.toml, `{"timestamp": 9223372036854, "input_length": 1, "output_length": 70368744177664, "hash_ids": [1]}`+"\n")
 	dir := f.TempDir()
 	path := filepath.Join(dir, "s.toml")
 	f.Fuzz(func(t *testing.T, src, tr string) {

@@ -618,6 +618,9 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 			r.RecomputedTokens < 0 || r.RecomputedTokens > max(r.InputTokens, 1) { // an empty prompt may still compute one token
 			failf("request %d: hits %v, block hits %d, recomputed %d of %d blocks, %d tokens", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Blocks, r.InputTokens)
 		}
+		if r.RecomputedTokens < 1 {
+			failf("request %d: no token computed (%d of %d cached): the engine computes at least the last one", r.Seq, r.InputTokens-r.RecomputedTokens, r.InputTokens)
+		}
 		if want := cfg.GPU.ComputeNs(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens); r.ComputeNs != want {
 			failf("request %d: compute %d ns, the model says %d", r.Seq, r.ComputeNs, want)
 		}
