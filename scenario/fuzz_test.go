@@ -2,49 +2,273 @@ package scenario
 
 import (
 	"errors"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvsim/core"
+	"kvsim/policy"
 )
 
+// checkErr: a rejected scenario gets one line, a *Error, naming file.
+func checkErr(t *testing.T, err error, file string) {
+	t.Helper()
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\n\r") {
+		t.Fatalf("multi-line error: %q", msg)
+	}
+	if !strings.HasPrefix(msg, file+":") && !strings.HasPrefix(msg, file+" (--set):") {
+		t.Fatalf("error does not name the file %s: %q", file, msg)
+	}
+	var se *Error
+	if !errors.As(err, &se) {
+		t.Fatalf("error is %T", err)
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// checkValid is everything a loaded scenario promises the code that runs
+// it: each field in its range, every reference resolved.
+func checkValid(t *testing.T, s *Scenario) {
+	t.Helper()
+	bad := func(what string, v any) { t.Helper(); t.Fatalf("invalid scenario accepted: %s: %+v", what, v) }
+	safe := func(name string) bool {
+		return name != "" && !strings.ContainsAny(name, "/\\\x00") && name[0] != '.'
+	}
+	if !safe(s.Name) {
+		bad("name (it becomes a folder)", s.Name)
+	}
+	m := s.Model
+	if m.Layers < 1 || m.KVHeads < 1 || m.HeadDim < 1 || m.BlockTokens < 1 || m.DTypeBytes() == 0 {
+		bad("model", m)
+	}
+	if _, ok := MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok || m.BytesPerBlock() <= 0 {
+		bad("model bytes per block", m)
+	}
+	g := s.GPU
+	if !(g.PrefillTokensPerSec > 0) || !finite(g.PrefillTokensPerSec) || !(g.DecodeTokensPerSec > 0) || !finite(g.DecodeTokensPerSec) ||
+		!(g.AttentionNsPerToken2 >= 0) || !finite(g.AttentionNsPerToken2) || (g.Load != "layerwise" && g.Load != "serial") {
+		bad("gpu", g)
+	}
+	if len(s.Tiers) == 0 || len(s.Tiers) > core.MaxTiers || s.Tiers[0].Kind != "hbm" {
+		bad("tiers", s.Tiers)
+	}
+	names := map[string]bool{}
+	for i, tr := range s.Tiers {
+		if _, ok := KindDefaults(tr.Kind); !ok || (i > 0 && tr.Kind == "hbm") || names[tr.Name] || !safe(tr.Name) ||
+			tr.Capacity <= 0 || !(tr.Bandwidth > 0) || !finite(tr.Bandwidth) || tr.Latency < 0 || !(tr.CostPerGB >= 0) || !finite(tr.CostPerGB) {
+			bad("tier", tr)
+		}
+		names[tr.Name] = true
+	}
+	pairs := map[[2]int]bool{}
+	reach := make([]bool, len(s.Tiers))
+	reach[0] = true
+	for _, l := range s.Links {
+		if l.From < 0 || l.From >= len(s.Tiers) || l.To < 0 || l.To >= len(s.Tiers) || l.From == l.To ||
+			!(l.Bandwidth > 0) || !finite(l.Bandwidth) || !(l.ReverseBandwidth > 0) || !finite(l.ReverseBandwidth) ||
+			l.Latency < 0 || l.ReverseLatency < 0 || l.Lanes < 1 || l.Lanes > math.MaxInt32 {
+			bad("link", l)
+		}
+		k := [2]int{min(l.From, l.To), max(l.From, l.To)}
+		if pairs[k] {
+			bad("duplicate link", l)
+		}
+		pairs[k] = true
+	}
+	for changed := true; changed; { // every tier reachable from hbm
+		changed = false
+		for _, l := range s.Links {
+			if reach[l.From] != reach[l.To] {
+				reach[l.From], reach[l.To], changed = true, true, true
+			}
+		}
+	}
+	for i, ok := range reach {
+		if !ok {
+			bad("unreachable tier", s.Tiers[i])
+		}
+	}
+	w := s.Workload
+	if (w.Format != "mooncake" && w.Format != "synthetic") || (w.Format == "synthetic") != (w.Gen != nil) || w.Trace == "" ||
+		w.Limit < 0 || !(w.Speedup > 0) || !finite(w.Speedup) {
+		bad("workload", w)
+	}
+	if w.Gen != nil {
+		if err := w.Gen.Validate(); err != nil {
+			bad("synthetic workload: "+err.Error(), *w.Gen)
+		}
+	}
+	if len(s.Policies) == 0 {
+		bad("policies", s.Policies)
+	}
+	pols := map[string]bool{}
+	for _, p := range s.Policies {
+		spec, ok := policy.Lookup(p.Eviction)
+		if !ok || p.Name == "" || pols[p.Name] || p.PrefetchTimeout < 0 {
+			bad("policy", p)
+		}
+		pols[p.Name] = true
+		for k, v := range p.Params {
+			if !strings.Contains(","+strings.Join(spec.Params, ",")+",", ","+k+",") || !finite(v) {
+				bad("policy parameter "+k, p)
+			}
+		}
+		if _, err := core.ParseAdmission(p.Admission); err != nil {
+			bad("admission", p)
+		}
+		if _, err := core.ParseWrite(p.Write); err != nil {
+			bad("write", p)
+		}
+		if _, err := core.ParsePromotion(p.Promotion); err != nil {
+			bad("promotion", p)
+		}
+		if _, err := core.ParseRecompute(p.Recompute); err != nil {
+			bad("recompute", p)
+		}
+		if pf, err := core.ParsePrefetch(p.Prefetch); err != nil || (pf == core.PrefetchTimeout && p.PrefetchTimeout <= 0) {
+			bad("prefetch", p)
+		}
+	}
+	_ = s.Describe()
+}
+
+var parseSeeds = []string{
+	doc(""),
+	fullTOML,
+	doc("tier = [{kind = \"hbm\"}, {kind = \"dram\", capacity = -1}]\n"),
+	doc("name = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n"),
+	doc("[[policy]]\nname = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\neviction = \"lru\"\n"),
+	doc("[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"ssd\"\n[[link]]\nfrom = \"ssd\"\nto = \"hbm\"\nlanes = 3\n"),
+	doc("[model]\nlayers = 16777216\nkv_heads = 16777216\nhead_dim = 16777216\n"),
+	doc("[[policy]]\neviction = \"scenario_test_params\"\nalpha = 1\nbeta = 2\n"),
+	doc("a.b.c = 1\n'q.k' = \"x\"\n\"x\\ny\" = 2\n"),
+	doc("name = \"a/../b\"\n[[tier]]\nkind = \"hbm\"\n[[tier]]\nname = \"x/..\"\nkind = \"ssd\"\n"),
+	doc("[gpu]\nprefill_tokens_per_s = 1e-300\ndecode_tokens_per_s = inf\nload = \"serial\"\n"),
+	doc("[workload]\nformat = \"synthetic\"\nrequests = 3\nrate = 0.5\nturns = 2.0\nthink = \"1ms\"\n"),
+	doc("[workload]\ntrace = \"t.jsonl\"\nspeedup = 0.001\nlimit = 2147483648\nskip_bad_lines = true\n"),
+	doc("[[policy]]\neviction = \"lru\"\nprefetch = \"timeout\"\nprefetch_timeout = \"1ms\"\nadmission = \"after:2\"\nwrite = \"through\"\npromotion = \"second-hit\"\nrecompute = \"when-cheaper\"\n"),
+	doc("[[tier]]\nkind = \"hbm\"\n" + strings.Repeat("[[tier]]\nkind = \"dram\"\n", 2) + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n"),
+	"[model\n",
+	"",
+}
+
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{
-		doc(""),
-		fullTOML,
-		doc("tier = [{kind = \"hbm\"}, {kind = \"dram\", capacity = -1}]\n"),
-		doc("name = \"\"\"\n[[tier]]\ncapacity = 1\n\"\"\"\n"),
-		doc("[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"ssd\"\n[[link]]\nfrom = \"ssd\"\nto = \"hbm\"\nlanes = 3\n"),
-		doc("[model]\nlayers = 16777216\nkv_heads = 16777216\nhead_dim = 16777216\n"),
-		doc("[[policy]]\neviction = \"scenario_test_params\"\nalpha = 1\nbeta = 2\n"),
-		doc("a.b.c = 1\n'q.k' = \"x\"\n\"x\\ny\" = 2\n"),
-		"[model\n",
-		"",
-	} {
+	for _, s := range parseSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		s, err := Parse([]byte(src), "f.toml")
 		if err != nil {
-			msg := err.Error()
-			if strings.ContainsAny(msg, "\n\r") {
-				t.Fatalf("multi-line error: %q", msg)
-			}
-			if !strings.HasPrefix(msg, "f.toml:") {
-				t.Fatalf("error does not name the file: %q", msg)
-			}
-			var se *Error
-			if !errors.As(err, &se) {
-				t.Fatalf("error is %T", err)
-			}
+			checkErr(t, err, "f.toml")
 			return
 		}
-		if len(s.Tiers) == 0 || s.Tiers[0].Kind != "hbm" || len(s.Policies) == 0 || s.Model.BytesPerBlock() <= 0 {
-			t.Fatalf("invalid scenario accepted: %+v", s)
+		checkValid(t, s)
+	})
+}
+
+// fuzzDir holds what a fuzzed scenario may name: a profile and a trace.
+func fuzzDir(f *testing.F) string {
+	dir := f.TempDir()
+	for name, text := range map[string]string{
+		"hw.toml":  testProfile,
+		"t.jsonl":  `{"timestamp": 0, "input_length": 3, "output_length": 1, "hash_ids": [1]}` + "\n",
+		"bad.toml": "[[link]]\nfrom = \"tape\"\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			f.Fatal(err)
 		}
-		for _, l := range s.Links {
-			if l.From < 0 || l.From >= len(s.Tiers) || l.To < 0 || l.To >= len(s.Tiers) || l.From == l.To || !(l.Bandwidth > 0) || l.Lanes < 1 {
-				t.Fatalf("bad link %+v", l)
+	}
+	return dir
+}
+
+// FuzzLoad is the loader's whole path as kvsim run takes it: a file on
+// disk, its profile resolved next to it, and --set overrides. Any input
+// ends in a valid scenario or in one line naming the file.
+func FuzzLoad(f *testing.F) {
+	dir := fuzzDir(f)
+	for _, s := range parseSeeds {
+		f.Add(s, "")
+	}
+	for _, c := range []struct{ src, set string }{
+		{doc("profile = \"hw.toml\"\n[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"pinned\"\n[[tier]]\nkind = \"ssd\"\n"), "tier.ssd.capacity=1TB"},
+		{doc("profile = \"bad.toml\"\n"), ""},
+		{doc("profile = \"missing.toml\"\n"), ""},
+		{doc("profile = \".\"\n"), ""},
+		{doc("[workload]\ntrace = \"t.jsonl\"\n"), "workload.trace=/elsewhere/t.jsonl"},
+		{doc(""), "profile=hw.toml"},
+		{doc(""), "tier.dram.name=x/.."},
+	} {
+		f.Add(c.src, c.set)
+	}
+	path := filepath.Join(dir, "s.toml")
+	f.Fuzz(func(t *testing.T, src, set string) {
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		s, err := LoadWith(path, sets)
+		if err != nil {
+			checkErr(t, err, path)
+			return
+		}
+		checkValid(t, s)
+		if s.Path != path || !slicesEq(s.Sets, sets) {
+			t.Fatalf("path %q, sets %q", s.Path, s.Sets)
+		}
+		if s.Profile != "" {
+			if _, err := LoadProfile(s.Profile); err != nil {
+				t.Fatalf("profile %s accepted, but it does not load: %v", s.Profile, err)
 			}
 		}
-		_ = s.Describe()
+		if s.Workload.Gen == nil && !filepath.IsAbs(s.Workload.Trace) {
+			t.Fatalf("trace %q not anchored at the scenario's folder", s.Workload.Trace)
+		}
+	})
+}
+
+func slicesEq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzProfile: any profile file loads into figures the links can use, or
+// fails with one line naming it.
+func FuzzProfile(f *testing.F) {
+	for _, s := range []string{testProfile, "", "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nbandwidth = \"0GB/s\"\n",
+		"[[link]]\nfrom = \"hbm\"\nto = \"ssd\"\nbandwidth = \"1e400B/s\"\nlatency = \"-1us\"\n", "nope = 1\n", "[measurements]\nx = [1, 2]\n"} {
+		f.Add(s)
+	}
+	path := filepath.Join(f.TempDir(), "hw.toml")
+	f.Fuzz(func(t *testing.T, src string) {
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := LoadProfile(path)
+		if err != nil {
+			checkErr(t, err, path)
+			return
+		}
+		for _, l := range p.Links {
+			_, okA := KindDefaults(l.From)
+			_, okB := KindDefaults(l.To)
+			if !okA || !okB || !(l.Bandwidth > 0) || !finite(l.Bandwidth) || !(l.ReverseBandwidth > 0) || !finite(l.ReverseBandwidth) ||
+				l.Latency < 0 || l.ReverseLatency < 0 {
+				t.Fatalf("bad profile link accepted: %+v", l)
+			}
+		}
 	})
 }

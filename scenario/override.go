@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -67,6 +68,32 @@ func applySets(p *parser, root map[string]any, sets []string) error {
 		}
 	}
 	return nil
+}
+
+// blameSet turns err, a problem found after the overrides were applied,
+// into one that says which override caused it when the file alone is
+// valid: renaming a tier breaks the links that name it, and pointing at the
+// file's line would not say why.
+func blameSet(data []byte, path string, sets []string, err error) error {
+	var e *Error
+	if len(sets) == 0 || !errors.As(err, &e) || e.Line == setLine {
+		return err
+	}
+	if _, ferr := ParseWith(data, path, nil); ferr != nil {
+		return err // the file is wrong by itself
+	}
+	k := len(sets)
+	for i := 1; i < len(sets); i++ {
+		if _, perr := ParseWith(data, path, sets[:i]); perr != nil {
+			k = i
+			break
+		}
+	}
+	at := ""
+	if e.Line > 0 {
+		at = fmt.Sprintf("line %d, ", e.Line)
+	}
+	return &Error{Path: e.Path, Line: setLine, Msg: fmt.Sprintf("%s (%safter %s)", e.Msg, at, sets[k-1]), Err: e.Err}
 }
 
 // setLine stands for "given on the command line" in a lineIndex.

@@ -92,19 +92,53 @@ func TestSetErrors(t *testing.T) {
 	}
 }
 
-// FuzzSet: any override either applies or fails with a one-line message
-// naming the file; it never panics.
+// FuzzSet: any override of a valid scenario either gives a valid scenario
+// that records it, or fails with one line that names the file and says the
+// problem came from --set; it never panics.
 func FuzzSet(f *testing.F) {
 	for _, s := range []string{"seed=2", "tier.ssd.capacity=1TB", "link.2.lanes=3", "policy.wt.write=back",
-		"gpu.load=serial", "tier..=", "link.0.x=1", "tier.hbm.kind=ssd", "workload=[1]", "model.layers={a=1}"} {
+		"gpu.load=serial", "tier..=", "link.0.x=1", "tier.hbm.kind=ssd", "workload=[1]", "model.layers={a=1}",
+		"tier.host.name=disk", "tier.hbm.name=gpu", "link.hbm-host.to=ssd", "policy.lru.name=wt", "name=../x",
+		"profile=hw.toml", "workload.format=synthetic", "model.block_tokens=0", `tier.ssd.latency="1us"`} {
 		f.Add(s)
 	}
+	if _, err := ParseWith([]byte(setBase), "x.toml", nil); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, set string) {
-		_, err := ParseWith([]byte(setBase), "x.toml", []string{set})
+		s, err := ParseWith([]byte(setBase), "x.toml", []string{set})
 		if err != nil {
-			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || !strings.HasPrefix(msg, "x.toml") {
-				t.Fatalf("bad message %q", msg)
+			checkErr(t, err, "x.toml")
+			if msg := err.Error(); !strings.HasPrefix(msg, "x.toml (--set): ") && !strings.HasPrefix(msg, "x.toml: --set ") {
+				t.Fatalf("%q: the base is valid, so the override is to blame, but the message does not say so: %q", set, msg)
 			}
+			return
+		}
+		checkValid(t, s)
+		if len(s.Sets) != 1 || s.Sets[0] != set {
+			t.Fatalf("overrides recorded as %q", s.Sets)
 		}
 	})
+}
+
+// TestSetBlame: an override that breaks a part of the file it does not
+// touch (a renamed tier its links still name) is named as the cause; a file
+// wrong by itself keeps its own line.
+func TestSetBlame(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		sets []string
+		want string
+	}{
+		{setBase, []string{"tier.host.name=disk"}, `x.toml (--set): link 1: to: unknown tier "host" (line 16, after tier.host.name=disk)`},
+		{setBase, []string{"seed=3", "tier.hbm.name=gpu", "gpu.load=serial"}, `x.toml (--set): link 1: from: unknown tier "hbm" (line 15, after tier.hbm.name=gpu)`},
+		{setBase, []string{"policy.lru.name=wt"}, `x.toml (--set): policy "wt": name: duplicate policy name (policy 1 has it too); give each [[policy]] its own name (line 26, after policy.lru.name=wt)`},
+		{setBase, []string{"workload.format=synthetic"}, `x.toml (--set): workload: trace: a synthetic workload is generated from the scenario's seed, not read from a file (line 22, after workload.format=synthetic)`},
+		{setBase + "[[tier]]\nkind = \"tape\"\n", []string{"seed=2"}, `x.toml:30: tier 4: kind: unknown kind "tape"`},
+	} {
+		_, err := ParseWith([]byte(tc.base), "x.toml", tc.sets)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("--set %q:\n got %v\nwant %s", tc.sets, err, tc.want)
+		}
+	}
 }

@@ -257,7 +257,7 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 	}
 	s := &Scenario{Path: path, Sets: sets}
 	if err := p.parse(root, s); err != nil {
-		return nil, err
+		return nil, blameSet(data, path, sets, err)
 	}
 	return s, nil
 }
@@ -779,6 +779,9 @@ func parseGPU(t *table) (GPU, error) {
 func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "tier"), Msg: "missing [[tier]]: at least one tier (the hbm tier) is required"}
+	}
+	if len(ts) > core.MaxTiers {
+		return nil, ts[core.MaxTiers].errf("", "too many tiers: at most %d", core.MaxTiers)
 	}
 	out := make([]Tier, len(ts))
 	seen := map[string]int{}
