@@ -6,6 +6,22 @@ import (
 	"testing"
 )
 
+// A huge capacity in tiny blocks must not size the sketch past its cap
+// (it once asked for a terabyte and died).
+func TestSketchCapped(t *testing.T) {
+	s := NewSketch(1<<40, true)
+	if w := len(s.rows[0]) * 16; w != MaxSketchBlocks {
+		t.Fatalf("sketch row has %d counters, want the cap %d", w, MaxSketchBlocks)
+	}
+	if len(s.door)*8 != MaxSketchBlocks {
+		t.Fatalf("doorkeeper sized for %d blocks, want %d", len(s.door)*8, MaxSketchBlocks)
+	}
+	s.Add(7)
+	if s.Estimate(7) < 1 {
+		t.Fatal("capped sketch lost a count")
+	}
+}
+
 func TestSketch(t *testing.T) {
 	s := NewSketch(1000, false)
 	for i := range 20 {

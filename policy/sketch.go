@@ -18,10 +18,17 @@ type Sketch struct {
 	sampleSize int
 }
 
-// NewSketch sizes a sketch for about n distinct hot blocks: each row has the
-// next power of two ≥ n counters, and aging runs every 10n increments.
+// MaxSketchBlocks caps a sketch's width. A tier's capacity over its first
+// block's size can be astronomically large (a 4 TB tier of 1-byte blocks);
+// past 2^24 counters a row the sketch costs 48 MiB while its error is
+// already far below what admission decisions can tell apart.
+const MaxSketchBlocks = 1 << 24
+
+// NewSketch sizes a sketch for about n distinct hot blocks (at most
+// MaxSketchBlocks): each row has the next power of two ≥ n counters, and
+// aging runs every 10n increments.
 func NewSketch(n int, doorkeeper bool) *Sketch {
-	w := 1 << bits.Len(uint(max(n, 16)-1))
+	w := 1 << bits.Len(uint(min(max(n, 16), MaxSketchBlocks)-1))
 	s := &Sketch{mask: uint64(w - 1), sampleSize: 10 * w}
 	for i := range s.rows {
 		s.rows[i] = make([]uint64, w/16)
