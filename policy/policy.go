@@ -59,6 +59,16 @@ type Holder interface {
 	Release(b Block, now int64)
 }
 
+// Expecter is implemented by policies whose victim depends on the block
+// about to come in: ARC adapts its target on a ghost hit before REPLACE
+// chooses. A caller that evicts to make room for one block b may call
+// Expect(b) before those evictions and must then Insert b. Callers that
+// do not (the core, which makes room for a batch) get a victim chosen as
+// if b were new.
+type Expecter interface {
+	Expect(b Block)
+}
+
 // Params are the numeric knobs of one policy (keys of its [[policy]] entry).
 type Params map[string]float64
 
