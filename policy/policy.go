@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -139,7 +140,10 @@ func New(name string, c Config) (Policy, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown eviction policy %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	for k := range c.Params {
+	for k, v := range c.Params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("policy %q: parameter %s must be a finite number, got %g", name, k, v)
+		}
 		if !contains(s.Params, k) {
 			if len(s.Params) == 0 {
 				return nil, fmt.Errorf("policy %q takes no parameter %q", name, k)
