@@ -22,8 +22,9 @@ type ARC struct {
 	p              float64
 	c              int64
 	evicted        int   // Evict calls since the last Insert
-	expected       Block // block of the last Expect that was a ghost hit
-	ghostHit       int8  // 1: expected came from B1, 2: from B2, 0: none
+	expected       Block // block of the last Expect, until its Insert
+	announced      bool  // expected is set
+	ghostHit       int8  // 1: expected came from B1, 2: from B2, 0: neither
 }
 
 // NewARC returns an empty ARC for a cache of capacity c.
@@ -38,7 +39,7 @@ func (p *ARC) Len() int { return p.t1.Len() + p.t2.Len() }
 // sees it. The next Insert must be b's.
 func (p *ARC) Expect(b Block) {
 	p.reserve(b)
-	p.expected, p.ghostHit = b, p.adapt(b)
+	p.expected, p.ghostHit, p.announced = b, p.adapt(b), true
 }
 
 func (p *ARC) reserve(b Block) {
@@ -67,11 +68,14 @@ func (p *ARC) adapt(b Block) int8 {
 }
 
 func (p *ARC) Insert(b Block, size int64, _ int64) {
-	p.reserve(b)
-	ghost := p.ghostHit != 0 && p.expected == b
-	p.ghostHit = 0
+	ghost := p.ghostHit
+	if !p.announced || p.expected != b {
+		p.reserve(b)
+		ghost = p.adapt(b)
+	}
+	p.ghostHit, p.announced = 0, false
 	switch {
-	case ghost || p.adapt(b) != 0: // a ghost comes back into T2
+	case ghost != 0: // a ghost comes back into T2
 		p.size[b] = size
 		p.t2.PushFront(b)
 		p.s2 += size
