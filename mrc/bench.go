@@ -14,7 +14,9 @@ type BenchResult struct {
 	Seconds         float64
 	AccessesPerSec  float64
 	AllocsPerAccess float64
-	MissRatio       float64 // block mode, over the timed pass
+	// Cold is one pass over the trace from an empty cache, the replay
+	// whose miss ratio Curve reports (the timed pass starts warm).
+	Cold Counts
 }
 
 // Twice is t followed by itself: benchmarks replay the first copy to warm
@@ -36,16 +38,16 @@ func Twice(t *Trace) *Trace {
 func Bench(ctx context.Context, tt *Trace, sp Spec, size int, fut *Future) (BenchResult, error) {
 	r := BenchResult{Policy: sp.Label, SizeBlocks: size}
 	half := tt.Requests() / 2
+	one := &Trace{Blocks: tt.Blocks[:tt.Starts[half]], Starts: tt.Starts[:half+1], Distinct: tt.Distinct}
 	var ms0, ms1 runtime.MemStats
 	if sp.Name == StackLRU { // one pass over the first copy, all sizes at once
-		one := &Trace{Blocks: tt.Blocks[:tt.Starts[half]], Starts: tt.Starts[:half+1], Distinct: tt.Distinct}
 		runtime.ReadMemStats(&ms0)
 		t0 := time.Now()
 		c := NewStack(one).Counts(size)
 		r.Seconds = time.Since(t0).Seconds()
 		runtime.ReadMemStats(&ms1)
 		r.Accesses = c.Accesses
-		r.MissRatio = float64(c.Misses(BlockMode)) / float64(c.Accesses)
+		r.Cold = c
 	} else {
 		p, err := newPolicy(sp, size, func() *Future { return fut })
 		if err != nil {
@@ -55,7 +57,15 @@ func Bench(ctx context.Context, tt *Trace, sp Spec, size int, fut *Future) (Benc
 		if err := s.run(ctx, tt, 0, half, 0); err != nil {
 			return r, err
 		}
+		// The first pass is the curve's replay, except for Belady, whose
+		// oracle here sees the second copy coming.
 		warm := s.c
+		r.Cold = warm
+		if sp.Name == "belady" {
+			if r.Cold, err = Simulate(ctx, one, sp, size); err != nil {
+				return r, err
+			}
+		}
 		runtime.ReadMemStats(&ms0)
 		t0 := time.Now()
 		err = s.run(ctx, tt, half, tt.Requests(), 0)
@@ -65,11 +75,12 @@ func Bench(ctx context.Context, tt *Trace, sp Spec, size int, fut *Future) (Benc
 			return r, err
 		}
 		r.Accesses = s.c.Accesses - warm.Accesses
-		r.MissRatio = 1 - float64(s.c.Hits-warm.Hits)/float64(r.Accesses)
 	}
 	if r.Seconds > 0 {
 		r.AccessesPerSec = float64(r.Accesses) / r.Seconds
 	}
-	r.AllocsPerAccess = float64(ms1.Mallocs-ms0.Mallocs) / float64(r.Accesses)
+	if r.Accesses > 0 {
+		r.AllocsPerAccess = float64(ms1.Mallocs-ms0.Mallocs) / float64(r.Accesses)
+	}
 	return r, nil
 }

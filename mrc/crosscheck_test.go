@@ -29,8 +29,8 @@ var refAlgo = map[string]struct {
 	"LFU":             {"lfu", 0.001},
 	"Sieve":           {"sieve", 0.001},
 	"Belady":          {"belady", 0.001},
-	"ARC":             {"arc", 0.005},
-	"S3FIFO-0.1000-2": {"s3fifo", 0.005},
+	"ARC":             {"arc", 0.001},
+	"S3FIFO-0.1000-2": {"s3fifo", 0.001},
 }
 
 func loadReference(t *testing.T) *reference {

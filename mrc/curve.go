@@ -14,6 +14,9 @@ type Result struct {
 	Accesses   int64   `json:"accesses"`
 	Misses     int64   `json:"misses"`
 	MissRatio  float64 `json:"miss_ratio"`
+	// Capped is the size asked for where it exceeded the trace's distinct
+	// blocks and SizeBlocks was capped to them (set by the caller).
+	Capped string `json:"capped_from,omitempty"`
 }
 
 // Options tune Curve.

@@ -18,6 +18,9 @@
 // Sample implements SHARDS-style spatial sampling (Waldspurger et al.,
 // FAST'15) for traces too large to replay in full.
 //
+// A policy that implements policy.Expecter is told each missing block
+// before the evictions made for it, as ARC needs to follow its paper.
+//
 // Belady's oracle is a next-use index built from the trace: the clock a
 // policy sees is the reference's position in the trace.
 //

@@ -117,6 +117,7 @@ func newPolicy(sp Spec, size int, fut func() *Future) (policy.Policy, error) {
 // owns (a []bool, not a map: it is read on every reference).
 type sim struct {
 	p        policy.Policy
+	exp      policy.Expecter // p, if it wants to know the incoming block first
 	resident []bool
 	used     int
 	capacity int
@@ -124,7 +125,8 @@ type sim struct {
 }
 
 func newSim(p policy.Policy, size, distinct int) *sim {
-	return &sim{p: p, resident: make([]bool, distinct), capacity: size}
+	exp, _ := p.(policy.Expecter)
+	return &sim{p: p, exp: exp, resident: make([]bool, distinct), capacity: size}
 }
 
 // run replays requests [from, to) of t; now is the reference's position
@@ -154,6 +156,9 @@ func (s *sim) run(ctx context.Context, t *Trace, from, to int, base int64) error
 				continue
 			}
 			prefix = false
+			if s.exp != nil {
+				s.exp.Expect(b)
+			}
 			for s.used >= s.capacity {
 				v, ok := p.Evict(now, policy.NoPins)
 				if !ok {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -57,6 +58,16 @@ type Policy interface {
 type Holder interface {
 	Acquire(b Block)
 	Release(b Block, now int64)
+}
+
+// Expecter is implemented by policies whose victim depends on the block
+// about to come in: ARC adapts its target on a ghost hit before REPLACE
+// chooses. A caller that evicts to make room for one block b may call
+// Expect(b) before those evictions and must then Insert b. Callers that
+// do not (the core, which makes room for a batch) get a victim chosen as
+// if b were new.
+type Expecter interface {
+	Expect(b Block)
 }
 
 // Params are the numeric knobs of one policy (keys of its [[policy]] entry).
@@ -129,7 +140,10 @@ func New(name string, c Config) (Policy, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown eviction policy %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	for k := range c.Params {
+	for k, v := range c.Params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("policy %q: parameter %s must be a finite number, got %g", name, k, v)
+		}
 		if !contains(s.Params, k) {
 			if len(s.Params) == 0 {
 				return nil, fmt.Errorf("policy %q takes no parameter %q", name, k)

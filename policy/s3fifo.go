@@ -17,6 +17,11 @@ import "fmt"
 // that leaves main holding warm-up blocks and costs up to 6 points of miss
 // ratio. The reference figures match the rule above exactly.
 //
+// The ghost holds as many blocks as main, as the paper has it;
+// libCacheSim sizes it int(0.9 x capacity) on its own, one block fewer
+// whenever a tenth of the capacity is not whole. ghost_fraction sets it
+// the same way (ghost_fraction=0.9 reproduces libCacheSim's counts).
+//
 // The caller evicts before it inserts; the ghost's deferred trim (see
 // Ghost.Add) makes that equivalent to libCacheSim, which tests the ghost
 // first.
@@ -30,10 +35,21 @@ type S3FIFO struct {
 	threshold    uint8
 }
 
-// NewS3FIFO returns an empty S3-FIFO for capacity c.
+// NewS3FIFO returns an empty S3-FIFO for capacity c, its ghost as large as
+// main.
 func NewS3FIFO(c int64, smallFraction float64, threshold int) *S3FIFO {
+	return newS3FIFO(c, smallFraction, threshold, -1)
+}
+
+// newS3FIFO sizes the ghost int(ghostFraction x c), or as main if
+// ghostFraction < 0.
+func newS3FIFO(c int64, smallFraction float64, threshold int, ghostFraction float64) *S3FIFO {
 	m := c - int64(float64(c)*smallFraction)
-	return &S3FIFO{small: NewList(), main: NewList(), ghost: NewGhost(m), mCap: m, threshold: uint8(threshold)}
+	g := m
+	if ghostFraction >= 0 {
+		g = int64(float64(c) * ghostFraction)
+	}
+	return &S3FIFO{small: NewList(), main: NewList(), ghost: NewGhost(g), mCap: m, threshold: uint8(threshold)}
 }
 
 func (p *S3FIFO) Len() int { return p.small.Len() + p.main.Len() }
@@ -127,15 +143,19 @@ func (p *S3FIFO) secondChance(b Block) bool {
 
 func init() {
 	Register(Spec{Name: "s3fifo", Brief: "S3-FIFO (SOSP'23): small FIFO, main CLOCK, ghost FIFO",
-		Params: []string{"small_fraction", "move_threshold"},
+		Params: []string{"small_fraction", "move_threshold", "ghost_fraction"},
 		New: func(c Config) (Policy, error) {
 			f, t := c.Params.Get("small_fraction", 0.10), c.Params.Get("move_threshold", 2)
+			g := c.Params.Get("ghost_fraction", -1)
+			if _, set := c.Params["ghost_fraction"]; set && !(g >= 0 && g <= 1) {
+				return nil, fmt.Errorf("s3fifo: ghost_fraction must be in [0,1], got %g", g)
+			}
 			if f <= 0 || f >= 1 {
 				return nil, fmt.Errorf("s3fifo: small_fraction must be in (0,1), got %g", f)
 			}
 			if t < 1 || t > 255 || t != float64(int(t)) {
 				return nil, fmt.Errorf("s3fifo: move_threshold must be an integer in [1,255], got %g", t)
 			}
-			return NewS3FIFO(c.Capacity, f, int(t)), nil
+			return newS3FIFO(c.Capacity, f, int(t), g), nil
 		}})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,12 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *sample > 0 && *sample < 1 && m == mrc.PrefixMode {
 		return badInputf("mrc: --sample works in block mode only (prefix hits depend on blocks a sample drops)")
 	}
+	if *bench && *sample > 0 && *sample < 1 {
+		return badInputf("mrc: --bench replays the whole trace; drop --sample")
+	}
+	if *bench && *htmlOut != "" {
+		return badInputf("mrc: --bench measures speed and draws no curve; drop --html")
+	}
 	specs, err := parseSpecs(*policies)
 	if err != nil {
 		return err
@@ -76,20 +83,36 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return badInput(err) // FILE:LINE: reason
 	}
+	if tr.Distinct == 0 {
+		return badInputf("mrc: --trace: %s holds no blocks", *tracePath)
+	}
 	blocks := make([]int, len(want))
+	capped := make([]string, len(want)) // the size asked for, where capped
 	for i, s := range want {
 		if blocks[i], err = s.resolve(tr.Distinct); err != nil {
 			return err
 		}
+		if s.capped(tr.Distinct) {
+			capped[i] = s.text
+		}
+	}
+	for _, c := range capped { // once every size is known good
+		if c != "" {
+			fmt.Fprintf(stderr, "kvsim: warning: mrc: --sizes: %s is more than the trace's %d distinct blocks; capped to %d (a larger cache misses exactly as often)\n",
+				c, tr.Distinct, tr.Distinct)
+		}
 	}
 	if *bench {
-		return mrcBench(ctx, tr, specs, blocks, *asJSON, stdout)
+		return mrcBench(ctx, tr, specs, blocks, m, *asJSON, stdout)
 	}
 
 	run, runSizes := tr, blocks
 	sampled := *sample > 0 && *sample < 1
 	if sampled {
 		run = mrc.Sample(tr, *sample)
+		if run.Distinct == 0 {
+			return badInputf("mrc: --sample: rate %g keeps none of the trace's %d distinct blocks", *sample, tr.Distinct)
+		}
 		runSizes = make([]int, len(blocks))
 		for i, n := range blocks {
 			runSizes[i] = mrc.SampledSize(n, *sample)
@@ -101,6 +124,9 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if sampled {
 		mrc.AdjustSampled(res, blocks, int64(len(tr.Blocks)), *sample)
+	}
+	for i := range res {
+		res[i].Capped = capped[i%len(capped)]
 	}
 	if *htmlOut != "" {
 		title := fmt.Sprintf("%s: %s mode, %d references, %d distinct blocks", filepath.Base(*tracePath), m, len(tr.Blocks), tr.Distinct)
@@ -160,6 +186,9 @@ func parseSizes(list string) ([]sizeArg, error) {
 		a := sizeArg{text: s}
 		if p, ok := strings.CutSuffix(s, "%"); ok {
 			v, err := strconv.ParseFloat(p, 64)
+			if errors.Is(err, strconv.ErrRange) && v > 1 {
+				err = nil // +Inf: capped to the distinct blocks
+			}
 			if err != nil || v != v {
 				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
 			}
@@ -169,6 +198,9 @@ func parseSizes(list string) ([]sizeArg, error) {
 			a.percent = v
 		} else {
 			v, err := strconv.Atoi(s)
+			if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(s, "-") {
+				v, err = math.MaxInt, nil // capped to the distinct blocks once the trace is read
+			}
 			if err != nil {
 				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
 			}
@@ -183,8 +215,13 @@ func parseSizes(list string) ([]sizeArg, error) {
 }
 
 // resolve gives the size in blocks: "10%" is int(0.10 × distinct), as the
-// reference figures are sized.
+// reference figures are sized. Sizes above distinct are capped to it: such
+// a cache never evicts, so every larger size has the same misses, and no
+// product of a size (policy state, sampled sizes) can overflow.
 func (a sizeArg) resolve(distinct int) (int, error) {
+	if a.capped(distinct) {
+		return distinct, nil
+	}
 	if a.percent == 0 {
 		return a.blocks, nil
 	}
@@ -193,6 +230,14 @@ func (a sizeArg) resolve(distinct int) (int, error) {
 		return 0, badInputf("mrc: --sizes: %s of %d distinct blocks is 0 blocks", a.text, distinct)
 	}
 	return n, nil
+}
+
+// capped reports whether the size is more than distinct blocks.
+func (a sizeArg) capped(distinct int) bool {
+	if a.percent == 0 {
+		return a.blocks > distinct
+	}
+	return a.percent/100*float64(distinct) > float64(distinct) // also +Inf
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -206,7 +251,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // mrcBench times each (policy, size) alone on one goroutine: the trace is
 // replayed twice and the second, steady-state pass is measured.
-func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int, asJSON bool, stdout io.Writer) error {
+func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int, mode mrc.Mode, asJSON bool, stdout io.Writer) error {
 	tt := mrc.Twice(tr)
 	var fut *mrc.Future
 	for _, sp := range specs {
@@ -230,15 +275,16 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 			if err != nil {
 				return err
 			}
-			rows = append(rows, row{r.Policy, r.SizeBlocks, r.Accesses, r.Seconds, r.AccessesPerSec, r.AllocsPerAccess, r.MissRatio})
+			mr := float64(r.Cold.Misses(mode)) / float64(r.Cold.Accesses)
+			rows = append(rows, row{r.Policy, r.SizeBlocks, r.Accesses, r.Seconds, r.AccessesPerSec, r.AllocsPerAccess, mr})
 		}
 	}
 	if asJSON {
 		return writeJSON(stdout, rows)
 	}
-	fmt.Fprintf(stdout, "replay speed on one core, second of two passes over %d references (lru-stack: one pass, all sizes)\n", len(tr.Blocks))
+	fmt.Fprintf(stdout, "replay speed on one core, in process (trace already read), second of two passes over %d references (lru-stack: one pass, all sizes); miss ratio of the curve (%s mode)\n", len(tr.Blocks), mode)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tsize_blocks\tM accesses/s\tallocs/access\tmiss_ratio (timed pass)\t")
+	fmt.Fprintln(tw, "policy\tsize_blocks\tM accesses/s\tallocs/access\tmiss_ratio\t")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3g\t%.4f\t\n", r.Policy, r.SizeBlocks, r.AccessesPerSec/1e6, r.AllocsPerAccess, r.MissRatio)
 	}

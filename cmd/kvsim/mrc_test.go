@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kvsim/policy"
 )
 
 // mrcCLI runs "kvsim mrc args..." in-process: stdout, stderr, exit status.
@@ -141,6 +143,8 @@ func TestMrcBadInput(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}`+"\n"+
 		`{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1,}`+"\n"), 0o644)
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -163,6 +167,21 @@ func TestMrcBadInput(t *testing.T) {
 		{[]string{"--trace", tr, "--sample", "0.5", "--mode", "prefix", "--policies", "lru", "--sizes", "1"}, "--sample works in block mode only"},
 		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--trace", tr, "--bogus"}, "flag provided but not defined"},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1,,2"}, `--sizes: bad size ""`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "-99999999999999999999"}, `--sizes: bad size "-99999999999999999999"`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "NaN%"}, `--sizes: bad size "NaN%"`},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "-Inf%"}, `--sizes: size "-Inf%" must be > 0`},
+		{[]string{"--trace", tr, "--policies", "s3fifo:small_fraction=NaN", "--sizes", "1"}, "small_fraction must be a finite number"},
+		{[]string{"--trace", tr, "--policies", "wtinylfu:window=Inf", "--sizes", "1"}, "window must be a finite number"},
+		{[]string{"--trace", tr, "--policies", "s3fifo:ghost_fraction=2", "--sizes", "1"}, "ghost_fraction must be in [0,1]"},
+		{[]string{"--trace", tr, "--policies", "lru,", "--sizes", "1"}, `unknown eviction policy ""`},
+		{[]string{"--trace", tr, "--sample", "NaN", "--policies", "lru", "--sizes", "1"}, "--sample: rate must be in (0,1]"},
+		{[]string{"--trace", tr, "--sample", "abc", "--policies", "lru", "--sizes", "1"}, `invalid value "abc" for flag -sample`},
+		{[]string{"--trace", tr, "--sample", "1e-300", "--policies", "lru", "--sizes", "1"}, "--sample: rate 1e-300 keeps none of the trace's 10 distinct blocks"},
+		{[]string{"--trace", tr, "--sample", "0.5", "--bench", "--policies", "lru", "--sizes", "1"}, "--bench replays the whole trace; drop --sample"},
+		{[]string{"--trace", tr, "--html", "x.html", "--bench", "--policies", "lru", "--sizes", "1"}, "--bench measures speed and draws no curve"},
+		{[]string{"--trace", tr, "--mode", "", "--policies", "lru", "--sizes", "1"}, "--mode: want block or prefix"},
+		{[]string{"--trace", empty, "--policies", "lru", "--sizes", "1"}, "empty.jsonl holds no blocks"},
 	} {
 		_, errs, code := mrcCLI(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {
@@ -235,4 +254,120 @@ func TestMrcHTML(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "echarts.min.js") {
 		t.Errorf("bad --assets: status %d, %q", code, stderr)
 	}
+}
+
+// TestMrcHugeSizes: sizes beyond the trace's distinct blocks are capped to
+// them, with a warning on stderr and capped_from in --json, for every
+// policy (wtinylfu sized its sketch from 9e18 and panicked).
+func TestMrcHugeSizes(t *testing.T) {
+	tr := mrcTrace(t) // 10 distinct blocks
+	sizes := []string{"9000000000000000000", "99999999999999999999999", "11", "1e9%", "1e400%", "Inf%", "101%"}
+	policies := strings.Join(append(policy.Names(), "lru-stack"), ",")
+	out, errs, code := mrcCLI("--trace", tr, "--policies", policies, "--sizes", strings.Join(append(sizes, "10", "100%"), ","), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := strings.Count(errs, "\n"); n != len(sizes) || strings.Count(errs, "capped to 10") != len(sizes) {
+		t.Errorf("want one warning per capped size (%d), got:\n%s", len(sizes), errs)
+	}
+	var rows []struct {
+		mrcRow
+		CappedFrom string `json:"capped_from"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	per := len(sizes) + 2
+	if len(rows) != per*len(policy.Names())+per {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for i, r := range rows {
+		j := i % per
+		want := ""
+		if j < len(sizes) {
+			want = sizes[j]
+		}
+		exact := rows[i-j+len(sizes)] // the same policy at exactly 10 blocks
+		if r.SizeBlocks != 10 || r.CappedFrom != want || r.Misses != exact.Misses || r.Accesses != 13 {
+			t.Errorf("row %d: %+v (capped_from %q); want 10 blocks, capped_from %q, %d misses", i, r.mrcRow, r.CappedFrom, want, exact.Misses)
+		}
+	}
+	// The table says so on stderr too, and --bench takes capped sizes.
+	for _, extra := range [][]string{nil, {"--bench"}, {"--sample", "0.5"}} {
+		args := append([]string{"--trace", tr, "--policies", "wtinylfu,arc", "--sizes", "9000000000000000000"}, extra...)
+		if _, errs, code := mrcCLI(args...); code != 0 || !strings.Contains(errs, "warning: mrc: --sizes: 9000000000000000000 is more than the trace's 10 distinct blocks; capped to 10") {
+			t.Errorf("%v: exit %d, stderr %q", extra, code, errs)
+		}
+	}
+}
+
+// TestMrcBenchMissRatioIsCurve: the miss ratio --bench prints is the
+// curve's for the same policy and size (it was the warm second pass's).
+func TestMrcBenchMissRatioIsCurve(t *testing.T) {
+	tr := mrcTrace(t)
+	policies := strings.Join(append(policy.Names(), "lru-stack"), ",")
+	for _, mode := range []string{"block", "prefix"} {
+		args := []string{"--trace", tr, "--policies", policies, "--sizes", "2,3,6", "--mode", mode, "--json"}
+		out, errs, code := mrcCLI(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var curve []mrcRow
+		if err := json.Unmarshal([]byte(out), &curve); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code = mrcCLI(append(args, "--bench")...)
+		if code != 0 {
+			t.Fatalf("bench: exit %d: %s", code, errs)
+		}
+		var bench []mrcRow
+		if err := json.Unmarshal([]byte(out), &bench); err != nil {
+			t.Fatal(err)
+		}
+		if len(bench) != len(curve) {
+			t.Fatalf("%d bench rows, %d curve rows", len(bench), len(curve))
+		}
+		for i := range curve {
+			c, b := curve[i], bench[i]
+			if b.Policy != c.Policy || b.SizeBlocks != c.SizeBlocks || b.MissRatio != c.MissRatio {
+				t.Errorf("%s mode: bench %s at %d: miss ratio %v, curve %s at %d: %v", mode, b.Policy, b.SizeBlocks, b.MissRatio, c.Policy, c.SizeBlocks, c.MissRatio)
+			}
+		}
+	}
+}
+
+// FuzzMrcFlags: any --sizes, --sample, --policies and --mode give either a
+// result (exit 0) or one line of bad input (exit 2): never a panic, an
+// internal error or a hang.
+func FuzzMrcFlags(f *testing.F) {
+	for _, s := range [][4]string{
+		{"10", "0", "lru", "block"}, {"9000000000000000000", "", "wtinylfu", "block"}, {"1e400%,1%", "0.5", "s3fifo:ghost_fraction=0.9", "block"},
+		{"3,50%", "1", "arc,belady,lru-stack", "prefix"}, {"1,,2", "NaN", "lru:x=1", "tree"}, {"-1", "-0", "s3fifo:small_fraction=NaN", ""},
+		{"Inf%", "1e-300", "mooncake:evict_fraction=2", "block"}, {"0x10", "0.0000001", "gdsf:cost_exponent=-1e308", "block"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	dir := f.TempDir()
+	tr := filepath.Join(dir, "small.jsonl")
+	if err := os.WriteFile(tr, []byte(`{"timestamp": 0, "input_length": 2048, "output_length": 10, "hash_ids": [0, 1, 2, 3]}
+{"timestamp": 5, "input_length": 2560, "output_length": 10, "hash_ids": [0, 1, 4, 5, 6]}
+`), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, sizes, sample, policies, mode string) {
+		args := []string{"--trace", tr, "--sizes", sizes, "--policies", policies, "--mode", mode, "--json"}
+		if sample != "" {
+			args = append(args, "--sample", sample)
+		}
+		_, errs, code := mrcCLI(args...)
+		switch code {
+		case 0:
+		case 2:
+			if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "kvsim: ") {
+				t.Errorf("%q: bad input is not one line: %q", args, errs)
+			}
+		default:
+			t.Errorf("%q: exit %d: %s", args, code, errs)
+		}
+	})
 }
