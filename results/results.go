@@ -5,7 +5,9 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -200,6 +202,15 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if werr != nil {
 		os.Remove(f.Name())
+		// Name the file the caller asked for, not the temporary one.
+		var pe *fs.PathError
+		if errors.As(werr, &pe) {
+			werr = &fs.PathError{Op: pe.Op, Path: path, Err: pe.Err}
+		}
+		var le *os.LinkError
+		if errors.As(werr, &le) {
+			werr = &fs.PathError{Op: "rename", Path: path, Err: le.Err}
+		}
 	}
 	return werr
 }

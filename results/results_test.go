@@ -44,3 +44,24 @@ func TestNoneCompleted(t *testing.T) {
 		t.Errorf("read back %+v %+v", r.Policies[0].TTFTms, r.Policies[0].QueueMs)
 	}
 }
+
+// A failed write names the file asked for, never the temporary one, and
+// leaves no temporary file behind.
+func TestWriteFileAtomicNamesPath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "summary.json")
+	if err := os.Mkdir(path, 0o755); err != nil { // rename onto a folder fails
+		t.Fatal(err)
+	}
+	err := WriteFileAtomic(path, []byte("{}"))
+	if err == nil {
+		t.Fatal("writing over a folder succeeded")
+	}
+	if !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), ".summary.json.") {
+		t.Fatalf("error %q should name %s and not the temporary file", err, path)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("left %d entries, want only the folder", len(ents))
+	}
+}

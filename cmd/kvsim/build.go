@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"kvsim/core"
 	"kvsim/policy"
@@ -71,12 +73,26 @@ func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	return cfg
 }
 
+// ctxWriter fails writes once ctx is done, so an interrupt stops the
+// generator within one buffer's worth of lines.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
 // needsFuture reports whether a policy is offline.
 func needsFuture(name string) bool { return name == "belady" }
 
 // buildFuture reads the whole trace once for offline policies.
-func buildFuture(sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
-	r, err := openTrace(sc, opt)
+func buildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
+	r, err := openTrace(ctx, sc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +111,9 @@ func isTraceError(err error) bool {
 }
 
 func wrapTrace(sc *scenario.Scenario, err error) error {
+	if errors.Is(err, context.Canceled) { // interrupted, not bad input
+		return err
+	}
 	if isTraceError(err) {
 		return badInput(err)
 	}
@@ -113,11 +132,14 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 }
 
 // openTrace opens the scenario's trace, or generates its synthetic one
-// (in memory, from the scenario's seed).
-func openTrace(sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
+// (in memory, from the scenario's seed; ctx stops a long generation).
+func openTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
 	if g := sc.Workload.Gen; g != nil {
 		var b bytes.Buffer
-		if err := trace.Generate(&b, *g); err != nil {
+		if err := trace.Generate(ctxWriter{ctx, &b}, *g); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, fmt.Errorf("synthetic: %w", err) // callers add the scenario's path (wrapTrace)
 		}
 		return trace.NewReader(bytes.NewReader(b.Bytes()), sc.Workload.Trace, opt), nil

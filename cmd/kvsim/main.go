@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
@@ -21,10 +22,16 @@ func main() {
 
 // exitCode prints err (one line) and maps it to the process status:
 // 0 success, 2 bad input (flags, files, scenarios, traces), an error's own
-// ExitCode (3: replay lost copies), 1 anything else.
+// ExitCode (3: replay lost copies), 130 interrupted, 1 anything else.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if errors.Is(err, context.Canceled) {
+		// The shell's convention for SIGINT (128 + 2), for SIGTERM too:
+		// a script can tell "stopped" from "failed".
+		fmt.Fprintln(stderr, "kvsim: interrupted")
+		return 130
 	}
 	fmt.Fprintf(stderr, "kvsim: %v\n", err)
 	var ec interface{ ExitCode() int }

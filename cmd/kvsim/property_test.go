@@ -516,7 +516,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	opt := traceOptions(sc, false, 0)
 	var fut policy.Future
 	if needsFuture(p.Eviction) {
-		if fut, err = buildFuture(sc, opt); err != nil {
+		if fut, err = buildFuture(context.Background(), sc, opt); err != nil {
 			return nil, fmt.Errorf("future: %v", err)
 		}
 	}
@@ -539,7 +539,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	if err != nil {
 		return nil, &failure{fmt.Sprintf("a loaded scenario does not build: %v", err)}
 	}
-	rd, err := openTrace(sc, opt)
+	rd, err := openTrace(context.Background(), sc, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -350,7 +350,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	pol := sc.Policies[pi]
 	cfg := simConfig(sc, pol, nil)
 	if needsFuture(pol.Eviction) {
-		f, err := buildFuture(sc, traceOptions(sc, false, o.limit))
+		f, err := buildFuture(ctx, sc, traceOptions(sc, false, o.limit))
 		if err != nil {
 			return nil, wrapTrace(sc, err)
 		}
@@ -371,7 +371,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	if err != nil {
 		return nil, badInputf("%s: %v", sc.Path, err)
 	}
-	rd, err := openTrace(sc, traceOptions(sc, false, o.limit))
+	rd, err := openTrace(ctx, sc, traceOptions(sc, false, o.limit))
 	if err != nil {
 		return nil, wrapTrace(sc, err)
 	}

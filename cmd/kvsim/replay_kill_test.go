@@ -16,6 +16,10 @@ import (
 
 // TestMain lets the test binary act as a kvsim process for the kill test.
 func TestMain(m *testing.M) {
+	if args := os.Getenv("KVSIM_TEST_MAIN_ARGS"); args != "" {
+		os.Args = append([]string{"kvsim"}, strings.Split(args, "\x1f")...)
+		main() // with main's own signal handling and exit status
+	}
 	if args := os.Getenv("KVSIM_TEST_CHILD_ARGS"); args != "" {
 		err := run(context.Background(), strings.Split(args, "\x1f"), io.Discard, os.Stderr)
 		os.Exit(exitCode(err, os.Stderr))

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -265,7 +264,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	p := sc.Policies[i]
 	var fut *workload.Future
 	if needsFuture(p.Eviction) {
-		f, err := buildFuture(sc, opt)
+		f, err := buildFuture(ctx, sc, opt)
 		if err != nil {
 			pr.err = wrapTrace(sc, err)
 			return
@@ -294,7 +293,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		pr.err = badInputf("%s: policy %q: %v", sc.Path, p.Name, err)
 		return
 	}
-	rd, err := openTrace(sc, opt)
+	rd, err := openTrace(ctx, sc, opt)
 	if err != nil {
 		tmp.Close()
 		pr.err = wrapTrace(sc, err)
@@ -311,18 +310,17 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	if e := src.FirstSkipped(); e != nil {
 		pr.trace.FirstSkipped = e.Error()
 	}
-	if ferr := w.Flush(); err == nil && ferr != nil {
-		err = ferr
+	ferr := w.Flush()
+	if cerr := tmp.Close(); ferr == nil {
+		ferr = cerr
 	}
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			pr.err = err
-		} else {
-			pr.err = wrapTrace(sc, err)
-		}
+	switch {
+	case err != nil:
+		pr.err = wrapTrace(sc, err)
+	case ferr != nil:
+		// The disk, not the input: name the file the user will look for,
+		// not the temporary one, and the cause (ENOSPC, EIO) alone.
+		pr.err = fmt.Errorf("run: writing %s: %w", filepath.Join(dir, "requests.csv"), pathErr(ferr))
 	}
 	return
 }
