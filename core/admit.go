@@ -112,10 +112,11 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil {
 		cut = c.cheapestCut(now, r)
 	}
-	c.chooseSources(r, cut)
-	c.endPrefetch(id, r)
+	c.chooseSources(r, cut) // pins first: eviction below cannot take r's blocks
+	c.endPrefetch(id, r)    // r's pins now hold what was prefetched for it
 	c.freeHBM(now, need)
 	c.takeBlocks(now, id, r)
+	// Scratch for the KV of the tokens r generates.
 	c.used[0] += r.scratch
 	c.pinnedHBM += r.scratch
 	c.peak(0)

@@ -36,14 +36,14 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
-	c.count(&r.rec, len(r.Blocks), now)
+	c.tally(&r.rec, len(r.Blocks), now)
 	c.free = append(c.free, id)
 	c.drainQueue(now)
 }
 
-// count adds a finished request's record to the totals and hands it to the
+// tally adds a finished request's record to the totals and hands it to the
 // observer.
-func (c *Core) count(rec *Record, blocks int, now int64) {
+func (c *Core) tally(rec *Record, blocks int, now int64) {
 	rec.Done = now
 	s := &c.Stats
 	s.Requests++
