@@ -1,0 +1,166 @@
+package core
+
+import "fmt"
+
+// tierPins is what one tier's policy sees as pinned: blocks in use, and in
+// lower tiers also the copies a queued request's prefetch holds (HBM is
+// never held for a request that is not running, or queued requests could
+// starve the running ones of HBM).
+type tierPins struct {
+	c    *Core
+	tier int
+}
+
+func (p *tierPins) Pinned(b Block) bool {
+	return p.c.pins[b] > 0 || (p.tier > 0 && p.c.prefetchPins[b] > 0)
+}
+
+// Preload makes tier t (not HBM) hold b, of the given size, before the
+// first request arrives: a warm start from storage that kept its blocks.
+// The tier's policy sees b inserted at time 0, in call order. It returns
+// false, changing nothing, once a request has arrived, for tier 0, when b
+// is already there, when bytes is not positive or contradicts b's size as
+// already known, or when b does not fit in what is left of the tier.
+func (c *Core) Preload(t int, b Block, bytes int64) bool {
+	if len(c.reqs) > 0 || t <= 0 || t >= c.nt || b < 0 || bytes <= 0 {
+		return false
+	}
+	c.growBlocks(b)
+	if c.where[b]&(1<<t) != 0 || (c.size[b] != 0 && c.size[b] != bytes) || c.used[t]+bytes > c.capacity[t] {
+		return false
+	}
+	c.size[b] = bytes
+	c.insert(0, t, b)
+	return true
+}
+
+// pin and unpin keep pinnedHBM equal to the bytes of pinned HBM-resident
+// blocks plus the scratch of running requests.
+func (c *Core) pin(b Block) {
+	if c.pins[b] == 0 && c.where[b]&1 != 0 {
+		c.pinnedHBM += c.size[b]
+		if c.holder != nil {
+			c.holder.Acquire(b)
+		}
+	}
+	c.pins[b]++
+}
+
+func (c *Core) unpin(now int64, b Block) {
+	if c.pins[b]--; c.pins[b] > 0 {
+		return
+	}
+	if c.where[b]&1 == 0 {
+		return
+	}
+	c.pinnedHBM -= c.size[b]
+	if c.transient[b] { // served from HBM, not kept there
+		c.transient[b] = false
+		c.policies[0].Remove(b)
+		c.remove(0, b)
+		c.mover.Drop(now, b, 0)
+		return
+	}
+	if c.holder != nil {
+		c.holder.Release(b, now)
+	}
+}
+
+// insert makes b resident in tier t; the caller has made room.
+func (c *Core) insert(now int64, t int, b Block) {
+	c.where[b] |= 1 << t
+	c.used[t] += c.size[b]
+	c.policies[t].Insert(b, c.size[b], now)
+	if t == 0 && c.pins[b] > 0 {
+		c.pinnedHBM += c.size[b]
+		if c.holder != nil {
+			c.holder.Acquire(b)
+		}
+	}
+	c.peak(t)
+}
+
+// remove forgets b's copy in tier t (the policy already let go of it).
+func (c *Core) remove(t int, b Block) {
+	c.where[b] &^= 1 << t
+	c.used[t] -= c.size[b]
+}
+
+func (c *Core) peak(t int) {
+	if c.used[t] > c.Stats.PeakUsed[t] {
+		c.Stats.PeakUsed[t] = c.used[t]
+	}
+	if c.used[t] > c.capacity[t] {
+		panic(fmt.Sprintf("core: tier %d over capacity: %d > %d", t, c.used[t], c.capacity[t]))
+	}
+}
+
+// visible is the residency admission may use: a tier-1 copy still being
+// prefetched does not count until it lands.
+func (c *Core) visible(b Block) uint8 {
+	w := c.where[b]
+	if c.arriving[b] {
+		w &^= 2
+	}
+	return w
+}
+
+// makeRoom evicts from tier t until need bytes are free.
+func (c *Core) makeRoom(now int64, t int, need int64) bool {
+	if need > c.capacity[t] {
+		return false
+	}
+	for c.capacity[t]-c.used[t] < need {
+		v, ok := c.policies[t].Evict(now, &c.pinViews[t])
+		if !ok {
+			return false
+		}
+		c.evicted(now, t, v)
+	}
+	return true
+}
+
+// admits applies the admission policy to a block entering lower tier t.
+func (c *Core) admits(t int, b Block) bool {
+	if c.strategy.AdmitAfter > 1 && int(c.refs[b]) < c.strategy.AdmitAfter {
+		c.Stats.AdmissionDenied[t]++
+		return false
+	}
+	return true
+}
+
+// evicted handles a victim the policy of tier t gave up: demote it to the
+// next tier down unless a copy is already there, else drop it.
+func (c *Core) evicted(now int64, t int, b Block) {
+	c.remove(t, b)
+	c.Stats.Evictions[t]++
+	n := t + 1
+	if n < c.nt {
+		if c.where[b]&(1<<n) != 0 {
+			c.mover.Drop(now, b, t) // clean: the copy below is current
+			return
+		}
+		if c.admits(n, b) && c.makeRoom(now, n, c.size[b]) {
+			c.insert(now, n, b)
+			c.Stats.Demotions[t]++
+			c.mover.Move(now, Background, b, c.size[b], t, n, Demote)
+			c.mover.Drop(now, b, t)
+			return
+		}
+	}
+	c.Stats.Drops[t]++
+	c.mover.Drop(now, b, t)
+}
+
+// Lost reports that a body could not keep tier's copy of b (a write failed
+// with ENOSPC or EIO, a read found it corrupt, the store evicted it). The
+// core forgets that copy, so it is never served; HBM copies cannot be lost.
+func (c *Core) Lost(now int64, b Block, tier int) {
+	if tier <= 0 || int(b) >= len(c.where) || c.where[b]&(1<<tier) == 0 {
+		return
+	}
+	c.policies[tier].Remove(b)
+	c.remove(tier, b)
+	c.arriving[b] = c.arriving[b] && tier != 1
+	c.Stats.Lost[tier]++
+}
