@@ -116,8 +116,10 @@ type Policy struct {
 	Recompute       string // "never" (default) or "when-cheaper"
 	PrefetchTimeout int64  // ns; key prefetch_timeout
 
-	// Strategy is the above as the core reads them, parsed and checked at load.
-	Strategy core.Strategy
+	// Strategy is the above as the core reads them, parsed and checked at
+	// load. Left out of JSON: it only restates the strings (kvsim's run_id
+	// hashes the scenario's JSON and must not change with it).
+	Strategy core.Strategy `json:"-"`
 }
 
 // Kinds lists the tier kinds in hierarchy order.
