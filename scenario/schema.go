@@ -31,9 +31,6 @@ const (
 	tDuration      // "10us"; a bare integer only as 0; within the time limit
 )
 
-var typNames = [...]string{tString: "string", tInt: "integer", tNumber: "number", tTokenRate: "tokens/s",
-	tBool: "boolean", tBytes: "size", tBandwidth: "bytes/s", tDuration: "duration"}
-
 // bound is a key's lower limit.
 type bound uint8
 
@@ -58,7 +55,7 @@ type field struct {
 	max      int64           // integers: the largest accepted, 0 for no limit
 	enum     func() []string // strings: the accepted values
 	msg      string          // replaces the range message; for an enum, a format of the value
-	example  string          // the value Reference shows
+	example  string          // the value Reference shows; "" for the default
 	doc      string          // one line; "\n" continues the comment
 	only     string          // accepted only with this other setting (workload: format = "synthetic")
 }
@@ -96,8 +93,6 @@ func (s *section) header() string {
 
 const maxInt32 = math.MaxInt32
 
-var dtypeNames = DTypes
-
 // schema is the scenario layout, in file order.
 var schema = []*section{
 	{name: "", fields: []field{
@@ -111,7 +106,7 @@ var schema = []*section{
 		{key: "layers", typ: tInt, required: true, min: above0, max: maxDim, example: "32"},
 		{key: "kv_heads", typ: tInt, required: true, min: above0, max: maxDim, example: "8"},
 		{key: "head_dim", typ: tInt, required: true, min: above0, max: maxDim, example: "128"},
-		{key: "dtype", typ: tString, def: "bf16", enum: dtypeNames, example: `"bf16"`, doc: "element type"},
+		{key: "dtype", typ: tString, def: "bf16", enum: DTypes, example: `"bf16"`, doc: "element type"},
 		{key: "block_tokens", typ: tInt, def: int64(512), min: above0, max: maxDim, example: "512", doc: "tokens per KV block (Mooncake's)"},
 	}},
 	{name: "gpu", fields: []field{
@@ -131,7 +126,7 @@ var schema = []*section{
 		{key: "latency", typ: tDuration, defDoc: "per kind", min: atLeast0, example: `"100ns"`, doc: "ns, us, µs, ms, s"},
 		{key: "cost_per_gb", typ: tNumber, defDoc: "per kind", min: atLeast0, example: "20.0", doc: "dollars per 1e9 bytes"},
 		{key: "shared_bandwidth", typ: tBool, def: false, example: "false",
-			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes)"},
+			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
 	}},
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},
@@ -140,39 +135,39 @@ var schema = []*section{
 		{key: "reverse_bandwidth", typ: tBandwidth, defDoc: "bandwidth", min: above0, example: `"25GB/s"`, doc: "to -> from"},
 		{key: "latency", typ: tDuration, defDoc: "the larger tier's", min: atLeast0, example: `"100ns"`, doc: "from -> to"},
 		{key: "reverse_latency", typ: tDuration, defDoc: "latency", min: atLeast0, example: `"100ns"`, doc: "to -> from"},
-		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: maxInt32, example: "1", doc: "transfers in flight per direction (hide latency)"},
+		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: maxInt32, example: "1", doc: "transfers in flight per direction: they hide latency, not add bandwidth"},
 	}},
 	{name: "workload", required: true, fields: []field{
 		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
-			doc: "relative to this file's directory"},
+			doc: "absolute, or relative to this file's directory"},
 		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
-			doc: `"synthetic": no trace, generated from seed`},
+			doc: `"synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
 		{key: "limit", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "requests to read, 0 = all"},
 		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
 		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
 			example: "1.0", doc: "arrival times divided by it: 2 = twice the request rate"},
-		{key: "requests", typ: tInt, defDoc: "1000", min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic, example: "1000"},
-		{key: "rate", typ: tNumber, defDoc: "2", only: synthetic, example: "2.0", doc: "new conversations per second"},
-		{key: "turns", typ: tNumber, defDoc: "4", only: synthetic, example: "4.0", doc: "mean turns per conversation"},
-		{key: "system_tokens", typ: tInt, defDoc: "2048", min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic, example: "2048",
+		{key: "requests", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic},
+		{key: "rate", typ: tNumber, only: synthetic, doc: "new conversations per second"},
+		{key: "turns", typ: tNumber, only: synthetic, doc: "mean turns per conversation"},
+		{key: "system_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
 			doc: "shared system prompt"},
-		{key: "user_tokens", typ: tInt, defDoc: "512", min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic, example: "512",
+		{key: "user_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
 			doc: "mean per turn"},
-		{key: "output_tokens", typ: tInt, defDoc: "256", min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic, example: "256",
+		{key: "output_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
 			doc: "mean per turn"},
-		{key: "think", typ: tDuration, defDoc: "30s", only: synthetic, example: `"30s"`, doc: "mean pause between turns"},
-		{key: "max_context", typ: tInt, defDoc: "32768", min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic, example: "32768",
+		{key: "think", typ: tDuration, only: synthetic, doc: "mean pause between turns"},
+		{key: "max_context", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
 			doc: "a conversation ends before its context passes this"},
 	}},
 	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
 		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
 		{key: "eviction", typ: tString, required: true, example: `"lru"`, doc: "a kvsim/policy name"},
-		{key: "admission", typ: tString, def: "always", example: `"always"`, doc: `or "after:K": K references before entering a lower tier`},
-		{key: "promotion", typ: tString, def: "always", example: `"always"`, doc: `or "second-hit", "never"`},
-		{key: "write", typ: tString, def: "back", example: `"back"`, doc: `or "through"`},
-		{key: "prefetch", typ: tString, def: "off", example: `"off"`, doc: `or "best_effort", "wait_complete", "timeout"`},
+		{key: "admission", typ: tString, def: "always", example: `"after:2"`, doc: `"always", or "after:K": K references before entering a lower tier`},
+		{key: "promotion", typ: tString, def: "always", doc: `"always", "second-hit" (Mooncake) or "never" (serve from a transient copy)`},
+		{key: "write", typ: tString, def: "back", example: `"through"`, doc: `"back": offload on evict, or "through": copy down on creation`},
+		{key: "prefetch", typ: tString, def: "off", doc: `"off", "best_effort", "wait_complete" or "timeout" (SGLang HiCache)`},
 		{key: "prefetch_timeout", typ: tDuration, def: int64(0), min: atLeast0, example: `"50ms"`, doc: `for prefetch = "timeout"`},
-		{key: "recompute", typ: tString, def: "never", example: `"never"`, doc: `or "when-cheaper"`},
+		{key: "recompute", typ: tString, def: "never", doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
 	}},
 }
 

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"encoding/json"
+	"flag"
+	"os"
 	"strings"
 	"testing"
 
@@ -42,5 +44,99 @@ func TestStrategyNotInJSON(t *testing.T) {
 	}
 	if strings.Contains(string(b), "Strategy") || strings.Contains(string(b), "WriteThrough") {
 		t.Errorf("the scenario's JSON has the parsed strategy: %s", b)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the scenario reference in doc.go and the README from the schema")
+
+// refBlock finds the reference in a document: the lines between the line
+// starting with start and the next line equal to end.
+func refBlock(t *testing.T, text, file, start, end string) (from, to int) {
+	t.Helper()
+	i := strings.Index(text, "\n"+start)
+	if i < 0 {
+		t.Fatalf("%s: no line starting %q", file, start)
+	}
+	from = i + 1 + strings.IndexByte(text[i+1:], '\n') + 1
+	j := strings.Index(text[from:], "\n"+end+"\n")
+	if j < 0 {
+		t.Fatalf("%s: no %q after %q", file, end, start)
+	}
+	return from, from + j + 1
+}
+
+// The scenario reference in doc.go and in the README is Reference's,
+// rendered from the schema: a key added, renamed, re-ranged or given a
+// new default changes them (go test ./scenario -run TestReference -update).
+func TestReference(t *testing.T) {
+	ref := Reference()
+	var godoc strings.Builder
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(ref, "\n"), "\n") {
+		if strings.TrimSpace(l) == "" {
+			godoc.WriteString("//\n")
+		} else {
+			godoc.WriteString("//\t" + l)
+		}
+	}
+	godoc.WriteString("\n")
+	for _, d := range []struct{ file, start, end, want string }{
+		{"doc.go", "// Layout", "//", godoc.String()},
+		{"../README.md", "<!-- scenario reference", "```", ref},
+	} {
+		b, err := os.ReadFile(d.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		from, to := refBlock(t, text, d.file, d.start, d.end)
+		if d.file == "doc.go" { // after the "//" line that opens the block
+			from += len("//\n")
+			to = from + strings.Index(text[from:], "//\n// Tier defaults")
+		} else { // after the "```toml" line
+			from += strings.IndexByte(text[from:], '\n') + 1
+		}
+		if got := text[from:to]; got != d.want {
+			if *update {
+				if err := os.WriteFile(d.file, []byte(text[:from]+d.want+text[to:]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			t.Errorf("%s's scenario reference differs from the schema's; run go test ./scenario -run TestReference -update\ngot:\n%s\nwant:\n%s", d.file, got, d.want)
+		}
+	}
+}
+
+// Every declared key is read by the loader: a scenario that sets each one
+// to a wrong type fails naming it (a declaration the code forgot would be
+// accepted silently).
+func TestEveryKeyRead(t *testing.T) {
+	// what each table needs to get as far as reading every key
+	base := map[string]string{
+		"model":    "[model]\nlayers = 1\nkv_heads = 1\nhead_dim = 1\n",
+		"gpu":      "[gpu]\n",
+		"tier":     "[[tier]]\nkind = \"hbm\"\n",
+		"link":     "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n",
+		"workload": "[workload]\ntrace = \"t\"\n",
+		"policy":   "[[policy]]\neviction = \"lru\"\n",
+	}
+	for _, s := range schema {
+		for _, f := range s.fields {
+			b := base[s.name]
+			if f.only != "" {
+				b = "[workload]\nformat = \"synthetic\"\n"
+			}
+			var lines []string
+			for _, l := range strings.SplitAfter(b, "\n") {
+				if !strings.HasPrefix(l, f.key+" = ") {
+					lines = append(lines, l)
+				}
+			}
+			src := doc(strings.Join(lines, "") + f.key + " = [1]\n") // an array is no key's type
+			_, err := Parse([]byte(src), path)
+			if err == nil || !strings.Contains(err.Error(), f.key+": must be") {
+				t.Errorf("%s.%s set to an array: got %v, want a type error naming it", s.name, f.key, err)
+			}
+		}
 	}
 }
