@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"kvsim/core"
 )
 
@@ -72,6 +74,10 @@ func refBlock(t *testing.T, text, file, start, end string) (from, to int) {
 // new default changes them (go test ./scenario -run TestReference -update).
 func TestReference(t *testing.T) {
 	ref := Reference()
+	var m map[string]any
+	if _, err := toml.Decode(ref, &m); err != nil {
+		t.Errorf("the reference is not TOML: %v", err)
+	}
 	var godoc strings.Builder
 	for _, l := range strings.SplitAfter(strings.TrimSuffix(ref, "\n"), "\n") {
 		if strings.TrimSpace(l) == "" {
