@@ -1,7 +1,7 @@
 // Package scenario loads a TOML scenario file into validated, typed
 // configuration with every default filled in.
 //
-// Layout (only [model], [[tier]], [workload] and [[policy]] are required):
+// Layout, as Reference renders it from the declarations the loader reads:
 //
 //	name = "conversation-3tier"   # letters, digits, '.', '_', '-'; names the results folder;
 //	                              # default the file name without .toml
