@@ -30,14 +30,14 @@ func applySets(p *parser, root map[string]any, sets []string) error {
 		parts := strings.Split(key, ".")
 		switch len(parts) {
 		case 1:
-			if _, isTable := root[key].(map[string]any); isTable || key == "tier" || key == "link" || key == "policy" {
+			if _, isTable := root[key].(map[string]any); isTable || isArray(key) {
 				return bad("names a table, not a value")
 			}
 			root[key] = val
 			p.lines[keyPos{"", 0, key}] = setLine
 		case 2:
 			sec, k := parts[0], parts[1]
-			if sec == "tier" || sec == "link" || sec == "policy" {
+			if isArray(sec) {
 				return bad("want %s.NAME.KEY", sec)
 			}
 			m, isTable := root[sec].(map[string]any)
@@ -53,11 +53,11 @@ func applySets(p *parser, root map[string]any, sets []string) error {
 			p.lines[keyPos{sec, 0, k}] = setLine
 		case 3:
 			arr, name, k := parts[0], parts[1], parts[2]
-			if arr != "tier" && arr != "link" && arr != "policy" {
-				return bad("three parts name an entry of tier, link or policy (%s.KEY for [%s])", arr, arr)
+			if !isArray(arr) {
+				return bad("three parts name an entry of %s (%s.KEY for [%s])", arrays(), arr, arr)
 			}
 			ms, _ := asTables(root[arr])
-			i, err := findEntry(arr, ms, name)
+			i, err := findEntry(sectionNamed(arr), ms, name)
 			if err != nil {
 				return bad("%v", err)
 			}
@@ -128,23 +128,41 @@ func asTables(v any) ([]map[string]any, bool) {
 	return nil, false
 }
 
-// findEntry finds the [[arr]] entry an override names.
-func findEntry(arr string, ms []map[string]any, name string) (int, error) {
+// isArray reports whether name is declared as an array of tables.
+func isArray(name string) bool {
+	s := sectionNamed(name)
+	return s != nil && s.array
+}
+
+// arrays lists the arrays of tables: "tier, link or policy".
+func arrays() string {
+	var names []string
+	for _, s := range schema {
+		if s.array {
+			names = append(names, s.name)
+		}
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// findEntry finds the [[arr]] entry an override names: by the first of its
+// declared label keys that is set ("from-to" joins two keys).
+func findEntry(decl *section, ms []map[string]any, name string) (int, error) {
+	arr := decl.name
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	label := func(m map[string]any) string {
-		switch arr {
-		case "tier":
-			if n := str(m, "name"); n != "" {
-				return n
+		var l string
+		for _, k := range decl.label {
+			if from, to, ok := strings.Cut(k, "-"); ok {
+				l = str(m, from) + "-" + str(m, to)
+			} else {
+				l = str(m, k)
 			}
-			return str(m, "kind")
-		case "policy":
-			if n := str(m, "name"); n != "" {
-				return n
+			if l != "" {
+				break
 			}
-			return str(m, "eviction")
 		}
-		return str(m, "from") + "-" + str(m, "to")
+		return l
 	}
 	var names []string
 	for i, m := range ms {

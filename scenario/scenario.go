@@ -9,9 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -117,6 +115,11 @@ type Policy struct {
 	Prefetch        string
 	Recompute       string // "never" (default) or "when-cheaper"
 	PrefetchTimeout int64  // ns; key prefetch_timeout
+
+	// Strategy is the above as the core reads them, parsed and checked at
+	// load. Left out of JSON: it only restates the strings (kvsim's run_id
+	// hashes the scenario's JSON and must not change with it).
+	Strategy core.Strategy `json:"-"`
 }
 
 // Kinds lists the tier kinds in hierarchy order.
@@ -273,9 +276,10 @@ type parser struct {
 // table is one instance of a TOML table together with what messages need.
 type table struct {
 	p     *parser
-	name  string // schema name: "", "model", "tier", ...
-	idx   int    // instance of an array of tables
-	label string // message prefix: "", "model", `tier "dram"`, "link 2"
+	decl  *section // its declaration in schema
+	name  string   // schema name: "", "model", "tier", ...
+	idx   int      // instance of an array of tables
+	label string   // message prefix: "", "model", `tier "dram"`, "link 2"
 	m     map[string]any
 }
 
@@ -293,22 +297,15 @@ func (t *table) errf(key, format string, args ...any) error {
 	return &Error{Path: t.p.path, Line: t.line(key), Msg: msg}
 }
 
-// where names the table in unknown-key messages.
-func (t *table) where() string {
-	switch t.name {
-	case "":
-		return "the top level"
-	case "tier", "link", "policy":
-		return "[[" + t.name + "]]"
+// unknown reports the earliest key of t that its declaration lacks
+// ([[policy]]'s parameters are checked with its eviction policy).
+func (t *table) unknown() *Error {
+	if t == nil || t.decl.params != "" {
+		return nil
 	}
-	return "[" + t.name + "]"
-}
-
-// unknown reports the earliest key of t not accepted by ok.
-func (t *table) unknown(ok func(string) bool) *Error {
 	var bad []string
 	for k := range t.m {
-		if !ok(k) {
+		if !t.known(k) {
 			bad = append(bad, k)
 		}
 	}
@@ -316,7 +313,7 @@ func (t *table) unknown(ok func(string) bool) *Error {
 		return nil
 	}
 	k := t.byLine(bad)[0]
-	msg := fmt.Sprintf("unknown key %q in %s", k, t.where())
+	msg := fmt.Sprintf("unknown key %q in %s", k, t.decl.header())
 	if t.name == "" {
 		switch t.m[k].(type) {
 		case map[string]any:
@@ -343,194 +340,12 @@ func (t *table) byLine(keys []string) []string {
 	return keys
 }
 
-func allow(keys ...string) func(string) bool {
-	return func(k string) bool { return slices.Contains(keys, k) }
-}
-
-// describe renders a decoded TOML value for type errors.
-func describe(v any) string {
-	switch v := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", v)
-	case int64:
-		return fmt.Sprintf("integer %d", v)
-	case float64:
-		return fmt.Sprintf("float %v", v)
-	case bool:
-		return fmt.Sprintf("boolean %v", v)
-	case time.Time:
-		return "datetime"
-	case map[string]any:
-		return "table"
-	case []any, []map[string]any:
-		return "array"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func (t *table) str(key, def string) (string, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", t.errf(key, "must be a string, got %s", describe(v))
-	}
-	return s, nil
-}
-
-func (t *table) integer(key string, def int64) (int64, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	n, ok := v.(int64)
-	if !ok {
-		return 0, t.errf(key, "must be an integer, got %s", describe(v))
-	}
-	return n, nil
-}
-
-func (t *table) number(key string, def float64) (float64, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	switch n := v.(type) {
-	case int64:
-		return float64(n), nil
-	case float64:
-		if math.IsNaN(n) || math.IsInf(n, 0) {
-			return 0, t.errf(key, "must be a finite number, got %v", n)
-		}
-		return n, nil
-	}
-	return 0, t.errf(key, "must be a number, got %s", describe(v))
-}
-
-func (t *table) boolean(key string, def bool) (bool, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, t.errf(key, "must be true or false, got %s", describe(v))
-	}
-	return b, nil
-}
-
-// bytes takes "60GiB"-style strings or an integer byte count.
-func (t *table) bytes(key string, def int64) (int64, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	switch n := v.(type) {
-	case int64:
-		return n, nil
-	case string:
-		b, err := ParseBytes(n)
-		if err != nil {
-			return 0, t.errf(key, "%v", err)
-		}
-		return b, nil
-	}
-	return 0, t.errf(key, `must be a size like "60GiB" or a byte count, got %s`, describe(v))
-}
-
-// bandwidth takes "25GB/s"-style strings or a number of bytes/s.
-func (t *table) bandwidth(key string, def float64) (float64, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	if s, ok := v.(string); ok {
-		b, err := ParseBandwidth(s)
-		if err != nil {
-			return 0, t.errf(key, "%v", err)
-		}
-		return b, nil
-	}
-	if _, ok := v.(int64); !ok {
-		if _, ok := v.(float64); !ok {
-			return 0, t.errf(key, `must be a rate like "25GB/s" or a number of bytes/s, got %s`, describe(v))
-		}
-	}
-	return t.number(key, def)
-}
-
-// duration takes "10us"-style strings; a bare integer would hide its unit,
-// so only 0 is accepted.
-func (t *table) duration(key string, def int64) (int64, error) {
-	v, ok := t.m[key]
-	if !ok {
-		return def, nil
-	}
-	switch n := v.(type) {
-	case string:
-		d, err := ParseDuration(n)
-		if err != nil {
-			return 0, t.errf(key, "%v", err)
-		}
-		return d, nil
-	case int64:
-		if n == 0 {
-			return 0, nil
-		}
-	}
-	return 0, t.errf(key, `must be a duration like "10us", got %s`, describe(v))
-}
-
-func (t *table) positive(key string, v float64) error {
-	if !(v > 0) {
-		return t.errf(key, "must be > 0")
-	}
-	return nil
-}
-
-// timeLimit is core.MaxTime in words.
-const timeLimit = "the simulated-time limit of 146 years (2^62 ns)"
-
-// years renders nanoseconds in years for limit messages.
-func years(ns float64) string {
-	if ns > 1e300 {
-		return "forever"
-	}
-	return strconv.FormatFloat(ns/(365.25*86400e9), 'g', 3, 64) + " years"
-}
-
-// inTime checks a duration against the simulated-time limit.
-func (t *table) inTime(key string, ns int64) error {
-	if ns > core.MaxTime {
-		return t.errf(key, "%s is past %s", FormatDuration(ns), timeLimit)
-	}
-	return nil
-}
-
-// perToken checks that one token at rate (tokens/s) takes less than the
-// simulated-time limit.
-func (t *table) perToken(key string, rate float64) error {
-	if ns := 1e9 / rate; !(ns < float64(core.MaxTime)) {
-		return t.errf(key, "%g tokens/s takes %s per token, past %s", rate, years(ns), timeLimit)
-	}
-	return nil
-}
-
-// perBlock checks that a bandwidth moves one KV block within the limit.
-func (t *table) perBlock(key string, bw float64) error {
-	if ns := float64(t.p.blockBytes) * 1e9 / bw; t.p.blockBytes > 0 && !(ns < float64(core.MaxTime)) {
-		return t.errf(key, "%g B/s moves one %s block in %s, past %s", bw, FormatBytes(t.p.blockBytes), years(ns), timeLimit)
-	}
-	return nil
-}
-
 // section returns root[name] as a table; nil when absent and optional.
-func (p *parser) section(root map[string]any, name string, required bool) (*table, error) {
+func (p *parser) section(root map[string]any, decl *section) (*table, error) {
+	name := decl.name
 	v, ok := root[name]
 	if !ok {
-		if required {
+		if decl.required {
 			return nil, &Error{Path: p.path, Msg: fmt.Sprintf("missing [%s] table", name)}
 		}
 		return nil, nil
@@ -539,11 +354,12 @@ func (p *parser) section(root map[string]any, name string, required bool) (*tabl
 	if !ok {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, name), Msg: fmt.Sprintf("%s: must be a table ([%s]), got %s", name, name, describe(v))}
 	}
-	return &table{p: p, name: name, label: name, m: m}, nil
+	return &table{p: p, decl: decl, name: name, label: name, m: m}, nil
 }
 
 // array returns root[name] as an array of tables; given is false when absent.
-func (p *parser) array(root map[string]any, name string) (ts []*table, given bool, err error) {
+func (p *parser) array(root map[string]any, decl *section) (ts []*table, given bool, err error) {
+	name := decl.name
 	v, ok := root[name]
 	if !ok {
 		return nil, false, nil
@@ -554,70 +370,49 @@ func (p *parser) array(root map[string]any, name string) (ts []*table, given boo
 	}
 	ts = make([]*table, len(ms))
 	for i, m := range ms {
-		ts[i] = &table{p: p, name: name, idx: i, label: fmt.Sprintf("%s %d", name, i+1), m: m}
+		ts[i] = &table{p: p, decl: decl, name: name, idx: i, label: fmt.Sprintf("%s %d", name, i+1), m: m}
 	}
 	return ts, true, nil
 }
 
 func (p *parser) parse(root map[string]any, s *Scenario) error {
-	top := &table{p: p, m: root}
-	model, err := p.section(root, "model", true)
-	if err != nil {
-		return err
+	top := &table{p: p, decl: schema[0], m: root}
+	tables := map[string][]*table{"": {top}}
+	given := map[string]bool{}
+	for _, decl := range schema[1:] {
+		if decl.array {
+			ts, ok, err := p.array(root, decl)
+			if err != nil {
+				return err
+			}
+			tables[decl.name], given[decl.name] = ts, ok
+			continue
+		}
+		t, err := p.section(root, decl)
+		if err != nil {
+			return err
+		}
+		tables[decl.name] = []*table{t}
 	}
-	gpu, err := p.section(root, "gpu", false)
-	if err != nil {
-		return err
-	}
-	tiers, _, err := p.array(root, "tier")
-	if err != nil {
-		return err
-	}
-	links, haveLinks, err := p.array(root, "link")
-	if err != nil {
-		return err
-	}
-	workload, err := p.section(root, "workload", true)
-	if err != nil {
-		return err
-	}
-	policies, _, err := p.array(root, "policy")
-	if err != nil {
-		return err
-	}
+	model, gpu, workload := tables["model"][0], tables["gpu"][0], tables["workload"][0]
+	tiers, links, policies := tables["tier"], tables["link"], tables["policy"]
 
 	// Typos first, wherever they are: a misspelt key silently takes its
 	// default, which would otherwise surface as a confusing later error.
-	var unknown []*Error
-	add := func(e *Error) {
-		if e != nil {
-			unknown = append(unknown, e)
-		}
-	}
-	add(top.unknown(allow("name", "seed", "profile", "model", "gpu", "tier", "link", "workload", "policy")))
-	add(model.unknown(allow("layers", "kv_heads", "head_dim", "dtype", "block_tokens")))
-	if gpu != nil {
-		add(gpu.unknown(allow("prefill_tokens_per_s", "attention_ns_per_token2", "decode_tokens_per_s", "load")))
-	}
-	for _, t := range tiers {
-		add(t.unknown(allow("name", "kind", "capacity", "bandwidth", "latency", "cost_per_gb", "shared_bandwidth")))
-	}
-	for _, t := range links {
-		add(t.unknown(allow("from", "to", "bandwidth", "reverse_bandwidth", "latency", "reverse_latency", "lanes")))
-	}
-	add(workload.unknown(allow("trace", "format", "limit", "skip_bad_lines", "speedup",
-		"requests", "rate", "turns", "system_tokens", "user_tokens", "output_tokens", "think", "max_context")))
-	if len(unknown) > 0 {
-		first := unknown[0]
-		for _, e := range unknown[1:] {
-			if e.Line > 0 && (first.Line == 0 || e.Line < first.Line) {
+	var first *Error
+	for _, decl := range schema {
+		for _, t := range tables[decl.name] {
+			if e := t.unknown(); e != nil && (first == nil || e.Line > 0 && (first.Line == 0 || e.Line < first.Line)) {
 				first = e
 			}
 		}
+	}
+	if first != nil {
 		return first
 	}
 
-	if s.Name, err = top.str("name", ""); err != nil {
+	var err error
+	if s.Name, err = top.str("name"); err != nil {
 		return err
 	}
 	if _, ok := root["name"]; ok && strings.TrimSpace(s.Name) == "" {
@@ -634,7 +429,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	} else if err := CheckName(s.Name); err != nil {
 		return top.errf("name", "%q %v", s.Name, err)
 	}
-	if s.Seed, err = top.integer("seed", 1); err != nil {
+	if s.Seed, err = top.integer("seed"); err != nil {
 		return err
 	}
 	if s.Model, err = parseModel(model); err != nil {
@@ -648,7 +443,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		return err
 	}
 	if _, ok := root["profile"]; ok {
-		name, err := top.str("profile", "")
+		name, err := top.str("profile")
 		if err != nil {
 			return err
 		}
@@ -657,7 +452,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		}
 		s.Profile = p.profile.Path
 	}
-	if s.Links, err = p.parseLinks(links, haveLinks, s.Tiers); err != nil {
+	if s.Links, err = p.parseLinks(links, given["link"], s.Tiers); err != nil {
 		return err
 	}
 	if err := p.reachable(tiers, s.Tiers, s.Links); err != nil {
@@ -677,44 +472,21 @@ const maxDim = 1 << 24
 
 func parseModel(t *table) (Model, error) {
 	var m Model
-	dims := []struct {
+	for _, d := range []struct {
 		key string
 		dst *int
-	}{{"layers", &m.Layers}, {"kv_heads", &m.KVHeads}, {"head_dim", &m.HeadDim}}
-	for _, d := range dims {
-		if _, ok := t.m[d.key]; !ok {
-			return m, t.errf(d.key, "required")
-		}
-		n, err := t.integer(d.key, 0)
+	}{{"layers", &m.Layers}, {"kv_heads", &m.KVHeads}, {"head_dim", &m.HeadDim}, {"block_tokens", &m.BlockTokens}} {
+		n, err := t.integer(d.key)
 		if err != nil {
 			return m, err
 		}
-		if n <= 0 {
-			return m, t.errf(d.key, "must be > 0")
-		}
-		if n > maxDim {
-			return m, t.errf(d.key, "must be <= %d", maxDim)
-		}
 		*d.dst = int(n)
+		if d.key == "head_dim" {
+			if m.DType, err = t.str("dtype"); err != nil {
+				return m, err
+			}
+		}
 	}
-	var err error
-	if m.DType, err = t.str("dtype", "bf16"); err != nil {
-		return m, err
-	}
-	if m.DTypeBytes() == 0 {
-		return m, t.errf("dtype", "unknown dtype %q (known: %s)", m.DType, strings.Join(DTypes(), ", "))
-	}
-	bt, err := t.integer("block_tokens", 512)
-	if err != nil {
-		return m, err
-	}
-	if bt <= 0 {
-		return m, t.errf("block_tokens", "must be > 0")
-	}
-	if bt > maxDim {
-		return m, t.errf("block_tokens", "must be <= %d", maxDim)
-	}
-	m.BlockTokens = int(bt)
 	if _, ok := MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
 		return m, t.errf("", "KV bytes per block overflow int64")
 	}
@@ -735,43 +507,25 @@ func MulChecked(xs ...int64) (int64, bool) {
 }
 
 func parseGPU(t *table) (GPU, error) {
-	g := GPU{PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"}
 	if t == nil {
-		return g, nil
+		t = &table{decl: sectionNamed("gpu")} // every key at its default
 	}
+	var g GPU
 	var err error
-	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
+	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s"); err != nil {
 		return g, err
 	}
-	if err := t.positive("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
+	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2"); err != nil {
 		return g, err
-	}
-	if err := t.perToken("prefill_tokens_per_s", g.PrefillTokensPerSec); err != nil {
-		return g, err
-	}
-	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2", 0); err != nil {
-		return g, err
-	}
-	if g.AttentionNsPerToken2 < 0 {
-		return g, t.errf("attention_ns_per_token2", "must be >= 0")
 	}
 	if g.AttentionNsPerToken2 >= float64(core.MaxTime) {
 		return g, t.errf("attention_ns_per_token2", "%g ns for one pair of tokens is past %s", g.AttentionNsPerToken2, timeLimit)
 	}
-	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
+	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s"); err != nil {
 		return g, err
 	}
-	if err := t.positive("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
+	if g.Load, err = t.str("load"); err != nil {
 		return g, err
-	}
-	if err := t.perToken("decode_tokens_per_s", g.DecodeTokensPerSec); err != nil {
-		return g, err
-	}
-	if g.Load, err = t.str("load", g.Load); err != nil {
-		return g, err
-	}
-	if g.Load != "layerwise" && g.Load != "serial" {
-		return g, t.errf("load", `must be "layerwise" or "serial", got %q`, g.Load)
 	}
 	return g, nil
 }
@@ -786,7 +540,7 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 	out := make([]Tier, len(ts))
 	seen := map[string]int{}
 	for i, t := range ts {
-		name, err := t.str("name", "")
+		name, err := t.str("name")
 		if err != nil {
 			return nil, err
 		}
@@ -797,17 +551,11 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 			}
 			t.label = fmt.Sprintf("tier %q", name)
 		}
-		kind, err := t.str("kind", "")
+		kind, err := t.str("kind")
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := t.m["kind"]; !ok {
-			return nil, t.errf("kind", "required (one of %s)", strings.Join(Kinds(), ", "))
-		}
-		def, ok := kindDefaults[kind]
-		if !ok {
-			return nil, t.errf("kind", "unknown kind %q (known: %s)", kind, strings.Join(Kinds(), ", "))
-		}
+		def := kindDefaults[kind]
 		if !named {
 			name = kind // an unnamed tier is called by its kind
 			t.label = fmt.Sprintf("tier %q", name)
@@ -826,37 +574,19 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 		}
 		tier := def
 		tier.Name = name
-		if tier.Capacity, err = t.bytes("capacity", def.Capacity); err != nil {
+		if tier.Capacity, err = t.intOr("capacity", def.Capacity); err != nil {
 			return nil, err
 		}
-		if tier.Capacity <= 0 {
-			return nil, t.errf("capacity", "must be > 0")
-		}
-		if tier.Bandwidth, err = t.bandwidth("bandwidth", def.Bandwidth); err != nil {
+		if tier.Bandwidth, err = t.numberOr("bandwidth", def.Bandwidth); err != nil {
 			return nil, err
 		}
-		if err := t.positive("bandwidth", tier.Bandwidth); err != nil {
+		if tier.Latency, err = t.intOr("latency", def.Latency); err != nil {
 			return nil, err
 		}
-		if err := t.perBlock("bandwidth", tier.Bandwidth); err != nil {
+		if tier.CostPerGB, err = t.numberOr("cost_per_gb", def.CostPerGB); err != nil {
 			return nil, err
 		}
-		if tier.Latency, err = t.duration("latency", def.Latency); err != nil {
-			return nil, err
-		}
-		if tier.Latency < 0 {
-			return nil, t.errf("latency", "must be >= 0")
-		}
-		if err := t.inTime("latency", tier.Latency); err != nil {
-			return nil, err
-		}
-		if tier.CostPerGB, err = t.number("cost_per_gb", def.CostPerGB); err != nil {
-			return nil, err
-		}
-		if tier.CostPerGB < 0 {
-			return nil, t.errf("cost_per_gb", "must be >= 0")
-		}
-		if tier.Shared, err = t.boolean("shared_bandwidth", false); err != nil {
+		if tier.Shared, err = t.boolean("shared_bandwidth"); err != nil {
 			return nil, err
 		}
 		out[i] = tier
@@ -884,12 +614,9 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 	for n, t := range ts {
 		var ends [2]int
 		for e, key := range []string{"from", "to"} {
-			name, err := t.str(key, "")
+			name, err := t.str(key)
 			if err != nil {
 				return nil, err
-			}
-			if _, ok := t.m[key]; !ok {
-				return nil, t.errf(key, "required (a tier name)")
 			}
 			i, ok := index[name]
 			if !ok {
@@ -909,54 +636,24 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		l := DefaultLink(tiers, a, b)
 		p.profile.applyDefault(&l, tiers)
 		var err error
-		if l.Bandwidth, err = t.bandwidth("bandwidth", l.Bandwidth); err != nil {
+		if l.Bandwidth, err = t.numberOr("bandwidth", l.Bandwidth); err != nil {
 			return nil, err
 		}
-		if err := t.positive("bandwidth", l.Bandwidth); err != nil {
+		if l.ReverseBandwidth, err = t.numberOr("reverse_bandwidth", l.Bandwidth); err != nil {
 			return nil, err
 		}
-		if err := t.perBlock("bandwidth", l.Bandwidth); err != nil {
-			return nil, err
-		}
-		if l.ReverseBandwidth, err = t.bandwidth("reverse_bandwidth", l.Bandwidth); err != nil {
-			return nil, err
-		}
-		if err := t.positive("reverse_bandwidth", l.ReverseBandwidth); err != nil {
-			return nil, err
-		}
-		if err := t.perBlock("reverse_bandwidth", l.ReverseBandwidth); err != nil {
-			return nil, err
-		}
-		if l.Latency, err = t.duration("latency", l.Latency); err != nil {
-			return nil, err
-		}
-		if l.Latency < 0 {
-			return nil, t.errf("latency", "must be >= 0")
-		}
-		if err := t.inTime("latency", l.Latency); err != nil {
+		if l.Latency, err = t.intOr("latency", l.Latency); err != nil {
 			return nil, err
 		}
 		if _, given := t.m["latency"]; given {
 			l.ReverseLatency = l.Latency
 		}
-		if l.ReverseLatency, err = t.duration("reverse_latency", l.ReverseLatency); err != nil {
+		if l.ReverseLatency, err = t.intOr("reverse_latency", l.ReverseLatency); err != nil {
 			return nil, err
 		}
-		if l.ReverseLatency < 0 {
-			return nil, t.errf("reverse_latency", "must be >= 0")
-		}
-		if err := t.inTime("reverse_latency", l.ReverseLatency); err != nil {
-			return nil, err
-		}
-		lanes, err := t.integer("lanes", 1)
+		lanes, err := t.integer("lanes")
 		if err != nil {
 			return nil, err
-		}
-		if lanes < 1 {
-			return nil, t.errf("lanes", "must be >= 1")
-		}
-		if lanes > math.MaxInt32 {
-			return nil, t.errf("lanes", "must be <= %d", math.MaxInt32)
 		}
 		l.Lanes = int(lanes)
 		out = append(out, l)
@@ -993,13 +690,10 @@ func (p *parser) reachable(ts []*table, tiers []Tier, links []Link) error {
 }
 
 func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
-	w := Workload{Format: "mooncake"}
+	var w Workload
 	var err error
-	if w.Format, err = t.str("format", w.Format); err != nil {
+	if w.Format, err = t.str("format"); err != nil {
 		return w, err
-	}
-	if !slices.Contains(Formats(), w.Format) {
-		return w, t.errf("format", "unknown format %q (known: %s)", w.Format, strings.Join(Formats(), ", "))
 	}
 	if w.Format == "synthetic" {
 		if _, ok := t.m["trace"]; ok {
@@ -1012,12 +706,12 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		w.Gen = &g
 		w.Trace = fmt.Sprintf("synthetic(seed=%d)", seed)
 	} else {
-		for _, k := range []string{"requests", "rate", "turns", "system_tokens", "user_tokens", "output_tokens", "think", "max_context"} {
-			if _, ok := t.m[k]; ok {
-				return w, t.errf(k, "only for format = \"synthetic\"")
+		for _, f := range t.decl.fields {
+			if _, ok := t.m[f.key]; ok && f.only == synthetic {
+				return w, t.errf(f.key, "only for %s", synthetic)
 			}
 		}
-		if w.Trace, err = t.str("trace", ""); err != nil {
+		if w.Trace, err = t.str("trace"); err != nil {
 			return w, err
 		}
 		if w.Trace == "" {
@@ -1027,38 +721,26 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 			w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
 		}
 	}
-	limit, err := t.integer("limit", 0)
+	limit, err := t.integer("limit")
 	if err != nil {
 		return w, err
 	}
-	if limit < 0 {
-		return w, t.errf("limit", "must be >= 0")
-	}
-	if limit > math.MaxInt32 {
-		return w, t.errf("limit", "must be <= %d", math.MaxInt32)
-	}
 	w.Limit = int(limit)
-	if w.SkipBadLines, err = t.boolean("skip_bad_lines", false); err != nil {
+	if w.SkipBadLines, err = t.boolean("skip_bad_lines"); err != nil {
 		return w, err
 	}
-	if w.Speedup, err = t.number("speedup", 1); err != nil {
+	if w.Speedup, err = t.number("speedup"); err != nil {
 		return w, err
-	}
-	if !(w.Speedup > 0) || math.IsInf(w.Speedup, 0) {
-		return w, t.errf("speedup", "must be a number > 0 (2 replays the trace at twice its request rate)")
 	}
 	return w, nil
 }
 
-// policyKeys are the fixed keys of a [[policy]] entry; every other key is a
-// numeric parameter of the eviction policy.
-var policyKeys = []string{"name", "eviction", "admission", "promotion", "write", "prefetch", "prefetch_timeout", "recompute"}
-
-// extraKeys are the keys of a [[policy]] entry beyond policyKeys.
+// extraKeys are the keys of a [[policy]] entry it does not declare: the
+// eviction policy's parameters.
 func (t *table) extraKeys() []string {
 	var out []string
 	for k := range t.m {
-		if !slices.Contains(policyKeys, k) {
+		if t.decl.field(k) == nil {
 			out = append(out, k)
 		}
 	}
@@ -1074,7 +756,7 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 	for i, t := range ts {
 		var pol Policy
 		var err error
-		if pol.Name, err = t.str("name", ""); err != nil {
+		if pol.Name, err = t.str("name"); err != nil {
 			return nil, err
 		}
 		_, named := t.m["name"]
@@ -1084,9 +766,6 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 			}
 			t.label = fmt.Sprintf("policy %q", pol.Name)
 		}
-		if pol.Eviction, err = t.str("eviction", ""); err != nil {
-			return nil, err
-		}
 		if _, ok := t.m["eviction"]; !ok {
 			// A misspelt "eviction" is likelier than a missing one.
 			if extra := t.extraKeys(); len(extra) > 0 {
@@ -1094,6 +773,9 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]]", k)}
 			}
 			return nil, t.errf("eviction", "required (known: %s)", strings.Join(policy.Names(), ", "))
+		}
+		if pol.Eviction, err = t.str("eviction"); err != nil {
+			return nil, err
 		}
 		spec, ok := policy.Lookup(pol.Eviction)
 		if !ok {
@@ -1111,20 +793,16 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 			key string
 			dst *string
 		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}, {"recompute", &pol.Recompute}} {
-			if *f.dst, err = t.str(f.key, ""); err != nil {
-				return nil, err
+			if _, ok := t.m[f.key]; ok { // the declared default stands for "" (core's default)
+				if *f.dst, err = t.str(f.key); err != nil {
+					return nil, err
+				}
 			}
 		}
-		if pol.PrefetchTimeout, err = t.duration("prefetch_timeout", 0); err != nil {
+		if pol.PrefetchTimeout, err = t.integer("prefetch_timeout"); err != nil {
 			return nil, err
 		}
-		if pol.PrefetchTimeout < 0 {
-			return nil, t.errf("prefetch_timeout", "must be >= 0")
-		}
-		if err := t.inTime("prefetch_timeout", pol.PrefetchTimeout); err != nil {
-			return nil, err
-		}
-		if err := checkStrategy(t, &pol); err != nil {
+		if pol.Strategy, err = strategy(t, &pol); err != nil {
 			return nil, err
 		}
 		pol.Params = map[string]float64{}
@@ -1136,7 +814,7 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 				}
 				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]] %q (eviction %q %s)", k, pol.Name, pol.Eviction, takes)}
 			}
-			if pol.Params[k], err = t.number(k, 0); err != nil {
+			if pol.Params[k], err = t.param(k); err != nil {
 				return nil, err
 			}
 		}
@@ -1234,28 +912,42 @@ func (s *Scenario) Describe() string {
 	return b.String()
 }
 
-// checkStrategy validates the strategy keys with the core's own parsers.
-func checkStrategy(t *table, pol *Policy) error {
-	if _, err := core.ParseAdmission(pol.Admission); err != nil {
-		return t.errf("admission", "%v", err)
+// strategy reads the strategy keys with the core's own parsers, so that a
+// loaded policy carries the values the core runs with.
+func strategy(t *table, pol *Policy) (core.Strategy, error) {
+	st := core.Strategy{PrefetchTimeout: pol.PrefetchTimeout}
+	var err error
+	if st.AdmitAfter, err = core.ParseAdmission(pol.Admission); err != nil {
+		return st, t.errf("admission", "%v", err)
 	}
-	if _, err := core.ParseWrite(pol.Write); err != nil {
-		return t.errf("write", "%v", err)
+	if st.WriteThrough, err = core.ParseWrite(pol.Write); err != nil {
+		return st, t.errf("write", "%v", err)
 	}
-	if _, err := core.ParsePromotion(pol.Promotion); err != nil {
-		return t.errf("promotion", "%v", err)
+	if st.Promotion, err = core.ParsePromotion(pol.Promotion); err != nil {
+		return st, t.errf("promotion", "%v", err)
 	}
-	if _, err := core.ParseRecompute(pol.Recompute); err != nil {
-		return t.errf("recompute", "%v", err)
+	if st.RecomputeWhenCheaper, err = core.ParseRecompute(pol.Recompute); err != nil {
+		return st, t.errf("recompute", "%v", err)
 	}
-	pf, err := core.ParsePrefetch(pol.Prefetch)
-	if err != nil {
-		return t.errf("prefetch", "%v", err)
+	if st.Prefetch, err = core.ParsePrefetch(pol.Prefetch); err != nil {
+		return st, t.errf("prefetch", "%v", err)
 	}
-	if pf == core.PrefetchTimeout && pol.PrefetchTimeout <= 0 {
-		return t.errf("prefetch", "\"timeout\" needs prefetch_timeout > 0")
+	if st.Prefetch == core.PrefetchTimeout && pol.PrefetchTimeout <= 0 {
+		return st, t.errf("prefetch", "\"timeout\" needs prefetch_timeout > 0")
 	}
-	return nil
+	return st, nil
+}
+
+// genKeys are the synthetic workload's integer keys and where they go.
+func genKeys(g *trace.GenConfig) []struct {
+	key string
+	dst *int
+} {
+	return []struct {
+		key string
+		dst *int
+	}{{"requests", &g.Requests}, {"system_tokens", &g.SystemPromptTokens}, {"user_tokens", &g.MeanUserTokens},
+		{"output_tokens", &g.MeanOutputTokens}, {"max_context", &g.MaxContextTokens}}
 }
 
 // parseGen reads the generator settings of a synthetic workload; defaults
@@ -1263,33 +955,22 @@ func checkStrategy(t *table, pol *Policy) error {
 func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 	g := trace.DefaultGenConfig()
 	g.Seed, g.BlockTokens = seed, blockTokens
-	ints := []struct {
-		key string
-		dst *int
-	}{{"requests", &g.Requests}, {"system_tokens", &g.SystemPromptTokens}, {"user_tokens", &g.MeanUserTokens},
-		{"output_tokens", &g.MeanOutputTokens}, {"max_context", &g.MaxContextTokens}}
-	for _, f := range ints {
-		v, err := t.integer(f.key, int64(*f.dst))
+	for _, f := range genKeys(&g) {
+		v, err := t.intOr(f.key, int64(*f.dst))
 		if err != nil {
 			return g, err
-		}
-		if v < 0 || v > math.MaxInt32 {
-			return g, t.errf(f.key, "must be in 0..%d", math.MaxInt32)
 		}
 		*f.dst = int(v)
 	}
 	var err error
-	if g.RatePerSec, err = t.number("rate", g.RatePerSec); err != nil {
+	if g.RatePerSec, err = t.numberOr("rate", g.RatePerSec); err != nil {
 		return g, err
 	}
-	if g.MeanTurns, err = t.number("turns", g.MeanTurns); err != nil {
+	if g.MeanTurns, err = t.numberOr("turns", g.MeanTurns); err != nil {
 		return g, err
 	}
-	think, err := t.duration("think", int64(g.MeanThinkSec*1e9))
+	think, err := t.intOr("think", int64(g.MeanThinkSec*1e9))
 	if err != nil {
-		return g, err
-	}
-	if err := t.inTime("think", think); err != nil {
 		return g, err
 	}
 	g.MeanThinkSec = float64(think) / 1e9

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/core"
 	"kvsim/policy"
 )
 
@@ -184,7 +185,8 @@ func TestFull(t *testing.T) {
 		},
 		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true, Speedup: 2.5},
 		Policies: []Policy{
-			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6},
+			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6,
+				Strategy: core.Strategy{AdmitAfter: 2, PrefetchTimeout: 2e6}},
 			{Name: "tuned", Eviction: "scenario_test_params", Params: map[string]float64{"alpha": 0.5, "window": 100}},
 		},
 	}

@@ -25,24 +25,11 @@ func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options 
 	return o
 }
 
-// strategy reads a policy entry's admission, write, promotion and prefetch;
-// scenario.Load has validated them with the same parsers.
-func strategy(p scenario.Policy) core.Strategy {
-	var st core.Strategy
-	st.AdmitAfter, _ = core.ParseAdmission(p.Admission)
-	st.WriteThrough, _ = core.ParseWrite(p.Write)
-	st.Promotion, _ = core.ParsePromotion(p.Promotion)
-	st.Prefetch, _ = core.ParsePrefetch(p.Prefetch)
-	st.PrefetchTimeout = p.PrefetchTimeout
-	st.RecomputeWhenCheaper, _ = core.ParseRecompute(p.Recompute)
-	return st
-}
-
 // coreConfig builds the hierarchy the core manages for one policy entry.
 // future may be nil unless the policy is offline.
 func coreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
 	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens}
-	cc.Strategy = strategy(p)
+	cc.Strategy = p.Strategy // parsed and checked by scenario.Load
 	for _, t := range sc.Tiers {
 		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})
 	}

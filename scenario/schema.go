@@ -1,0 +1,456 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"kvsim/core"
+)
+
+// The scenario layout is declared once, here: every key with its type and
+// unit, default, range and doc line. Loading reads keys through these
+// declarations (type, default, range and unit checks, unknown keys),
+// --set finds its tables here, and Reference renders the documentation
+// (doc.go and the README are checked against it by TestReference).
+
+// typ is how a key's value is written, and its unit.
+type typ uint8
+
+const (
+	tString    typ = iota
+	tInt           // integer
+	tNumber        // integer or finite float
+	tTokenRate     // tokens/s: a number; one token must take less than the time limit
+	tBool          // true or false
+	tBytes         // "60GiB" or an integer byte count
+	tBandwidth     // "25GB/s" or a number of bytes/s; one block must move within the time limit
+	tDuration      // "10us"; a bare integer only as 0; within the time limit
+)
+
+// bound is a key's lower limit.
+type bound uint8
+
+const (
+	anyValue bound = iota
+	above0         // > 0
+	atLeast0       // >= 0
+	atLeast1       // >= 1
+)
+
+var boundNames = [...]string{anyValue: "", above0: "> 0", atLeast0: ">= 0", atLeast1: ">= 1"}
+
+// field declares one key.
+type field struct {
+	key      string
+	typ      typ
+	def      any    // default (int64, float64, string or bool); nil when required or set by the code (defDoc)
+	defDoc   string // the default in words, where def cannot say it
+	required bool   // absent: "KEY: required (need)"
+	need     string // what a required key wants; %s is the enum
+	min      bound
+	max      int64           // integers: the largest accepted, 0 for no limit
+	enum     func() []string // strings: the accepted values
+	msg      string          // replaces the range message; for an enum, a format of the value
+	example  string          // the value Reference shows; "" for the default
+	doc      string          // one line; "\n" continues the comment
+	only     string          // accepted only with this other setting (workload: format = "synthetic")
+}
+
+// section declares one table of the scenario.
+type section struct {
+	name     string // "" for the top level
+	array    bool   // [[name]]
+	required bool
+	doc      string   // the header's comment in Reference
+	label    []string // --set names an entry by the first of these keys that is set
+	fields   []field
+	params   string // [[policy]]: other keys are the eviction policy's numeric parameters (this says so)
+}
+
+func (s *section) field(key string) *field {
+	for i := range s.fields {
+		if s.fields[i].key == key {
+			return &s.fields[i]
+		}
+	}
+	return nil
+}
+
+// header is the section's TOML header, or "the top level".
+func (s *section) header() string {
+	switch {
+	case s.name == "":
+		return "the top level"
+	case s.array:
+		return "[[" + s.name + "]]"
+	}
+	return "[" + s.name + "]"
+}
+
+const maxInt32 = math.MaxInt32
+
+// schema is the scenario layout, in file order.
+var schema = []*section{
+	{name: "", fields: []field{
+		{key: "name", typ: tString, defDoc: "the file name without .toml", example: `"conversation-3tier"`,
+			doc: "letters, digits, '.', '_', '-'; names the results folder"},
+		{key: "seed", typ: tInt, def: int64(1), example: "1", doc: `drives format = "synthetic"`},
+		{key: "profile", typ: tString, defDoc: "none", example: `"hw.toml"`,
+			doc: "link figures from kvsim calibrate replace the default links"},
+	}},
+	{name: "model", required: true, doc: "bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes", fields: []field{
+		{key: "layers", typ: tInt, required: true, min: above0, max: maxDim, example: "32"},
+		{key: "kv_heads", typ: tInt, required: true, min: above0, max: maxDim, example: "8"},
+		{key: "head_dim", typ: tInt, required: true, min: above0, max: maxDim, example: "128"},
+		{key: "dtype", typ: tString, def: "bf16", enum: DTypes, example: `"bf16"`, doc: "element type"},
+		{key: "block_tokens", typ: tInt, def: int64(512), min: above0, max: maxDim, example: "512", doc: "tokens per KV block (Mooncake's)"},
+	}},
+	{name: "gpu", fields: []field{
+		{key: "prefill_tokens_per_s", typ: tTokenRate, def: 20000.0, min: above0, example: "20000"},
+		{key: "attention_ns_per_token2", typ: tNumber, def: 0.0, min: atLeast0, example: "0",
+			doc: "quadratic attention cost per (new x context) token pair, ns"},
+		{key: "decode_tokens_per_s", typ: tTokenRate, def: 50.0, min: above0, example: "50", doc: "per running request"},
+		{key: "load", typ: tString, def: "layerwise", enum: func() []string { return []string{"layerwise", "serial"} },
+			msg: `must be "layerwise" or "serial", got %q`, example: `"layerwise"`,
+			doc: "layerwise: KV loads overlap compute layer by layer"},
+	}},
+	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier", fields: []field{
+		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},
+		{key: "kind", typ: tString, required: true, need: "one of %s", enum: Kinds, example: `"hbm"`},
+		{key: "capacity", typ: tBytes, defDoc: "per kind", min: above0, example: `"60GiB"`, doc: "or an integer byte count"},
+		{key: "bandwidth", typ: tBandwidth, defDoc: "per kind", min: above0, example: `"2TB/s"`, doc: "or a number of bytes/s"},
+		{key: "latency", typ: tDuration, defDoc: "per kind", min: atLeast0, example: `"100ns"`, doc: "ns, us, µs, ms, s"},
+		{key: "cost_per_gb", typ: tNumber, defDoc: "per kind", min: atLeast0, example: "20.0", doc: "dollars per 1e9 bytes"},
+		{key: "shared_bandwidth", typ: tBool, def: false, example: "false",
+			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
+	}},
+	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
+		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},
+		{key: "to", typ: tString, required: true, need: "a tier name", example: `"dram"`},
+		{key: "bandwidth", typ: tBandwidth, defDoc: "the slower tier's", min: above0, example: `"25GB/s"`, doc: "from -> to"},
+		{key: "reverse_bandwidth", typ: tBandwidth, defDoc: "bandwidth", min: above0, example: `"25GB/s"`, doc: "to -> from"},
+		{key: "latency", typ: tDuration, defDoc: "the larger tier's", min: atLeast0, example: `"100ns"`, doc: "from -> to"},
+		{key: "reverse_latency", typ: tDuration, defDoc: "latency", min: atLeast0, example: `"100ns"`, doc: "to -> from"},
+		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: maxInt32, example: "1", doc: "transfers in flight per direction: they hide latency, not add bandwidth"},
+	}},
+	{name: "workload", required: true, fields: []field{
+		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
+			doc: "absolute, or relative to this file's directory"},
+		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
+			doc: `"synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
+		{key: "limit", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "requests to read, 0 = all"},
+		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
+		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
+			example: "1.0", doc: "arrival times divided by it: 2 = twice the request rate"},
+		{key: "requests", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic},
+		{key: "rate", typ: tNumber, only: synthetic, doc: "new conversations per second"},
+		{key: "turns", typ: tNumber, only: synthetic, doc: "mean turns per conversation"},
+		{key: "system_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+			doc: "shared system prompt"},
+		{key: "user_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+			doc: "mean per turn"},
+		{key: "output_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+			doc: "mean per turn"},
+		{key: "think", typ: tDuration, only: synthetic, doc: "mean pause between turns"},
+		{key: "max_context", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+			doc: "a conversation ends before its context passes this"},
+	}},
+	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
+		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
+		{key: "eviction", typ: tString, required: true, example: `"lru"`, doc: "a kvsim/policy name"},
+		{key: "admission", typ: tString, def: "always", example: `"after:2"`, doc: `"always", or "after:K": K references before entering a lower tier`},
+		{key: "promotion", typ: tString, def: "always", doc: `"always", "second-hit" (Mooncake) or "never" (serve from a transient copy)`},
+		{key: "write", typ: tString, def: "back", example: `"through"`, doc: `"back": offload on evict, or "through": copy down on creation`},
+		{key: "prefetch", typ: tString, def: "off", doc: `"off", "best_effort", "wait_complete" or "timeout" (SGLang HiCache)`},
+		{key: "prefetch_timeout", typ: tDuration, def: int64(0), min: atLeast0, example: `"50ms"`, doc: `for prefetch = "timeout"`},
+		{key: "recompute", typ: tString, def: "never", doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
+	}},
+}
+
+const synthetic = `format = "synthetic"`
+
+// sectionNamed returns the declaration of a table, nil if there is none.
+func sectionNamed(name string) *section {
+	for _, s := range schema {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// known reports whether t's declaration has key, or, at the top level, a
+// table by that name.
+func (t *table) known(key string) bool {
+	if t.decl.field(key) != nil {
+		return true
+	}
+	return t.decl.name == "" && key != "" && sectionNamed(key) != nil
+}
+
+// value reads key as declared: its type and unit, def when absent, then
+// its range and the time limit. def is the declared default unless the
+// code computes one (a tier kind's, a link's).
+func (t *table) value(key string, def any) (any, error) {
+	f := t.decl.field(key)
+	if f == nil {
+		panic("scenario: undeclared key " + t.decl.name + "." + key)
+	}
+	raw, given := t.m[key]
+	if !given {
+		if f.required {
+			need := f.need
+			if strings.Contains(need, "%s") {
+				need = fmt.Sprintf(need, strings.Join(f.enum(), ", "))
+			}
+			if need != "" {
+				return nil, t.errf(key, "required (%s)", need)
+			}
+			return nil, t.errf(key, "required")
+		}
+		if def == nil {
+			return nil, nil
+		}
+	}
+	v, err := t.convert(f, raw, given, def)
+	if err != nil {
+		return nil, err
+	}
+	return v, t.check(f, v)
+}
+
+// convert turns the decoded TOML value into the key's Go type.
+func (t *table) convert(f *field, raw any, given bool, def any) (any, error) {
+	if !given {
+		return def, nil
+	}
+	key := f.key
+	switch f.typ {
+	case tString:
+		if s, ok := raw.(string); ok {
+			return s, nil
+		}
+		return nil, t.errf(key, "must be a string, got %s", describe(raw))
+	case tInt:
+		if n, ok := raw.(int64); ok {
+			return n, nil
+		}
+		return nil, t.errf(key, "must be an integer, got %s", describe(raw))
+	case tBool:
+		if b, ok := raw.(bool); ok {
+			return b, nil
+		}
+		return nil, t.errf(key, "must be true or false, got %s", describe(raw))
+	case tBytes:
+		switch n := raw.(type) {
+		case int64:
+			return n, nil
+		case string:
+			b, err := ParseBytes(n)
+			if err != nil {
+				return nil, t.errf(key, "%v", err)
+			}
+			return b, nil
+		}
+		return nil, t.errf(key, `must be a size like "60GiB" or a byte count, got %s`, describe(raw))
+	case tDuration:
+		switch n := raw.(type) {
+		case string:
+			d, err := ParseDuration(n)
+			if err != nil {
+				return nil, t.errf(key, "%v", err)
+			}
+			return d, nil
+		case int64:
+			if n == 0 {
+				return int64(0), nil
+			}
+		}
+		return nil, t.errf(key, `must be a duration like "10us", got %s`, describe(raw))
+	case tBandwidth:
+		if s, ok := raw.(string); ok {
+			b, err := ParseBandwidth(s)
+			if err != nil {
+				return nil, t.errf(key, "%v", err)
+			}
+			return b, nil
+		}
+		switch raw.(type) {
+		case int64, float64:
+		default:
+			return nil, t.errf(key, `must be a rate like "25GB/s" or a number of bytes/s, got %s`, describe(raw))
+		}
+	}
+	// tNumber, tTokenRate, and a bandwidth given as a number.
+	switch n := raw.(type) {
+	case int64:
+		return float64(n), nil
+	case float64:
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return nil, t.errf(key, "must be a finite number, got %v", n)
+		}
+		return n, nil
+	}
+	return nil, t.errf(key, "must be a number, got %s", describe(raw))
+}
+
+// check applies the declared range, then the limits the unit implies.
+func (t *table) check(f *field, v any) error {
+	key := f.key
+	fail := func(format string, args ...any) error {
+		if f.msg != "" {
+			return t.errf(key, "%s", f.msg)
+		}
+		return t.errf(key, format, args...)
+	}
+	switch n := v.(type) {
+	case int64:
+		switch {
+		case f.min == above0 && n <= 0:
+			return fail("must be > 0")
+		case f.min == atLeast0 && n < 0:
+			return fail("must be >= 0")
+		case f.min == atLeast1 && n < 1:
+			return fail("must be >= 1")
+		case f.max != 0 && n > f.max:
+			return fail("must be <= %d", f.max)
+		}
+		if f.typ == tDuration {
+			return t.inTime(key, n)
+		}
+	case float64:
+		switch {
+		case f.min == above0 && !(n > 0):
+			return fail("must be > 0")
+		case f.min == atLeast0 && n < 0:
+			return fail("must be >= 0")
+		}
+		switch f.typ {
+		case tBandwidth:
+			return t.perBlock(key, n)
+		case tTokenRate:
+			return t.perToken(key, n)
+		}
+	case string:
+		if f.enum != nil && !slices.Contains(f.enum(), n) {
+			if f.msg != "" {
+				return t.errf(key, f.msg, n)
+			}
+			return t.errf(key, "unknown %s %q (known: %s)", key, n, strings.Join(f.enum(), ", "))
+		}
+	}
+	return nil
+}
+
+// Typed readers: the declared default, or def where the code computes it.
+func (t *table) str(key string) (string, error) {
+	v, err := t.value(key, t.decl.field(key).def)
+	s, _ := v.(string)
+	return s, err
+}
+func (t *table) integer(key string) (int64, error) {
+	v, err := t.value(key, t.decl.field(key).def)
+	n, _ := v.(int64)
+	return n, err
+}
+func (t *table) intOr(key string, def int64) (int64, error) {
+	v, err := t.value(key, def)
+	n, _ := v.(int64)
+	return n, err
+}
+func (t *table) number(key string) (float64, error) {
+	v, err := t.value(key, t.decl.field(key).def)
+	x, _ := v.(float64)
+	return x, err
+}
+func (t *table) numberOr(key string, def float64) (float64, error) {
+	v, err := t.value(key, def)
+	x, _ := v.(float64)
+	return x, err
+}
+func (t *table) boolean(key string) (bool, error) {
+	v, err := t.value(key, t.decl.field(key).def)
+	b, _ := v.(bool)
+	return b, err
+}
+
+// param reads an eviction policy's parameter: a number, no default.
+func (t *table) param(key string) (float64, error) {
+	v, err := t.convert(&field{key: key, typ: tNumber}, t.m[key], true, nil)
+	x, _ := v.(float64)
+	return x, err
+}
+
+// timeLimit is core.MaxTime in words.
+const timeLimit = "the simulated-time limit of 146 years (2^62 ns)"
+
+// years renders nanoseconds in years for limit messages.
+func years(ns float64) string {
+	if ns > 1e300 {
+		return "forever"
+	}
+	return strconv.FormatFloat(ns/(365.25*86400e9), 'g', 3, 64) + " years"
+}
+
+// inTime checks a duration against the simulated-time limit.
+func (t *table) inTime(key string, ns int64) error {
+	if ns > core.MaxTime {
+		return t.errf(key, "%s is past %s", FormatDuration(ns), timeLimit)
+	}
+	return nil
+}
+
+// perToken checks that one token at rate (tokens/s) takes less than the
+// simulated-time limit.
+func (t *table) perToken(key string, rate float64) error {
+	if ns := 1e9 / rate; !(ns < float64(core.MaxTime)) {
+		return t.errf(key, "%g tokens/s takes %s per token, past %s", rate, years(ns), timeLimit)
+	}
+	return nil
+}
+
+// perBlock checks that a bandwidth moves one KV block within the limit.
+func (t *table) perBlock(key string, bw float64) error {
+	if ns := float64(t.p.blockBytes) * 1e9 / bw; t.p.blockBytes > 0 && !(ns < float64(core.MaxTime)) {
+		return t.errf(key, "%g B/s moves one %s block in %s, past %s", bw, FormatBytes(t.p.blockBytes), years(ns), timeLimit)
+	}
+	return nil
+}
+
+// describe renders a decoded TOML value for type errors.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case int64:
+		return fmt.Sprintf("integer %d", v)
+	case float64:
+		return fmt.Sprintf("float %v", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case time.Time:
+		return "datetime"
+	case map[string]any:
+		return "table"
+	case []any, []map[string]any:
+		return "array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// keys lists the declared keys in order.
+func (s *section) keys() []string {
+	out := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		out[i] = f.key
+	}
+	return out
+}
+
+// policyKeys are the fixed keys of a [[policy]] entry; every other key is a
+// numeric parameter of the eviction policy.
+var policyKeys = sectionNamed("policy").keys()

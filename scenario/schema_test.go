@@ -1,0 +1,194 @@
+package scenario
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"kvsim/core"
+)
+
+// A loaded policy carries core's strategy values, parsed from its keys.
+func TestPolicyStrategy(t *testing.T) {
+	s, err := Parse([]byte(doc("[[policy]]\neviction = \"lru\"\n"+
+		"[[policy]]\nname = \"all\"\neviction = \"lru\"\nadmission = \"after:3\"\nwrite = \"through\"\npromotion = \"second-hit\"\n"+
+		"prefetch = \"timeout\"\nprefetch_timeout = \"5ms\"\nrecompute = \"when-cheaper\"\n"+
+		"[[policy]]\nname = \"never\"\neviction = \"lru\"\npromotion = \"never\"\nprefetch = \"wait_complete\"\n")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Strategy{
+		{},
+		{AdmitAfter: 3, WriteThrough: true, Promotion: core.PromoteSecondHit, Prefetch: core.PrefetchTimeout, PrefetchTimeout: 5e6, RecomputeWhenCheaper: true},
+		{Promotion: core.PromoteNever, Prefetch: core.PrefetchWaitComplete},
+	}
+	for i, p := range s.Policies {
+		if p.Strategy != want[i] {
+			t.Errorf("policy %s: strategy %+v, want %+v", p.Name, p.Strategy, want[i])
+		}
+	}
+}
+
+// The parsed strategy stays out of the scenario's JSON: kvsim's run_id
+// hashes it, and results of earlier runs must keep their ids.
+func TestStrategyNotInJSON(t *testing.T) {
+	s, err := Parse([]byte(doc("[[policy]]\neviction = \"lru\"\nwrite = \"through\"\n")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "Strategy") || strings.Contains(string(b), "WriteThrough") {
+		t.Errorf("the scenario's JSON has the parsed strategy: %s", b)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the scenario reference in doc.go and the README from the schema")
+
+// refBlock finds the reference in a document: the lines between the line
+// starting with start and the next line equal to end.
+func refBlock(t *testing.T, text, file, start, end string) (from, to int) {
+	t.Helper()
+	i := strings.Index(text, "\n"+start)
+	if i < 0 {
+		t.Fatalf("%s: no line starting %q", file, start)
+	}
+	from = i + 1 + strings.IndexByte(text[i+1:], '\n') + 1
+	j := strings.Index(text[from:], "\n"+end+"\n")
+	if j < 0 {
+		t.Fatalf("%s: no %q after %q", file, end, start)
+	}
+	return from, from + j + 1
+}
+
+// The scenario reference in doc.go and in the README is Reference's,
+// rendered from the schema: a key added, renamed, re-ranged or given a
+// new default changes them (go test ./scenario -run TestReference -update).
+func TestReference(t *testing.T) {
+	ref := Reference()
+	var m map[string]any
+	if _, err := toml.Decode(ref, &m); err != nil {
+		t.Errorf("the reference is not TOML: %v", err)
+	}
+	var godoc strings.Builder
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(ref, "\n"), "\n") {
+		if strings.TrimSpace(l) == "" {
+			godoc.WriteString("//\n")
+		} else {
+			godoc.WriteString("//\t" + l)
+		}
+	}
+	godoc.WriteString("\n")
+	for _, d := range []struct{ file, start, end, want string }{
+		{"doc.go", "// Layout", "//", godoc.String()},
+		{"../README.md", "<!-- scenario reference", "```", ref},
+	} {
+		b, err := os.ReadFile(d.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		from, to := refBlock(t, text, d.file, d.start, d.end)
+		if d.file == "doc.go" { // after the "//" line that opens the block
+			from += len("//\n")
+			to = from + strings.Index(text[from:], "//\n// Tier defaults")
+		} else { // after the "```toml" line
+			from += strings.IndexByte(text[from:], '\n') + 1
+		}
+		if got := text[from:to]; got != d.want {
+			if *update {
+				if err := os.WriteFile(d.file, []byte(text[:from]+d.want+text[to:]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			t.Errorf("%s's scenario reference differs from the schema's; run go test ./scenario -run TestReference -update\ngot:\n%s\nwant:\n%s", d.file, got, d.want)
+		}
+	}
+}
+
+// Every declared key is read by the loader: a scenario that sets each one
+// to a wrong type fails naming it (a declaration the code forgot would be
+// accepted silently).
+func TestEveryKeyRead(t *testing.T) {
+	// what each table needs to get as far as reading every key
+	base := map[string]string{
+		"model":    "[model]\nlayers = 1\nkv_heads = 1\nhead_dim = 1\n",
+		"gpu":      "[gpu]\n",
+		"tier":     "[[tier]]\nkind = \"hbm\"\n",
+		"link":     "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n",
+		"workload": "[workload]\ntrace = \"t\"\n",
+		"policy":   "[[policy]]\neviction = \"lru\"\n",
+	}
+	for _, s := range schema {
+		for _, f := range s.fields {
+			b := base[s.name]
+			if f.only != "" {
+				b = "[workload]\nformat = \"synthetic\"\n"
+			}
+			var lines []string
+			for _, l := range strings.SplitAfter(b, "\n") {
+				if !strings.HasPrefix(l, f.key+" = ") {
+					lines = append(lines, l)
+				}
+			}
+			src := doc(strings.Join(lines, "") + f.key + " = [1]\n") // an array is no key's type
+			_, err := Parse([]byte(src), path)
+			if err == nil || !strings.Contains(err.Error(), f.key+": must be") {
+				t.Errorf("%s.%s set to an array: got %v, want a type error naming it", s.name, f.key, err)
+			}
+		}
+	}
+}
+
+// The tier defaults tables in doc.go and the README say what KindDefaults
+// holds, kind by kind.
+func TestKindDefaultsDocumented(t *testing.T) {
+	for _, d := range []struct{ file, sep string }{{"doc.go", ""}, {"../README.md", "|"}} {
+		b, err := os.ReadFile(d.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, l := range strings.Split(string(b), "\n") {
+			var f []string
+			if d.sep == "" {
+				l, ok := strings.CutPrefix(l, "//\t")
+				if !ok {
+					continue
+				}
+				if f = strings.Fields(l); len(f) != 7 {
+					continue
+				}
+				f = []string{f[0], f[1] + f[2], f[3] + f[4], f[5], f[6]}
+			} else {
+				if f = strings.Split(strings.Trim(l, "| "), " | "); len(f) != 5 {
+					continue
+				}
+			}
+			want, ok := KindDefaults(f[0])
+			if !ok {
+				continue
+			}
+			seen[f[0]] = true
+			c, err1 := ParseBytes(strings.ReplaceAll(f[1], " ", ""))
+			bw, err2 := ParseBandwidth(strings.ReplaceAll(f[2], " ", ""))
+			lat, err3 := ParseDuration(strings.ReplaceAll(f[3], " ", ""))
+			cost, err4 := strconv.ParseFloat(f[4], 64)
+			if err := errors.Join(err1, err2, err3, err4); err != nil || c != want.Capacity || bw != want.Bandwidth || lat != want.Latency || cost != want.CostPerGB {
+				t.Errorf("%s: tier defaults row %q differs from KindDefaults(%q) = %+v (%v)", d.file, l, f[0], want, err)
+			}
+		}
+		if len(seen) != len(Kinds()) {
+			t.Errorf("%s: tier defaults table has %d of the %d kinds", d.file, len(seen), len(Kinds()))
+		}
+	}
+}
