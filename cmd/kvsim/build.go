@@ -88,7 +88,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 }
 
 // needsFuture reports whether a policy is offline.
-func needsFuture(name string) bool { return name == "belady" }
+func needsFuture(name string) bool { return policy.Offline(name) }
 
 // buildFuture reads the whole trace once for offline policies.
 func buildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
