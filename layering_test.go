@@ -16,7 +16,7 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"scenario": {"core", "policy", "trace"},
+	"scenario": {"core", "policy", "trace", "results"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"hw":       {"core", "policy"},

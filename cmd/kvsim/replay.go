@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,57 +63,6 @@ trace = "TRACE"
 [[policy]]
 eviction = "lru"
 `
-
-// ReplayLink is one entry of replay.json's links.
-type ReplayLink struct {
-	Count          int64   `json:"count"`  // moves whose copy was kept: the figures below are theirs
-	Failed         int64   `json:"failed"` // moves whose read or write failed, or whose copy was lost later`
-	Bytes          int64   `json:"bytes"`
-	P50us          float64 `json:"p50_us"`
-	P99us          float64 `json:"p99_us"`
-	GBps           float64 `json:"gbps"`
-	PredictedP50us float64 `json:"predicted_p50_us"`
-	RelError       float64 `json:"rel_error"`
-}
-
-// Replay is replay.json.
-type Replay struct {
-	Scenario   string            `json:"scenario"`
-	Trace      string            `json:"trace"`
-	Policy     string            `json:"policy"`
-	Requests   int64             `json:"requests"`
-	BlockBytes int               `json:"block_bytes"`
-	Scale      float64           `json:"scale"`
-	Backends   map[string]string `json:"backends"`
-	Notes      []string          `json:"notes,omitempty"`
-	// Stores says how each storage tier was opened: reopened with what a
-	// previous run left (and how much of it the core was given), new, or
-	// emptied by --fresh.
-	Stores      map[string]ReplayStore `json:"stores,omitempty"`
-	Links       map[string]ReplayLink  `json:"links"`
-	Verify      *ReplayVerify          `json:"verify,omitempty"` // with --verify only
-	Hits        map[string]int64       `json:"hits"`
-	Misses      int64                  `json:"misses"`
-	Evictions   map[string]int64       `json:"evictions"`
-	Lost        map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
-	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
-	Errors      []string               `json:"errors,omitempty"`
-	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
-	WallSeconds float64                `json:"wall_seconds"`
-}
-
-// ReplayVerify is replay.json's verify: blocks read back and checked.
-type ReplayVerify struct {
-	Checked int64 `json:"checked"`
-	Corrupt int64 `json:"corrupt"`
-}
-
-// ReplayStore is one storage tier of replay.json's stores.
-type ReplayStore struct {
-	hw.StoreOpen
-	WarmBlocks    int `json:"warm_blocks"`    // recovered blocks placed in the core's tier before the first request
-	DroppedBlocks int `json:"dropped_blocks"` // recovered blocks deleted: no model block has their size, or no room left
-}
 
 // replayFaults, set by tests, makes storage tiers fail I/O as planned.
 var replayFaults *hw.FaultPlan
@@ -204,7 +152,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}
-	if err := checkReplayJSON(filepath.Join(o.dir, "replay.json")); err != nil {
+	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}
 	rep, err := replay(ctx, sc, pi, o)
@@ -212,11 +160,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	lost := lossError(rep, o.allowLoss)
-	b, err := results.MarshalJSON(rep)
+	b, err := results.WriteReplay(filepath.Join(o.dir, "replay.json"), rep)
 	if err != nil {
-		return err
-	}
-	if err := results.WriteFileAtomic(filepath.Join(o.dir, "replay.json"), b); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	if o.asJSON {
@@ -240,7 +185,7 @@ func (e *exitError) ExitCode() int { return e.code }
 
 // lossError is the end of a replay that lost copies: exit status 3, or
 // nil with allow.
-func lossError(r *Replay, allow bool) error {
+func lossError(r *results.Replay, allow bool) error {
 	var n int64
 	for _, v := range r.Lost {
 		n += v
@@ -253,22 +198,6 @@ func lossError(r *Replay, allow bool) error {
 		first = " (first: " + r.Errors[0] + ")"
 	}
 	return &exitError{code: 3, msg: fmt.Sprintf("replay: %d copies lost to I/O errors or corruption%s; the link figures leave those moves out; --allow-loss accepts such a run", n, first)}
-}
-
-// checkReplayJSON refuses to replace a replay.json kvsim did not write.
-func checkReplayJSON(path string) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	var r map[string]json.RawMessage
-	if json.Unmarshal(b, &r) != nil || r["links"] == nil || r["block_bytes"] == nil || r["backends"] == nil {
-		return fmt.Errorf("replay: %s exists and is not a replay.json kvsim wrote; it will not be replaced: move it or give another --dir", path)
-	}
-	return nil
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
@@ -324,7 +253,7 @@ func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (i
 	}
 }
 
-func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions) (*Replay, error) {
+func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions) (*results.Replay, error) {
 	modelBlock := sc.Model.BytesPerBlock()
 	scale := float64(o.blockBytes) / float64(modelBlock)
 	realBytes := func(model int64) int {
@@ -411,9 +340,9 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	if o.verify {
 		body.VerifyStores(src.Distinct())
 	}
-	rep := &Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
+	rep := &results.Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
 		BlockBytes: o.blockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
-		Links: map[string]ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
+		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
 		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.sequential}
 	for i, t := range sc.Tiers {
 		rep.Backends[t.Name] = stores[i].Backend()
@@ -424,17 +353,17 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	}
 	for _, op := range ss.Opened {
 		if rep.Stores == nil {
-			rep.Stores = map[string]ReplayStore{}
+			rep.Stores = map[string]results.ReplayStore{}
 		}
 		i := slices.IndexFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Name == op.Tier })
 		w := body.Warmed[i]
-		rep.Stores[op.Tier] = ReplayStore{StoreOpen: op, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
+		rep.Stores[op.Tier] = results.ReplayStore{Dir: op.Dir, State: op.State, Buckets: op.Buckets, Blocks: op.Blocks, Discarded: op.Discarded, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
 	}
 	if o.verify {
-		rep.Verify = &ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
+		rep.Verify = &results.ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
 	}
 	for _, l := range body.Links() {
-		rl := ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
+		rl := results.ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
 			P99us: float64(l.Measured.Quantile(0.99)) / 1e3, PredictedP50us: float64(l.Predicted.Quantile(0.5)) / 1e3}
 		if l.BusyNs > 0 {
 			rl.GBps = float64(l.Bytes) / float64(l.BusyNs)
@@ -447,7 +376,7 @@ func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions)
 	return rep, nil
 }
 
-func printReplay(w io.Writer, r *Replay, path string) {
+func printReplay(w io.Writer, r *results.Replay, path string) {
 	mode := "in the simulator's order"
 	if r.Sequential {
 		mode = "one at a time on the real clock"

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
@@ -25,17 +25,13 @@ func replayDir(t *testing.T) string {
 	return d
 }
 
-func readReplay(t *testing.T, path string) *Replay {
+func readReplay(t *testing.T, path string) *results.Replay {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	r, err := results.ReadReplay(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Replay
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return &r
+	return r
 }
 
 // simOnly runs a scenario's policy through the simulator alone.

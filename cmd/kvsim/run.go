@@ -251,7 +251,11 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, 
 		sum.Run.BlockAccessesPerSecond = float64(accesses) / wall
 		sum.Run.RequestsPerSecond = float64(sum.Trace.Requests*int64(len(runs))) / wall
 	}
-	if err := writeRequestsCSV(filepath.Join(dir, "requests.csv"), sc, runs); err != nil {
+	var parts []string
+	for _, r := range runs {
+		parts = append(parts, r.csv)
+	}
+	if err := results.WriteRequests(filepath.Join(dir, "requests.csv"), tierNames(sc), parts); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), sum); err != nil {
@@ -283,8 +287,13 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	pr.csv = tmp.Name()
 	w := bufio.NewWriterSize(tmp, 1<<16)
 	var buf []byte
+	row := results.Request{Policy: p.Name, RunID: id}
 	obs := func(r *core.Record) {
-		buf = appendCSVRow(buf[:0], p.Name, id, r)
+		row.Seq, row.ArrivalNs, row.QueueNs, row.DepWaitNs = r.Seq, r.Arrival, r.QueueNs(), r.DepWaitNs()
+		row.LoadNs, row.ComputeNs, row.TTFTNs, row.DoneNs = r.LoadNs, r.ComputeNs, r.TTFT(), r.Done
+		row.InputTokens, row.OutputTokens, row.Blocks = r.InputTokens, r.OutputTokens, r.Blocks
+		row.HitBlocks, row.BlockHits, row.RecomputedTokens, row.Rejected = r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected
+		buf = results.AppendRequest(buf[:0], &row)
 		w.Write(buf)
 	}
 	s, err := sim.New(cfg, obs)
@@ -419,80 +428,6 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		}
 	}
 	return sum
-}
-
-// csvHeader names requests.csv's columns; hit columns follow the tiers.
-// run_id comes last, the same on every row: readers that pick columns by
-// name (the report, pandas) are not disturbed by it.
-func csvHeader(sc *scenario.Scenario) string {
-	var b strings.Builder
-	b.WriteString("policy,seq,arrival_ms,queue_ms,dependency_wait_ms,load_ms,compute_ms,ttft_ms,done_ms,input_tokens,output_tokens,blocks")
-	for _, t := range sc.Tiers {
-		b.WriteString(",hit_blocks_" + t.Name)
-	}
-	b.WriteString(",block_hits,recomputed_tokens,rejected,run_id\n")
-	return b.String()
-}
-
-func appendMS(b []byte, ns int64) []byte {
-	return strconv.AppendFloat(b, float64(ns)/1e6, 'f', -1, 64)
-}
-
-func appendCSVRow(b []byte, policy, id string, r *core.Record) []byte {
-	b = append(b, policy...)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, r.Seq, 10)
-	for _, v := range [...]int64{r.Arrival, r.QueueNs(), r.DepWaitNs(), r.LoadNs, r.ComputeNs, r.TTFT(), r.Done} {
-		b = append(b, ',')
-		b = appendMS(b, v)
-	}
-	for _, v := range [...]int{r.InputTokens, r.OutputTokens, r.Blocks} {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	for _, h := range r.HitBlocks {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, h, 10)
-	}
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(r.BlockHits), 10)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
-	b = append(b, ',')
-	b = strconv.AppendBool(b, r.Rejected)
-	b = append(b, ',')
-	b = append(b, id...)
-	return append(b, '\n')
-}
-
-// writeRequestsCSV joins the policies' rows, in scenario order, under one header.
-func writeRequestsCSV(path string, sc *scenario.Scenario, runs []policyRun) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".requests.csv.*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	err = f.Chmod(0o644)
-	if err == nil {
-		_, err = io.WriteString(f, csvHeader(sc))
-	}
-	for _, r := range runs {
-		if err != nil {
-			break
-		}
-		var in *os.File
-		if in, err = os.Open(r.csv); err == nil {
-			_, err = io.Copy(f, in)
-			in.Close()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	return err
 }
 
 func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
