@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -41,7 +42,7 @@ func simOnly(t *testing.T, path string, policy, limit int) core.Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sim.New(simConfig(sc, sc.Policies[policy], nil), nil)
+	s, err := sim.New(experiment.SimConfig(sc, sc.Policies[policy], nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
