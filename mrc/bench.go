@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"time"
+
+	"kvsim/policy"
 )
 
 // BenchResult is the single-core replay speed of one policy and size.
@@ -61,7 +63,7 @@ func Bench(ctx context.Context, tt *Trace, sp Spec, size int, fut *Future) (Benc
 		// oracle here sees the second copy coming.
 		warm := s.c
 		r.Cold = warm
-		if sp.Name == "belady" {
+		if policy.Offline(sp.Name) {
 			if r.Cold, err = Simulate(ctx, one, sp, size); err != nil {
 				return r, err
 			}

@@ -107,7 +107,7 @@ func (c Counts) Misses(m Mode) int64 {
 // newPolicy builds the policy of sp for a cache of size blocks.
 func newPolicy(sp Spec, size int, fut func() *Future) (policy.Policy, error) {
 	cfg := policy.Config{Capacity: int64(size), Params: sp.Params}
-	if sp.Name == "belady" {
+	if policy.Offline(sp.Name) {
 		cfg.Future = fut()
 	}
 	return policy.New(sp.Name, cfg)

@@ -37,7 +37,7 @@ func (p *Belady) Evict(_ int64, pinned Pinned) (Block, bool) {
 }
 
 func init() {
-	Register(Spec{Name: "belady", Brief: "offline optimum MIN (needs the future of the trace)",
+	Register(Spec{Name: "belady", Brief: "offline optimum MIN (needs the future of the trace)", Offline: true,
 		New: func(c Config) (Policy, error) {
 			if c.Future == nil {
 				return nil, errors.New("belady: needs the trace's future (Config.Future), which this caller does not provide")

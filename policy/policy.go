@@ -106,6 +106,9 @@ type Spec struct {
 	Brief  string
 	Params []string // accepted parameter keys
 	New    Factory
+	// Offline policies need the trace's future (Config.Future): callers
+	// read the whole trace first for them.
+	Offline bool
 }
 
 var registry = map[string]Spec{}
@@ -133,6 +136,9 @@ func Lookup(name string) (Spec, bool) {
 	s, ok := registry[name]
 	return s, ok
 }
+
+// Offline reports whether the named policy is registered as offline.
+func Offline(name string) bool { return registry[name].Offline }
 
 // New builds the named policy after checking its parameters.
 func New(name string, c Config) (Policy, error) {

@@ -7,7 +7,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"html/template"
@@ -109,31 +108,14 @@ var ErrMixedRun = errors.New("the folder mixes files of two runs")
 // rejected requests; nil when the file does not exist. Its rows' run_id
 // must be the summary's (both absent in results of older kvsims).
 func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
-	f, err := os.Open(path)
+	rr, err := results.OpenRequests(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.ReuseRecord = true
-	hdr, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a kvsim requests.csv: %v", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range hdr {
-		col[h] = i
-	}
-	pc, ok1 := col["policy"]
-	tc, ok2 := col["ttft_ms"]
-	rc, hasRej := col["rejected"]
-	ic, hasID := col["run_id"]
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("%s: not a kvsim requests.csv: no policy or ttft_ms column", path)
-	}
+	defer rr.Close()
 	mixed := func(id string) error {
 		if id == "" {
 			id = "none"
@@ -145,7 +127,7 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 		return fmt.Errorf("%s: run_id %s, but summary.json's is %s: %w; run kvsim run again for a consistent set",
 			path, id, want, ErrMixedRun)
 	}
-	if hasID != (s.RunID != "") {
+	if rr.HasRunID != (s.RunID != "") {
 		return nil, mixed("")
 	}
 	known := map[string]bool{}
@@ -153,27 +135,23 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 		known[p.Name] = true
 	}
 	out := map[string][]float64{}
+	var q results.Request
 	for {
-		rec, err := r.Read()
+		err := rr.Next(&q)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
+			return nil, err
 		}
-		if hasID && rec[ic] != s.RunID {
-			return nil, mixed(rec[ic])
+		if rr.HasRunID && q.RunID != s.RunID {
+			return nil, mixed(q.RunID)
 		}
-		if hasRej && rec[rc] == "true" {
+		if q.Rejected {
 			continue
 		}
-		v, err := strconv.ParseFloat(rec[tc], 64)
-		if err != nil {
-			line, _ := r.FieldPos(tc)
-			return nil, fmt.Errorf("%s:%d: bad ttft_ms %q", path, line, rec[tc])
-		}
-		if known[rec[pc]] {
-			out[rec[pc]] = append(out[rec[pc]], v)
+		if known[q.Policy] {
+			out[q.Policy] = append(out[q.Policy], float64(q.TTFTNs)/1e6)
 		}
 	}
 	return out, nil

@@ -1,5 +1,7 @@
-// Package results defines the files a run leaves behind (summary.json,
-// requests.csv) so that writers and the report renderer agree on them.
+// Package results owns every file kvsim writes or reads besides scenarios
+// and traces: summary.json, requests.csv, replay.json and the hardware
+// profile, each with one writer and one reader, so that writers, the
+// report renderer and other programs agree on them.
 package results
 
 import (

@@ -1,11 +1,12 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/BurntSushi/toml"
+	"kvsim/results"
 )
 
 // Profile is a hardware profile written by `kvsim calibrate`: measured
@@ -26,48 +27,18 @@ type ProfileLink struct {
 	ReverseLatency   int64   // ns per transfer, To -> From
 }
 
-type profileFile struct {
-	Machine      string         `toml:"machine"`
-	Date         string         `toml:"date"`
-	Notes        string         `toml:"notes"`
-	Measurements map[string]any `toml:"measurements"`
-	Link         []struct {
-		From             string `toml:"from"`
-		To               string `toml:"to"`
-		Bandwidth        string `toml:"bandwidth"`
-		ReverseBandwidth string `toml:"reverse_bandwidth"`
-		Latency          string `toml:"latency"`
-		ReverseLatency   string `toml:"reverse_latency"`
-	} `toml:"link"`
-}
-
-// LoadProfile reads a hardware profile.
+// LoadProfile reads a hardware profile (results.ReadProfile) and checks
+// its kinds and figures.
 func LoadProfile(path string) (*Profile, error) {
-	// A profile is a small regular file; refuse anything else (a device
-	// could block or never end).
-	if fi, err := os.Stat(path); err != nil {
-		return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
-	} else if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
-		return nil, &Error{Path: path, Msg: "profile: not a regular file of at most 1 MiB"}
-	}
-	data, err := os.ReadFile(path)
+	f, err := results.ReadProfile(path)
 	if err != nil {
-		return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
-	}
-	var f profileFile
-	md, err := toml.Decode(string(data), &f)
-	if err != nil {
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
+		}
 		return nil, &Error{Path: path, Msg: "profile: " + err.Error()}
 	}
-	if und := md.Undecoded(); len(und) > 0 && und[0].String() != "" {
-		for _, k := range und {
-			if len(k) > 0 && k[0] != "measurements" {
-				return nil, &Error{Path: path, Msg: fmt.Sprintf("profile: unknown key %q", k.String())}
-			}
-		}
-	}
 	p := &Profile{Path: path}
-	for i, l := range f.Link {
+	for i, l := range f.Links {
 		at := func(key string, err error) error {
 			return &Error{Path: path, Msg: fmt.Sprintf("profile: link %d: %s: %v", i+1, key, err)}
 		}

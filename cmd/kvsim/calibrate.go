@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"kvsim/hw"
@@ -66,7 +65,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	if err := results.WriteFileAtomic(*out, []byte(profileTOML(cal))); err != nil {
+	if err := results.WriteProfile(*out, profile(cal)); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", *out, pathErr(err))
 	}
 	if *asJSON {
@@ -162,18 +161,15 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 	return cal, nil
 }
 
-// profileTOML writes the profile in the form scenario.LoadProfile reads:
-// every pair of tier kinds the replay's stores implement the same way gets
-// the figures measured for that path.
-func profileTOML(c *calibration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# kvsim hardware profile, written by kvsim calibrate for %d-byte blocks.\n", c.BlockBytes)
-	fmt.Fprintf(&b, "# Use it with `profile = \"FILE\"` in a scenario, or `kvsim replay --profile FILE`.\n")
-	fmt.Fprintf(&b, "machine = %q\ndate = %q\n", c.Machine, c.Date)
-	fmt.Fprintf(&b, "notes = %q\n\n", "backends: "+fmt.Sprint(c.Backends))
+// profile is the hardware profile of c, in the form scenario.LoadProfile
+// reads: every pair of tier kinds the replay's stores implement the same
+// way gets the figures measured for that path.
+func profile(c *calibration) *results.Profile {
+	p := &results.Profile{BlockBytes: c.BlockBytes, Machine: c.Machine, Date: c.Date,
+		Notes: "backends: " + fmt.Sprint(c.Backends), Measurements: c.Extra}
 	link := func(from, to string, fwd, rev hw.LinkFit) {
-		fmt.Fprintf(&b, "[[link]]\nfrom = %q\nto = %q\nbandwidth = %q\nreverse_bandwidth = %q\nlatency = %q\nreverse_latency = %q\n\n",
-			from, to, bps(fwd.Bandwidth), bps(rev.Bandwidth), scenario.FormatDuration(fwd.Latency), scenario.FormatDuration(rev.Latency))
+		p.Links = append(p.Links, results.ProfileLink{From: from, To: to, Bandwidth: bps(fwd.Bandwidth), ReverseBandwidth: bps(rev.Bandwidth),
+			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}
 	// Each pair of kinds gets the path the replay's stores use for it;
 	// remote DRAM is emulated in host memory like the pinned tier.
@@ -189,13 +185,7 @@ func profileTOML(c *calibration) string {
 			link(a, d, L["dram->ssd"], L["ssd->dram"])
 		}
 	}
-	if len(c.Extra) > 0 {
-		b.WriteString("[measurements]\n")
-		for _, k := range sortedKeys(c.Extra) {
-			fmt.Fprintf(&b, "%q = %g\n", k, c.Extra[k])
-		}
-	}
-	return b.String()
+	return p
 }
 
 func bps(v float64) string { return fmt.Sprintf("%.6gMB/s", v/1e6) }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"kvsim/experiment"
 )
 
 func main() {
@@ -22,7 +24,7 @@ func main() {
 
 // exitCode prints err (one line) and maps it to the process status:
 // 0 success, 2 bad input (flags, files, scenarios, traces), an error's own
-// ExitCode (3: replay lost copies), 130 interrupted, 1 anything else.
+// ExitCode, 3 a replay that lost copies, 130 interrupted, 1 anything else.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -34,9 +36,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return 130
 	}
 	fmt.Fprintf(stderr, "kvsim: %v\n", err)
-	var ec interface{ ExitCode() int }
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
+	var le *experiment.LossError
+	if errors.As(err, &le) {
+		return 3
 	}
 	var bi *inputError
 	if errors.As(err, &bi) {
@@ -45,24 +47,15 @@ func exitCode(err error, stderr io.Writer) int {
 	return 1
 }
 
-// inputError marks an error caused by what the user gave us.
-type inputError struct{ err error }
-
-func (e *inputError) Error() string { return e.err.Error() }
-func (e *inputError) Unwrap() error { return e.err }
+// inputError marks an error caused by what the user gave us: the
+// library's kind, so that its errors keep their exit status.
+type inputError = experiment.InputError
 
 // badInput wraps err so that kvsim exits with status 2.
-func badInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &inputError{err}
-}
+func badInput(err error) error { return experiment.BadInput(err) }
 
 // badInputf is fmt.Errorf for bad input.
-func badInputf(format string, args ...any) error {
-	return badInput(fmt.Errorf(format, args...))
-}
+func badInputf(format string, args ...any) error { return experiment.BadInputf(format, args...) }
 
 type command struct {
 	name  string

@@ -255,7 +255,7 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 	tt := mrc.Twice(tr)
 	var fut *mrc.Future
 	for _, sp := range specs {
-		if sp.Name == "belady" {
+		if policy.Offline(sp.Name) {
 			fut = mrc.NewFuture(tt)
 		}
 	}

@@ -88,8 +88,8 @@ func (p *progress) print() {
 		p.label, done, p.total, float64(p.simNs.Load())/1e9, rate, eta)
 }
 
-// add records one replayed request at virtual time t.
-func (p *progress) add(t int64) {
+// Add records one replayed request at virtual time t.
+func (p *progress) Add(t int64) {
 	if !p.active {
 		return
 	}

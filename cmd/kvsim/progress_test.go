@@ -31,7 +31,7 @@ func TestProgress(t *testing.T) {
 	var w lockedBuffer
 	p := startProgress(&w, "quickstart", 100, true)
 	for i := range 40 {
-		p.add(int64(i) * 1e9)
+		p.Add(int64(i) * 1e9)
 	}
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(w.String(), "ETA") && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond) // the line is redrawn every 250 ms
@@ -48,7 +48,7 @@ func TestProgress(t *testing.T) {
 	}
 	var quiet lockedBuffer
 	q := startProgress(&quiet, "x", 10, false)
-	q.add(1)
+	q.Add(1)
 	q.finish()
 	if quiet.String() != "" || isTerminal(&quiet) {
 		t.Errorf("inactive progress wrote %q", quiet.String())

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -25,8 +26,8 @@ import (
 )
 
 // The property test: random small valid scenarios x random small traces,
-// each run through the code kvsim run uses (scenario.Load, simConfig,
-// openTrace, workload.NewSource, sim), checked after every event. A case
+// each run through the code kvsim run uses (scenario.Load, experiment.SimConfig,
+// experiment.OpenTrace, workload.NewSource, sim), checked after every event. A case
 // is seeded, so a failure names its seed; KVSIM_PROPERTY_SEED=N reruns
 // only that case and prints it, KVSIM_PROPERTY_CASES=N runs N cases.
 
@@ -513,14 +514,14 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 		}
 	}()
 	p := sc.Policies[i]
-	opt := traceOptions(sc, false, 0)
+	opt := experiment.TraceOptions(sc, false, 0)
 	var fut policy.Future
-	if needsFuture(p.Eviction) {
-		if fut, err = buildFuture(context.Background(), sc, opt); err != nil {
+	if policy.Offline(p.Eviction) {
+		if fut, err = experiment.BuildFuture(context.Background(), sc, opt); err != nil {
 			return nil, fmt.Errorf("future: %v", err)
 		}
 	}
-	cfg := simConfig(sc, p, fut)
+	cfg := experiment.SimConfig(sc, p, fut)
 	out = &policyOutcome{}
 	var k *tracker
 	if check {
@@ -539,7 +540,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	if err != nil {
 		return nil, &failure{fmt.Sprintf("a loaded scenario does not build: %v", err)}
 	}
-	rd, err := openTrace(context.Background(), sc, opt)
+	rd, err := experiment.OpenTrace(context.Background(), sc, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -2,27 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
-	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/results"
 	"kvsim/scenario"
-	"kvsim/sim"
-	"kvsim/trace"
-	"kvsim/workload"
 )
 
 // defaultReplayScenario is used without --scenario: the quickstart
@@ -64,57 +53,6 @@ trace = "TRACE"
 [[policy]]
 eviction = "lru"
 `
-
-// ReplayLink is one entry of replay.json's links.
-type ReplayLink struct {
-	Count          int64   `json:"count"`  // moves whose copy was kept: the figures below are theirs
-	Failed         int64   `json:"failed"` // moves whose read or write failed, or whose copy was lost later`
-	Bytes          int64   `json:"bytes"`
-	P50us          float64 `json:"p50_us"`
-	P99us          float64 `json:"p99_us"`
-	GBps           float64 `json:"gbps"`
-	PredictedP50us float64 `json:"predicted_p50_us"`
-	RelError       float64 `json:"rel_error"`
-}
-
-// Replay is replay.json.
-type Replay struct {
-	Scenario   string            `json:"scenario"`
-	Trace      string            `json:"trace"`
-	Policy     string            `json:"policy"`
-	Requests   int64             `json:"requests"`
-	BlockBytes int               `json:"block_bytes"`
-	Scale      float64           `json:"scale"`
-	Backends   map[string]string `json:"backends"`
-	Notes      []string          `json:"notes,omitempty"`
-	// Stores says how each storage tier was opened: reopened with what a
-	// previous run left (and how much of it the core was given), new, or
-	// emptied by --fresh.
-	Stores      map[string]ReplayStore `json:"stores,omitempty"`
-	Links       map[string]ReplayLink  `json:"links"`
-	Verify      *ReplayVerify          `json:"verify,omitempty"` // with --verify only
-	Hits        map[string]int64       `json:"hits"`
-	Misses      int64                  `json:"misses"`
-	Evictions   map[string]int64       `json:"evictions"`
-	Lost        map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
-	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
-	Errors      []string               `json:"errors,omitempty"`
-	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
-	WallSeconds float64                `json:"wall_seconds"`
-}
-
-// ReplayVerify is replay.json's verify: blocks read back and checked.
-type ReplayVerify struct {
-	Checked int64 `json:"checked"`
-	Corrupt int64 `json:"corrupt"`
-}
-
-// ReplayStore is one storage tier of replay.json's stores.
-type ReplayStore struct {
-	hw.StoreOpen
-	WarmBlocks    int `json:"warm_blocks"`    // recovered blocks placed in the core's tier before the first request
-	DroppedBlocks int `json:"dropped_blocks"` // recovered blocks deleted: no model block has their size, or no room left
-}
 
 // replayFaults, set by tests, makes storage tiers fail I/O as planned.
 var replayFaults *hw.FaultPlan
@@ -204,19 +142,21 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}
-	if err := checkReplayJSON(filepath.Join(o.dir, "replay.json")); err != nil {
+	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}
-	rep, err := replay(ctx, sc, pi, o)
+	rep, err := experiment.Replay(ctx, sc, pi, experiment.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
+		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
+		Engine: o.engine, Faults: replayFaults})
 	if err != nil {
 		return err
 	}
-	lost := lossError(rep, o.allowLoss)
-	b, err := results.MarshalJSON(rep)
-	if err != nil {
-		return err
+	var lost error
+	if !o.allowLoss {
+		lost = experiment.CheckLoss(rep)
 	}
-	if err := results.WriteFileAtomic(filepath.Join(o.dir, "replay.json"), b); err != nil {
+	b, err := results.WriteReplay(filepath.Join(o.dir, "replay.json"), rep)
+	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	if o.asJSON {
@@ -229,225 +169,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return lost
 }
 
-// exitError carries its own exit status.
-type exitError struct {
-	msg  string
-	code int
-}
-
-func (e *exitError) Error() string { return e.msg }
-func (e *exitError) ExitCode() int { return e.code }
-
-// lossError is the end of a replay that lost copies: exit status 3, or
-// nil with allow.
-func lossError(r *Replay, allow bool) error {
-	var n int64
-	for _, v := range r.Lost {
-		n += v
-	}
-	if n == 0 || allow {
-		return nil
-	}
-	first := ""
-	if len(r.Errors) > 0 {
-		first = " (first: " + r.Errors[0] + ")"
-	}
-	return &exitError{code: 3, msg: fmt.Sprintf("replay: %d copies lost to I/O errors or corruption%s; the link figures leave those moves out; --allow-loss accepts such a run", n, first)}
-}
-
-// checkReplayJSON refuses to replace a replay.json kvsim did not write.
-func checkReplayJSON(path string) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	var r map[string]json.RawMessage
-	if json.Unmarshal(b, &r) != nil || r["links"] == nil || r["block_bytes"] == nil || r["backends"] == nil {
-		return fmt.Errorf("replay: %s exists and is not a replay.json kvsim wrote; it will not be replaced: move it or give another --dir", path)
-	}
-	return nil
-}
-
-// storeIdentity is what the blocks of a storage tier depend on: the same
-// block of the same trace gets the same key (dense ids in order of first
-// appearance) and size only when all of it is the same. Nil without
-// storage tiers.
-func storeIdentity(sc *scenario.Scenario, o replayOptions) ([]hw.StoreField, error) {
-	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
-		return nil, nil
-	}
-	f, err := os.Open(sc.Workload.Trace)
-	if err != nil {
-		return nil, badInputf("replay: %v", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, badInputf("replay: reading %s: %v", sc.Workload.Trace, err)
-	}
-	return []hw.StoreField{
-		{Key: "--block-bytes", Value: strconv.Itoa(o.blockBytes)},
-		{Key: "model bytes per token", Value: strconv.FormatInt(sc.Model.BytesPerToken(), 10)},
-		{Key: "model block_tokens", Value: strconv.Itoa(sc.Model.BlockTokens)},
-		{Key: "workload format", Value: sc.Workload.Format},
-		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
-	}, nil
-}
-
-func tierNames(sc *scenario.Scenario) []string {
-	var out []string
-	for _, t := range sc.Tiers {
-		out = append(out, t.Name)
-	}
-	return out
-}
-
-// modelBytesOf inverts realBytes over the sizes a block can have (1 to
-// block_tokens tokens); a real size two model sizes share is not inverted.
-func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
-	m := map[int]int64{}
-	for tok := 1; tok <= sc.Model.BlockTokens; tok++ {
-		mb := int64(tok) * sc.Model.BytesPerToken()
-		r := realBytes(mb)
-		if _, dup := m[r]; dup {
-			m[r] = -1
-			continue
-		}
-		m[r] = mb
-	}
-	return func(n int) (int64, bool) {
-		mb, ok := m[n]
-		return mb, ok && mb > 0
-	}
-}
-
-func replay(ctx context.Context, sc *scenario.Scenario, pi int, o replayOptions) (*Replay, error) {
-	modelBlock := sc.Model.BytesPerBlock()
-	scale := float64(o.blockBytes) / float64(modelBlock)
-	realBytes := func(model int64) int {
-		n := int(math.Ceil(float64(model) * scale))
-		return max(16, (n+7)&^7)
-	}
-	var specs []hw.TierSpec
-	for _, t := range sc.Tiers {
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale)})
-	}
-	id, err := storeIdentity(sc, o)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: o.dir, SlotBytes: o.blockBytes,
-		Hugepages: o.hugepages, HugepageSize: o.hugeSize, Engine: o.engine, QueueDepth: 32,
-		Fresh: o.fresh, Identity: id, Faults: replayFaults})
-	if err != nil {
-		return nil, badInputf("replay: %v", err)
-	}
-	defer ss.Close()
-	stores, notes := ss.List, ss.Notes
-	pol := sc.Policies[pi]
-	cfg := simConfig(sc, pol, nil)
-	if needsFuture(pol.Eviction) {
-		f, err := buildFuture(ctx, sc, traceOptions(sc, false, o.limit))
-		if err != nil {
-			return nil, wrapTrace(sc, err)
-		}
-		cfg = simConfig(sc, pol, f)
-	}
-	var s *sim.Sim
-	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.blockBytes, Verify: o.verify,
-		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
-		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc)})
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	if !o.sequential {
-		cfg.Tee = body
-	}
-	s, err = sim.New(cfg, nil)
-	if err != nil {
-		return nil, badInputf("%s: %v", sc.Path, err)
-	}
-	rd, err := openTrace(ctx, sc, traceOptions(sc, false, o.limit))
-	if err != nil {
-		return nil, wrapTrace(sc, err)
-	}
-	defer rd.Close()
-	src := workload.NewSource(rd, trace.NewDict())
-	in := &ctxSource{ctx: ctx, src: src, prog: startProgress(nil, "", 0, false)}
-	t0 := time.Now()
-	var stats core.Stats
-	if o.sequential {
-		// No simulator: the body runs its own core on the real clock (s
-		// only predicts: link times, and loads vs recompute on idle links).
-		cc := cfg.Core
-		cc.Cost = s
-		c, err := body.RunSequential(cc, in, nil)
-		if err != nil {
-			return nil, wrapTrace(sc, err)
-		}
-		stats = c.Stats
-	} else {
-		body.SetCore(s.Core())
-		body.Warm(s.Core())
-		s.OnEvent(func(s *sim.Sim) {
-			for _, l := range body.TakeLost() {
-				s.Core().Lost(s.Now(), l.Block, l.Tier)
-			}
-		})
-		res, err := s.Run(in)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil, err
-			}
-			return nil, wrapTrace(sc, err)
-		}
-		stats = res.Stats
-	}
-	body.Finish()
-	if o.verify {
-		body.VerifyStores(src.Distinct())
-	}
-	rep := &Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
-		BlockBytes: o.blockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
-		Links: map[string]ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
-		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.sequential}
-	for i, t := range sc.Tiers {
-		rep.Backends[t.Name] = stores[i].Backend()
-		rep.Hits[t.Name] = stats.Hits[i]
-		rep.Evictions[t.Name] = stats.Evictions[i]
-		rep.Lost[t.Name] = body.Lost[i]
-		rep.StoreEvict[t.Name] = body.StoreEvicted[i]
-	}
-	for _, op := range ss.Opened {
-		if rep.Stores == nil {
-			rep.Stores = map[string]ReplayStore{}
-		}
-		i := slices.IndexFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Name == op.Tier })
-		w := body.Warmed[i]
-		rep.Stores[op.Tier] = ReplayStore{StoreOpen: op, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
-	}
-	if o.verify {
-		rep.Verify = &ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
-	}
-	for _, l := range body.Links() {
-		rl := ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
-			P99us: float64(l.Measured.Quantile(0.99)) / 1e3, PredictedP50us: float64(l.Predicted.Quantile(0.5)) / 1e3}
-		if l.BusyNs > 0 {
-			rl.GBps = float64(l.Bytes) / float64(l.BusyNs)
-		}
-		if rl.P50us > 0 {
-			rl.RelError = math.Abs(rl.PredictedP50us-rl.P50us) / rl.P50us
-		}
-		rep.Links[sc.Tiers[l.From].Name+"->"+sc.Tiers[l.To].Name] = rl
-	}
-	return rep, nil
-}
-
-func printReplay(w io.Writer, r *Replay, path string) {
+func printReplay(w io.Writer, r *results.Replay, path string) {
 	mode := "in the simulator's order"
 	if r.Sequential {
 		mode = "one at a time on the real clock"

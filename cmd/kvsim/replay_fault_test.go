@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -64,7 +65,7 @@ func TestReplayDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer body.Close()
-	cfg := simConfig(sc, sc.Policies[0], nil)
+	cfg := experiment.SimConfig(sc, sc.Policies[0], nil)
 	cfg.Tee = body
 	s, err := sim.New(cfg, nil)
 	if err != nil {

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"kvsim/hw"
+	"kvsim/results"
 )
 
 var replaySSD = []string{"replay", "--real", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "600", "--block-bytes", "16384"}
 
 const synthetic = "../../traces/synthetic.jsonl"
 
-func replayIn(t *testing.T, dir string, extra ...string) (*Replay, string) {
+func replayIn(t *testing.T, dir string, extra ...string) (*results.Replay, string) {
 	t.Helper()
 	args := append(append(append([]string{}, replaySSD...), "--dir", dir), extra...)
 	stdout, stderr, code := runKvsim(append(args, synthetic)...)

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/experiment"
+	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
@@ -25,17 +26,13 @@ func replayDir(t *testing.T) string {
 	return d
 }
 
-func readReplay(t *testing.T, path string) *Replay {
+func readReplay(t *testing.T, path string) *results.Replay {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	r, err := results.ReadReplay(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Replay
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return &r
+	return r
 }
 
 // simOnly runs a scenario's policy through the simulator alone.
@@ -45,7 +42,7 @@ func simOnly(t *testing.T, path string, policy, limit int) core.Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sim.New(simConfig(sc, sc.Policies[policy], nil), nil)
+	s, err := sim.New(experiment.SimConfig(sc, sc.Policies[policy], nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

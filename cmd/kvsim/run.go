@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,16 +10,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
-	"time"
 
-	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/results"
 	"kvsim/scenario"
-	"kvsim/sim"
-	"kvsim/trace"
-	"kvsim/workload"
 )
 
 type runOptions struct {
@@ -34,7 +28,6 @@ type runOptions struct {
 	cpuProf string
 	memProf string
 	sets    setFlags
-	sweep   *results.SweepPoint // the point of a kvsim sweep this run is
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -150,15 +143,36 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sum, err := simulateScenario(ctx, sc, o, stderr)
+	// The progress line counts every policy's requests.
+	var prog *progress
+	if !o.quiet && isTerminal(stderr) {
+		var total int64
+		if g := sc.Workload.Gen; g != nil {
+			total = int64(g.Requests)
+		} else {
+			total = countLines(sc.Workload.Trace)
+		}
+		if lim := experiment.TraceOptions(sc, o.skipBad, o.limit).Limit; lim > 0 {
+			total = min(total, int64(lim))
+		}
+		prog = startProgress(stderr, sc.Name, total*int64(len(sc.Policies)), true)
+	} else {
+		prog = startProgress(stderr, sc.Name, 0, false)
+	}
+	sum, err := experiment.Run(ctx, sc, experiment.Options{Out: o.out, Limit: o.limit, SkipBadLines: o.skipBad,
+		Workers: o.workers, Progress: prog})
+	prog.finish()
 	if err != nil {
 		return nil, err
 	}
+	return sum, reportScenario(sum, o, stderr)
+}
+
+// reportScenario warns of what completed nothing and writes report.html
+// beside the files the run wrote.
+func reportScenario(sum *results.Summary, o runOptions, stderr io.Writer) error {
 	warnEmpty(stderr, sum)
-	if err := writeScenarioReport(filepath.Join(o.out, sc.Name), sum, o.assets); err != nil {
-		return nil, err
-	}
-	return sum, nil
+	return writeScenarioReport(filepath.Join(o.out, sum.Scenario), sum, o.assets)
 }
 
 // warnEmpty names, on stderr, what completed no request and why: its
@@ -173,326 +187,6 @@ func warnEmpty(stderr io.Writer, sum *results.Summary) {
 			fmt.Fprintf(stderr, "kvsim: warning: scenario %s: policy %s completed no request (%d rejected)\n", sum.Scenario, p.Name, p.Rejected)
 		}
 	}
-}
-
-// policyRun is one [[policy]] entry's simulation.
-type policyRun struct {
-	res    *sim.Result
-	series *sim.Series
-	trace  results.Trace // what the source read; the source itself (its id map) is let go
-	csv    string        // temporary file with this policy's requests.csv rows
-	err    error
-	wallS  float64
-}
-
-func simulateScenario(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
-	dir := filepath.Join(o.out, sc.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	opt := traceOptions(sc, o.skipBad, o.limit)
-	id, err := runID(sc, opt, o.sweep)
-	if err != nil {
-		return nil, err
-	}
-	var prog *progress
-	if !o.quiet && isTerminal(stderr) {
-		var total int64
-		if g := sc.Workload.Gen; g != nil {
-			total = int64(g.Requests)
-		} else {
-			total = countLines(sc.Workload.Trace)
-		}
-		if opt.Limit > 0 {
-			total = min(total, int64(opt.Limit))
-		}
-		prog = startProgress(stderr, sc.Name, total*int64(len(sc.Policies)), true)
-	} else {
-		prog = startProgress(stderr, sc.Name, 0, false)
-	}
-	start := time.Now()
-	runs := make([]policyRun, len(sc.Policies))
-	sem := make(chan struct{}, o.workers)
-	var wg sync.WaitGroup
-	for i := range sc.Policies {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			t0 := time.Now()
-			runs[i] = simulatePolicy(ctx, sc, i, opt, dir, id, prog)
-			runs[i].wallS = time.Since(t0).Seconds()
-		}(i)
-	}
-	wg.Wait()
-	prog.finish()
-	wall := time.Since(start).Seconds()
-	defer func() {
-		for _, r := range runs {
-			if r.csv != "" {
-				os.Remove(r.csv)
-			}
-		}
-	}()
-	for _, r := range runs {
-		if r.err != nil {
-			return nil, r.err
-		}
-	}
-	sum := summarize(sc, runs)
-	sum.RunID = id
-	var accesses int64
-	for _, p := range sum.Policies {
-		accesses += p.BlockAccesses
-	}
-	sum.Run = results.Run{WallSeconds: wall, Workers: o.workers}
-	sum.Sweep = o.sweep
-	if wall > 0 {
-		sum.Run.BlockAccessesPerSecond = float64(accesses) / wall
-		sum.Run.RequestsPerSecond = float64(sum.Trace.Requests*int64(len(runs))) / wall
-	}
-	if err := writeRequestsCSV(filepath.Join(dir, "requests.csv"), sc, runs); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), sum); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	return sum, nil
-}
-
-func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir, id string, prog *progress) (pr policyRun) {
-	p := sc.Policies[i]
-	var fut *workload.Future
-	if needsFuture(p.Eviction) {
-		f, err := buildFuture(ctx, sc, opt)
-		if err != nil {
-			pr.err = wrapTrace(sc, err)
-			return
-		}
-		fut = f.(*workload.Future)
-	}
-	cfg := simConfig(sc, p, nil)
-	if fut != nil {
-		cfg = simConfig(sc, p, fut)
-	}
-	tmp, err := os.CreateTemp(dir, ".requests-*.csv")
-	if err != nil {
-		pr.err = fmt.Errorf("run: %w", err)
-		return
-	}
-	pr.csv = tmp.Name()
-	w := bufio.NewWriterSize(tmp, 1<<16)
-	var buf []byte
-	obs := func(r *core.Record) {
-		buf = appendCSVRow(buf[:0], p.Name, id, r)
-		w.Write(buf)
-	}
-	s, err := sim.New(cfg, obs)
-	if err != nil {
-		tmp.Close()
-		pr.err = badInputf("%s: policy %q: %v", sc.Path, p.Name, err)
-		return
-	}
-	rd, err := openTrace(ctx, sc, opt)
-	if err != nil {
-		tmp.Close()
-		pr.err = wrapTrace(sc, err)
-		return
-	}
-	defer rd.Close()
-	src := workload.NewSource(rd, trace.NewDict())
-	s.SampleEvery(1e9)
-	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: src, prog: prog})
-	pr.series = s.Series()
-	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
-		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
-		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
-	if e := src.FirstSkipped(); e != nil {
-		pr.trace.FirstSkipped = e.Error()
-	}
-	ferr := w.Flush()
-	if cerr := tmp.Close(); ferr == nil {
-		ferr = cerr
-	}
-	switch {
-	case err != nil:
-		pr.err = wrapTrace(sc, err)
-	case ferr != nil:
-		// The disk, not the input: name the file the user will look for,
-		// not the temporary one, and the cause (ENOSPC, EIO) alone.
-		pr.err = fmt.Errorf("run: writing %s: %w", filepath.Join(dir, "requests.csv"), pathErr(ferr))
-	}
-	return
-}
-
-// ctxSource stops a run when the context is cancelled (checked every 4096
-// requests to keep the hot path cheap).
-type ctxSource struct {
-	ctx  context.Context
-	src  core.Source
-	prog *progress
-	n    int
-}
-
-func (c *ctxSource) Next(r *core.Request) error {
-	if c.n++; c.n&4095 == 0 {
-		if err := c.ctx.Err(); err != nil {
-			return err
-		}
-	}
-	err := c.src.Next(r)
-	if err == nil {
-		c.prog.add(r.Arrival)
-	}
-	return err
-}
-
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
-// quantiles summarises h in ms; nil (null in summary.json) when it is
-// empty, since no request completing is not a latency of 0.
-func quantiles(h *core.Hist) *results.Quantiles {
-	if h.Count() == 0 {
-		return nil
-	}
-	return &results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)),
-		P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
-}
-
-func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
-	m := sc.Model
-	sum := &results.Summary{Scenario: sc.Name, Description: sc.Describe(), Overrides: sc.Sets, Seed: sc.Seed,
-		Model: results.Model{Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
-			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
-	for _, t := range sc.Tiers {
-		cost := float64(t.Capacity) / 1e9 * t.CostPerGB
-		sum.Tiers = append(sum.Tiers, results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
-			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost})
-		sum.CostUSD += cost
-	}
-	sum.Trace = runs[0].trace
-	perTier := func(xs []int64) map[string]int64 {
-		out := map[string]int64{}
-		for i, x := range xs {
-			out[sc.Tiers[i].Name] = x
-		}
-		return out
-	}
-	for i, r := range runs {
-		p, st := sc.Policies[i], r.res.Stats
-		pol := results.Policy{Name: p.Name, Eviction: p.Eviction, Requests: st.Requests, Rejected: st.Rejected,
-			BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses,
-			RecomputedTokens: st.RecomputedTokens, TTFTms: quantiles(&r.res.TTFT), QueueMs: quantiles(&r.res.Queue),
-			DepWaits: st.DepWaits, RecomputeCuts: st.RecomputeCuts, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
-			BytesByPurpose: map[string]int64{"load": r.res.MovedByKind[core.Load], "demote": r.res.MovedByKind[core.Demote],
-				"write_through": r.res.MovedByKind[core.WriteThrough], "prefetch": r.res.MovedByKind[core.PrefetchMove]},
-			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
-			Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(r.res.End) / 1e9}
-		if st.BlockAccesses > 0 {
-			var hits int64
-			for _, h := range st.Hits {
-				hits += h
-			}
-			pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
-			pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
-		}
-		pipe := func(bytes, transfers, busy int64) results.Link {
-			u := 0.0
-			if r.res.End > 0 {
-				u = float64(busy) / float64(r.res.End)
-			}
-			return results.Link{Bytes: bytes, Transfers: transfers, Utilization: u}
-		}
-		for _, l := range r.res.Links {
-			pol.BytesMoved[l.Name] = l.Bytes
-			pol.Links[l.Name] = pipe(l.Bytes, l.Transfers, l.BusyNs)
-		}
-		for _, d := range r.res.Devices {
-			if pol.SharedTiers == nil {
-				pol.SharedTiers = map[string]results.Link{}
-			}
-			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
-		}
-		sum.Policies = append(sum.Policies, pol)
-		if r.series != nil {
-			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.series))
-		}
-	}
-	return sum
-}
-
-// csvHeader names requests.csv's columns; hit columns follow the tiers.
-// run_id comes last, the same on every row: readers that pick columns by
-// name (the report, pandas) are not disturbed by it.
-func csvHeader(sc *scenario.Scenario) string {
-	var b strings.Builder
-	b.WriteString("policy,seq,arrival_ms,queue_ms,dependency_wait_ms,load_ms,compute_ms,ttft_ms,done_ms,input_tokens,output_tokens,blocks")
-	for _, t := range sc.Tiers {
-		b.WriteString(",hit_blocks_" + t.Name)
-	}
-	b.WriteString(",block_hits,recomputed_tokens,rejected,run_id\n")
-	return b.String()
-}
-
-func appendMS(b []byte, ns int64) []byte {
-	return strconv.AppendFloat(b, float64(ns)/1e6, 'f', -1, 64)
-}
-
-func appendCSVRow(b []byte, policy, id string, r *core.Record) []byte {
-	b = append(b, policy...)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, r.Seq, 10)
-	for _, v := range [...]int64{r.Arrival, r.QueueNs(), r.DepWaitNs(), r.LoadNs, r.ComputeNs, r.TTFT(), r.Done} {
-		b = append(b, ',')
-		b = appendMS(b, v)
-	}
-	for _, v := range [...]int{r.InputTokens, r.OutputTokens, r.Blocks} {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	for _, h := range r.HitBlocks {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, h, 10)
-	}
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(r.BlockHits), 10)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
-	b = append(b, ',')
-	b = strconv.AppendBool(b, r.Rejected)
-	b = append(b, ',')
-	b = append(b, id...)
-	return append(b, '\n')
-}
-
-// writeRequestsCSV joins the policies' rows, in scenario order, under one header.
-func writeRequestsCSV(path string, sc *scenario.Scenario, runs []policyRun) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".requests.csv.*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	err = f.Chmod(0o644)
-	if err == nil {
-		_, err = io.WriteString(f, csvHeader(sc))
-	}
-	for _, r := range runs {
-		if err != nil {
-			break
-		}
-		var in *os.File
-		if in, err = os.Open(r.csv); err == nil {
-			_, err = io.Copy(f, in)
-			in.Close()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	return err
 }
 
 func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
@@ -534,19 +228,4 @@ func msCell(x float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(x, 'f', 1, 64)
-}
-
-func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeSeries {
-	ts := results.TimeSeries{Policy: name, IntervalS: float64(s.Interval) / 1e9,
-		TierUsed: map[string][]float64{}, LinkUtil: map[string][]float64{}, Queued: s.Queued, Running: s.Running}
-	for _, t := range s.Times {
-		ts.TimesS = append(ts.TimesS, float64(t)/1e9)
-	}
-	for i, u := range s.TierUsed {
-		ts.TierUsed[sc.Tiers[i].Name] = u
-	}
-	for i, u := range s.LinkUtil {
-		ts.LinkUtil[s.Pipes[i]] = u
-	}
-	return ts
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -48,7 +49,7 @@ func TestSequentialConformance(t *testing.T) {
 					t.Cleanup(func() { r.Close() })
 					return workload.NewSource(r, trace.NewDict())
 				}
-				s, err := sim.New(simConfig(sc, pol, nil), nil)
+				s, err := sim.New(experiment.SimConfig(sc, pol, nil), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +75,7 @@ func TestSequentialConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer body.Close()
-				c, err := body.RunSequential(coreConfig(sc, pol, nil), open(), nil)
+				c, err := body.RunSequential(experiment.CoreConfig(sc, pol, nil), open(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"kvsim/experiment"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -81,21 +82,15 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	// Every point is loaded, so checked, before any is simulated.
-	var scs []*scenario.Scenario
-	var labels []string
-	for _, v := range list {
-		v = strings.TrimSpace(v)
-		sc, err := scenario.LoadWith(pos[0], append(slices.Clone(o.sets), key+"="+v))
-		if err != nil {
-			return badInput(err)
-		}
-		tag := *tier
-		if *vary != "" {
-			tag = *vary
-		}
-		sc.Name = fmt.Sprintf("%s-%s-%s", base.Name, pathSafe(tag), pathSafe(v))
-		scs, labels = append(scs, sc), append(labels, v)
+	tag := *tier
+	if *vary != "" {
+		tag = *vary
 	}
+	sw, err := experiment.LoadSweep(pos[0], o.sets, key, tag, list)
+	if err != nil {
+		return err
+	}
+	scs, labels := sw.Points, sw.Values
 	if _, err := os.Stat(base.Workload.Trace); base.Workload.Gen == nil && err != nil {
 		return badInputf("%s: workload: trace: %v", base.Path, err)
 	}
@@ -116,15 +111,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer unlock()
-	o.quiet = true // no table per point; the sweep prints its own
-	var sums []*results.Summary
-	for i, sc := range scs {
-		o.sweep = &results.SweepPoint{Key: key, Value: labels[i]}
-		sum, err := simulateAndReport(ctx, sc, o, stderr)
-		if err != nil {
-			return err
-		}
-		sums = append(sums, sum)
+	sums, err := sw.Run(ctx, experiment.Options{Out: o.out, Limit: o.limit, Workers: o.workers},
+		func(_ int, sum *results.Summary) error { return reportScenario(sum, o, stderr) })
+	if err != nil {
+		return err
 	}
 	if err := writeIndex(o.out, sums, o.assets); err != nil {
 		return err
@@ -152,14 +142,4 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tw.Flush()
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.out, "index.html"))
 	return nil
-}
-
-// pathSafe keeps a value usable in a folder name.
-func pathSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, s)
 }

@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"bytes"
@@ -15,8 +15,9 @@ import (
 	"kvsim/workload"
 )
 
-// traceOptions are the reader options a scenario asks for.
-func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options {
+// TraceOptions are the reader options a scenario asks for: skipBad and
+// limit (when > 0) override the scenario's.
+func TraceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options {
 	o := trace.Options{BlockTokens: sc.Model.BlockTokens, SkipBadLines: sc.Workload.SkipBadLines || skipBad, Limit: sc.Workload.Limit,
 		Speedup: sc.Workload.Speedup}
 	if limit > 0 {
@@ -25,9 +26,9 @@ func traceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options 
 	return o
 }
 
-// coreConfig builds the hierarchy the core manages for one policy entry.
+// CoreConfig builds the hierarchy the core manages for one policy entry.
 // future may be nil unless the policy is offline.
-func coreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
+func CoreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
 	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens}
 	cc.Strategy = p.Strategy // parsed and checked by scenario.Load
 	for _, t := range sc.Tiers {
@@ -39,9 +40,9 @@ func coreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) 
 	return cc
 }
 
-// simConfig adds the timing models.
-func simConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) sim.Config {
-	cfg := sim.Config{Core: coreConfig(sc, p, future)}
+// SimConfig is CoreConfig with the simulator's timing models.
+func SimConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) sim.Config {
+	cfg := sim.Config{Core: CoreConfig(sc, p, future)}
 	for _, l := range sc.Links {
 		cfg.Links = append(cfg.Links, sim.LinkSpec{From: l.From, To: l.To, Bandwidth: l.Bandwidth,
 			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, ReverseLatency: l.ReverseLatency, Lanes: l.Lanes})
@@ -74,12 +75,10 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// needsFuture reports whether a policy is offline.
-func needsFuture(name string) bool { return name == "belady" }
-
-// buildFuture reads the whole trace once for offline policies.
-func buildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
-	r, err := openTrace(ctx, sc, opt)
+// BuildFuture reads the whole trace once, for offline policies
+// (policy.Offline).
+func BuildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
+	r, err := OpenTrace(ctx, sc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 		return err
 	}
 	if isTraceError(err) {
-		return badInput(err)
+		return BadInput(err)
 	}
 	var le *sim.LimitError
 	if errors.As(err, &le) { // a scenario value and the trace that cannot go together
@@ -111,16 +110,16 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 			at = fmt.Sprintf(" (request at %s:%d)", sc.Workload.Trace, le.Line)
 		}
 		if le.Key == "timestamp" && le.Line > 0 {
-			return badInputf("%s:%d: timestamp: %s", sc.Workload.Trace, le.Line, le.Msg)
+			return BadInputf("%s:%d: timestamp: %s", sc.Workload.Trace, le.Line, le.Msg)
 		}
-		return badInputf("%s: %s: %s%s", sc.Path, le.Key, le.Msg, at)
+		return BadInputf("%s: %s: %s%s", sc.Path, le.Key, le.Msg, at)
 	}
-	return badInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
+	return BadInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
 }
 
-// openTrace opens the scenario's trace, or generates its synthetic one
+// OpenTrace opens the scenario's trace, or generates its synthetic one
 // (in memory, from the scenario's seed; ctx stops a long generation).
-func openTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
+func OpenTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
 	if g := sc.Workload.Gen; g != nil {
 		var b bytes.Buffer
 		if err := trace.Generate(ctxWriter{ctx, &b}, *g); err != nil {

@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"crypto/sha256"
@@ -43,11 +43,11 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	if sc.Workload.Gen == nil { // a generated trace is its config, hashed above
 		f, err := os.Open(sc.Workload.Trace)
 		if err != nil {
-			return "", badInputf("%s: workload: trace: %v", sc.Path, err)
+			return "", BadInputf("%s: workload: trace: %v", sc.Path, err)
 		}
 		defer f.Close()
 		if _, err := io.Copy(h, f); err != nil {
-			return "", badInputf("%s: workload: trace %s: %v", sc.Path, sc.Workload.Trace, pathErr(err))
+			return "", BadInputf("%s: workload: trace %s: %v", sc.Path, sc.Workload.Trace, pathErr(err))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil

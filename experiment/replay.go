@@ -1,0 +1,210 @@
+package experiment
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"kvsim/core"
+	"kvsim/hw"
+	"kvsim/policy"
+	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+// ReplayOptions say how Replay drives the real body.
+type ReplayOptions struct {
+	Dir          string // the storage tiers' stores live in Dir/tier-NAME, kept across runs
+	BlockBytes   int    // real bytes of one full block; the model's blocks are scaled to it
+	Limit        int    // replay at most this many requests (0: all)
+	Verify       bool   // check every block read back, and every block left at the end
+	Fresh        bool   // start the storage tiers empty instead of reopening them
+	Sequential   bool   // no simulator: the body runs the core on the real clock
+	Hugepages    string // DRAM pool hugepages: off, try or require
+	HugepageSize string // 2MB or 1GB
+	Engine       string // SSD I/O: auto, io_uring or pread
+	// Faults, if set, makes storage tiers fail I/O as planned (tests).
+	Faults *hw.FaultPlan
+}
+
+// storeIdentity is what the blocks of a storage tier depend on: the same
+// block of the same trace gets the same key (dense ids in order of first
+// appearance) and size only when all of it is the same. Nil without
+// storage tiers.
+func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
+		return nil, nil
+	}
+	f, err := os.Open(sc.Workload.Trace)
+	if err != nil {
+		return nil, BadInputf("replay: %v", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
+	}
+	return []hw.StoreField{
+		{Key: "--block-bytes", Value: strconv.Itoa(o.BlockBytes)},
+		{Key: "model bytes per token", Value: strconv.FormatInt(sc.Model.BytesPerToken(), 10)},
+		{Key: "model block_tokens", Value: strconv.Itoa(sc.Model.BlockTokens)},
+		{Key: "workload format", Value: sc.Workload.Format},
+		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
+	}, nil
+}
+
+// modelBytesOf inverts realBytes over the sizes a block can have (1 to
+// block_tokens tokens); a real size two model sizes share is not inverted.
+func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
+	m := map[int]int64{}
+	for tok := 1; tok <= sc.Model.BlockTokens; tok++ {
+		mb := int64(tok) * sc.Model.BytesPerToken()
+		r := realBytes(mb)
+		if _, dup := m[r]; dup {
+			m[r] = -1
+			continue
+		}
+		m[r] = mb
+	}
+	return func(n int) (int64, bool) {
+		mb, ok := m[n]
+		return mb, ok && mb > 0
+	}
+}
+
+// Replay replays sc's policy sc.Policies[pi] over its trace on real memory
+// and storage (the hw body): in the simulator's order, or, with
+// Sequential, one request at a time on the real clock. Errors are as Run's;
+// copies lost to I/O errors are not an error here (see CheckLoss).
+func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions) (*results.Replay, error) {
+	modelBlock := sc.Model.BytesPerBlock()
+	scale := float64(o.BlockBytes) / float64(modelBlock)
+	realBytes := func(model int64) int {
+		n := int(math.Ceil(float64(model) * scale))
+		return max(16, (n+7)&^7)
+	}
+	var specs []hw.TierSpec
+	for _, t := range sc.Tiers {
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale)})
+	}
+	id, err := storeIdentity(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: o.Dir, SlotBytes: o.BlockBytes,
+		Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Engine: o.Engine, QueueDepth: 32,
+		Fresh: o.Fresh, Identity: id, Faults: o.Faults})
+	if err != nil {
+		return nil, BadInputf("replay: %v", err)
+	}
+	defer ss.Close()
+	stores, notes := ss.List, ss.Notes
+	pol := sc.Policies[pi]
+	cfg := SimConfig(sc, pol, nil)
+	if policy.Offline(pol.Eviction) {
+		f, err := BuildFuture(ctx, sc, TraceOptions(sc, false, o.Limit))
+		if err != nil {
+			return nil, wrapTrace(sc, err)
+		}
+		cfg = SimConfig(sc, pol, f)
+	}
+	var s *sim.Sim
+	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, Verify: o.Verify,
+		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
+		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc)})
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	if !o.Sequential {
+		cfg.Tee = body
+	}
+	s, err = sim.New(cfg, nil)
+	if err != nil {
+		return nil, BadInputf("%s: %v", sc.Path, err)
+	}
+	rd, err := OpenTrace(ctx, sc, TraceOptions(sc, false, o.Limit))
+	if err != nil {
+		return nil, wrapTrace(sc, err)
+	}
+	defer rd.Close()
+	src := workload.NewSource(rd, trace.NewDict())
+	in := &ctxSource{ctx: ctx, src: src, prog: noProgress{}}
+	t0 := time.Now()
+	var stats core.Stats
+	if o.Sequential {
+		// No simulator: the body runs its own core on the real clock (s
+		// only predicts: link times, and loads vs recompute on idle links).
+		cc := cfg.Core
+		cc.Cost = s
+		c, err := body.RunSequential(cc, in, nil)
+		if err != nil {
+			return nil, wrapTrace(sc, err)
+		}
+		stats = c.Stats
+	} else {
+		body.SetCore(s.Core())
+		body.Warm(s.Core())
+		s.OnEvent(func(s *sim.Sim) {
+			for _, l := range body.TakeLost() {
+				s.Core().Lost(s.Now(), l.Block, l.Tier)
+			}
+		})
+		res, err := s.Run(in)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil, err
+			}
+			return nil, wrapTrace(sc, err)
+		}
+		stats = res.Stats
+	}
+	body.Finish()
+	if o.Verify {
+		body.VerifyStores(src.Distinct())
+	}
+	rep := &results.Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
+		BlockBytes: o.BlockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
+		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
+		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential}
+	for i, t := range sc.Tiers {
+		rep.Backends[t.Name] = stores[i].Backend()
+		rep.Hits[t.Name] = stats.Hits[i]
+		rep.Evictions[t.Name] = stats.Evictions[i]
+		rep.Lost[t.Name] = body.Lost[i]
+		rep.StoreEvict[t.Name] = body.StoreEvicted[i]
+	}
+	for _, op := range ss.Opened {
+		if rep.Stores == nil {
+			rep.Stores = map[string]results.ReplayStore{}
+		}
+		i := slices.IndexFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Name == op.Tier })
+		w := body.Warmed[i]
+		rep.Stores[op.Tier] = results.ReplayStore{Dir: op.Dir, State: op.State, Buckets: op.Buckets, Blocks: op.Blocks, Discarded: op.Discarded, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
+	}
+	if o.Verify {
+		rep.Verify = &results.ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
+	}
+	for _, l := range body.Links() {
+		rl := results.ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
+			P99us: float64(l.Measured.Quantile(0.99)) / 1e3, PredictedP50us: float64(l.Predicted.Quantile(0.5)) / 1e3}
+		if l.BusyNs > 0 {
+			rl.GBps = float64(l.Bytes) / float64(l.BusyNs)
+		}
+		if rl.P50us > 0 {
+			rl.RelError = math.Abs(rl.PredictedP50us-rl.P50us) / rl.P50us
+		}
+		rep.Links[sc.Tiers[l.From].Name+"->"+sc.Tiers[l.To].Name] = rl
+	}
+	return rep, nil
+}

@@ -1,0 +1,265 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"kvsim/core"
+	"kvsim/policy"
+	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+// Options say how Run runs a scenario. The zero value simulates every
+// policy one after the other, writes nothing and reports no progress.
+type Options struct {
+	// Out, if set, is the results folder's parent: Run writes
+	// Out/<scenario name>/requests.csv and summary.json (report.html is
+	// the report package's).
+	Out string
+	// Limit, if > 0, replays at most that many requests (overriding the
+	// scenario's [workload] limit).
+	Limit int
+	// SkipBadLines skips malformed trace lines (counted in the summary)
+	// instead of failing, whatever the scenario says.
+	SkipBadLines bool
+	// Workers is how many policies are simulated at once (< 1: one).
+	Workers int
+	// Sweep, if set, places the run in a sweep: it enters the run_id and
+	// summary.json.
+	Sweep *results.SweepPoint
+	// Progress, if set, hears of every request read, from every policy's
+	// goroutine.
+	Progress Progress
+	// OnRecord, if set, receives each finished request of policy
+	// sc.Policies[policy]: called from that policy's goroutine (policies
+	// run in parallel), r valid during the call only.
+	OnRecord func(policy int, r *core.Record)
+}
+
+// Progress hears of each request a policy reads; it must be safe for
+// concurrent use.
+type Progress interface {
+	Add(arrivalNs int64)
+}
+
+type noProgress struct{}
+
+func (noProgress) Add(int64) {}
+
+// policyRun is one [[policy]] entry's simulation.
+type policyRun struct {
+	res    *sim.Result
+	series *sim.Series
+	trace  results.Trace // what the source read; the source itself (its id map) is let go
+	csv    string        // temporary file with this policy's requests.csv rows
+	err    error
+	wallS  float64
+}
+
+// Run simulates every policy of sc over its trace and summarises them.
+// Errors are *InputError for bad input (the trace, a value the trace
+// cannot go with), ctx's error when interrupted, and others for the
+// machine (writing under Out).
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o.Workers = max(o.Workers, 1)
+	if o.Progress == nil {
+		o.Progress = noProgress{}
+	}
+	dir := ""
+	if o.Out != "" {
+		dir = filepath.Join(o.Out, sc.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	opt := TraceOptions(sc, o.SkipBadLines, o.Limit)
+	id, err := runID(sc, opt, o.Sweep)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	runs := make([]policyRun, len(sc.Policies))
+	sem := make(chan struct{}, o.Workers)
+	var wg sync.WaitGroup
+	for i := range sc.Policies {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			t0 := time.Now()
+			runs[i] = simulatePolicy(ctx, sc, i, opt, dir, id, o)
+			runs[i].wallS = time.Since(t0).Seconds()
+		}(i)
+	}
+	wg.Wait()
+	wall := time.Since(start).Seconds()
+	defer func() {
+		for _, r := range runs {
+			if r.csv != "" {
+				os.Remove(r.csv)
+			}
+		}
+	}()
+	for _, r := range runs {
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	sum := summarize(sc, runs)
+	sum.RunID = id
+	var accesses int64
+	for _, p := range sum.Policies {
+		accesses += p.BlockAccesses
+	}
+	sum.Run = results.Run{WallSeconds: wall, Workers: o.Workers}
+	sum.Sweep = o.Sweep
+	if wall > 0 {
+		sum.Run.BlockAccessesPerSecond = float64(accesses) / wall
+		sum.Run.RequestsPerSecond = float64(sum.Trace.Requests*int64(len(runs))) / wall
+	}
+	if dir == "" {
+		return sum, nil
+	}
+	var parts []string
+	for _, r := range runs {
+		parts = append(parts, r.csv)
+	}
+	if err := results.WriteRequests(filepath.Join(dir, "requests.csv"), tierNames(sc), parts); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), sum); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return sum, nil
+}
+
+// simulatePolicy runs sc.Policies[i]; with dir set, its requests.csv rows
+// go to a temporary file there.
+func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir, id string, o Options) (pr policyRun) {
+	p := sc.Policies[i]
+	var fut *workload.Future
+	if policy.Offline(p.Eviction) {
+		f, err := BuildFuture(ctx, sc, opt)
+		if err != nil {
+			pr.err = wrapTrace(sc, err)
+			return
+		}
+		fut = f.(*workload.Future)
+	}
+	cfg := SimConfig(sc, p, nil)
+	if fut != nil {
+		cfg = SimConfig(sc, p, fut)
+	}
+	var tmp *os.File
+	var w *bufio.Writer
+	if dir != "" {
+		var err error
+		if tmp, err = os.CreateTemp(dir, ".requests-*.csv"); err != nil {
+			pr.err = fmt.Errorf("run: %w", err)
+			return
+		}
+		pr.csv = tmp.Name()
+		w = bufio.NewWriterSize(tmp, 1<<16)
+	}
+	closeTmp := func() error {
+		if tmp == nil {
+			return nil
+		}
+		err := w.Flush()
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	var buf []byte
+	row := results.Request{Policy: p.Name, RunID: id}
+	obs := func(r *core.Record) {
+		if o.OnRecord != nil {
+			o.OnRecord(i, r)
+		}
+		if w == nil {
+			return
+		}
+		row.Seq, row.ArrivalNs, row.QueueNs, row.DepWaitNs = r.Seq, r.Arrival, r.QueueNs(), r.DepWaitNs()
+		row.LoadNs, row.ComputeNs, row.TTFTNs, row.DoneNs = r.LoadNs, r.ComputeNs, r.TTFT(), r.Done
+		row.InputTokens, row.OutputTokens, row.Blocks = r.InputTokens, r.OutputTokens, r.Blocks
+		row.HitBlocks, row.BlockHits, row.RecomputedTokens, row.Rejected = r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected
+		buf = results.AppendRequest(buf[:0], &row)
+		w.Write(buf)
+	}
+	s, err := sim.New(cfg, obs)
+	if err != nil {
+		closeTmp()
+		pr.err = BadInputf("%s: policy %q: %v", sc.Path, p.Name, err)
+		return
+	}
+	rd, err := OpenTrace(ctx, sc, opt)
+	if err != nil {
+		closeTmp()
+		pr.err = wrapTrace(sc, err)
+		return
+	}
+	defer rd.Close()
+	src := workload.NewSource(rd, trace.NewDict())
+	s.SampleEvery(1e9)
+	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: src, prog: o.Progress})
+	pr.series = s.Series()
+	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
+		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
+	if e := src.FirstSkipped(); e != nil {
+		pr.trace.FirstSkipped = e.Error()
+	}
+	ferr := closeTmp()
+	switch {
+	case err != nil:
+		pr.err = wrapTrace(sc, err)
+	case ferr != nil:
+		// The disk, not the input: name the file the user will look for,
+		// not the temporary one, and the cause (ENOSPC, EIO) alone.
+		pr.err = fmt.Errorf("run: writing %s: %w", filepath.Join(dir, "requests.csv"), pathErr(ferr))
+	}
+	return
+}
+
+// ctxSource stops a run when the context is cancelled (checked every 4096
+// requests to keep the hot path cheap).
+type ctxSource struct {
+	ctx  context.Context
+	src  core.Source
+	prog Progress
+	n    int
+}
+
+func (c *ctxSource) Next(r *core.Request) error {
+	if c.n++; c.n&4095 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	err := c.src.Next(r)
+	if err == nil {
+		c.prog.Add(r.Arrival)
+	}
+	return err
+}
+
+func tierNames(sc *scenario.Scenario) []string {
+	var out []string
+	for _, t := range sc.Tiers {
+		out = append(out, t.Name)
+	}
+	return out
+}

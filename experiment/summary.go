@@ -1,0 +1,99 @@
+package experiment
+
+import (
+	"kvsim/core"
+	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
+)
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// quantiles summarises h in ms; nil (null in summary.json) when it is
+// empty, since no request completing is not a latency of 0.
+func quantiles(h *core.Hist) *results.Quantiles {
+	if h.Count() == 0 {
+		return nil
+	}
+	return &results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)),
+		P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
+}
+
+// summarize turns the policies' runs into summary.json's content (less
+// run_id, run and sweep, which Run adds).
+func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
+	m := sc.Model
+	sum := &results.Summary{Scenario: sc.Name, Description: sc.Describe(), Overrides: sc.Sets, Seed: sc.Seed,
+		Model: results.Model{Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
+			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
+	for _, t := range sc.Tiers {
+		cost := float64(t.Capacity) / 1e9 * t.CostPerGB
+		sum.Tiers = append(sum.Tiers, results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
+			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost})
+		sum.CostUSD += cost
+	}
+	sum.Trace = runs[0].trace
+	perTier := func(xs []int64) map[string]int64 {
+		out := map[string]int64{}
+		for i, x := range xs {
+			out[sc.Tiers[i].Name] = x
+		}
+		return out
+	}
+	for i, r := range runs {
+		p, st := sc.Policies[i], r.res.Stats
+		pol := results.Policy{Name: p.Name, Eviction: p.Eviction, Requests: st.Requests, Rejected: st.Rejected,
+			BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses,
+			RecomputedTokens: st.RecomputedTokens, TTFTms: quantiles(&r.res.TTFT), QueueMs: quantiles(&r.res.Queue),
+			DepWaits: st.DepWaits, RecomputeCuts: st.RecomputeCuts, BytesMoved: map[string]int64{}, Links: map[string]results.Link{},
+			BytesByPurpose: map[string]int64{"load": r.res.MovedByKind[core.Load], "demote": r.res.MovedByKind[core.Demote],
+				"write_through": r.res.MovedByKind[core.WriteThrough], "prefetch": r.res.MovedByKind[core.PrefetchMove]},
+			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
+			Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(r.res.End) / 1e9}
+		if st.BlockAccesses > 0 {
+			var hits int64
+			for _, h := range st.Hits {
+				hits += h
+			}
+			pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
+			pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
+		}
+		pipe := func(bytes, transfers, busy int64) results.Link {
+			u := 0.0
+			if r.res.End > 0 {
+				u = float64(busy) / float64(r.res.End)
+			}
+			return results.Link{Bytes: bytes, Transfers: transfers, Utilization: u}
+		}
+		for _, l := range r.res.Links {
+			pol.BytesMoved[l.Name] = l.Bytes
+			pol.Links[l.Name] = pipe(l.Bytes, l.Transfers, l.BusyNs)
+		}
+		for _, d := range r.res.Devices {
+			if pol.SharedTiers == nil {
+				pol.SharedTiers = map[string]results.Link{}
+			}
+			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
+		}
+		sum.Policies = append(sum.Policies, pol)
+		if r.series != nil {
+			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.series))
+		}
+	}
+	return sum
+}
+
+func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeSeries {
+	ts := results.TimeSeries{Policy: name, IntervalS: float64(s.Interval) / 1e9,
+		TierUsed: map[string][]float64{}, LinkUtil: map[string][]float64{}, Queued: s.Queued, Running: s.Running}
+	for _, t := range s.Times {
+		ts.TimesS = append(ts.TimesS, float64(t)/1e9)
+	}
+	for i, u := range s.TierUsed {
+		ts.TierUsed[sc.Tiers[i].Name] = u
+	}
+	for i, u := range s.LinkUtil {
+		ts.LinkUtil[s.Pipes[i]] = u
+	}
+	return ts
+}

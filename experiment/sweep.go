@@ -1,0 +1,71 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"kvsim/results"
+	"kvsim/scenario"
+)
+
+// A Sweep is one scenario at several values of one key: every policy is
+// simulated at each value.
+type Sweep struct {
+	Key    string               // the key varied, as scenario.LoadWith's sets take it
+	Values []string             // its values, trimmed
+	Points []*scenario.Scenario // one per value, named <scenario>-<tag>-<value>
+}
+
+// LoadSweep loads the scenario at path once per value of key (after sets),
+// so that every point is checked before any is simulated. tag names the
+// points' results folders.
+func LoadSweep(path string, sets []string, key, tag string, values []string) (*Sweep, error) {
+	base, err := scenario.LoadWith(path, sets)
+	if err != nil {
+		return nil, BadInput(err)
+	}
+	s := &Sweep{Key: key}
+	for _, v := range values {
+		v = strings.TrimSpace(v)
+		sc, err := scenario.LoadWith(path, append(slices.Clone(sets), key+"="+v))
+		if err != nil {
+			return nil, BadInput(err)
+		}
+		sc.Name = fmt.Sprintf("%s-%s-%s", base.Name, PathSafe(tag), PathSafe(v))
+		s.Points, s.Values = append(s.Points, sc), append(s.Values, v)
+	}
+	return s, nil
+}
+
+// Run runs each point in turn (Run, with o), marking its summary with its
+// value; done, if set, is called with each point's summary before the next
+// starts, and its error stops the sweep.
+func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *results.Summary) error) ([]*results.Summary, error) {
+	var sums []*results.Summary
+	for i, sc := range s.Points {
+		o.Sweep = &results.SweepPoint{Key: s.Key, Value: s.Values[i]}
+		sum, err := Run(ctx, sc, o)
+		if err != nil {
+			return nil, err
+		}
+		if done != nil {
+			if err := done(i, sum); err != nil {
+				return nil, err
+			}
+		}
+		sums = append(sums, sum)
+	}
+	return sums, nil
+}
+
+// PathSafe keeps a value usable in a folder name.
+func PathSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}

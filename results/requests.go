@@ -1,0 +1,214 @@
+package results
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Request is one row of requests.csv: one request under one policy. Times
+// are ns here and ms (shortest decimal) in the file.
+type Request struct {
+	Policy           string
+	Seq              int64
+	ArrivalNs        int64
+	QueueNs          int64
+	DepWaitNs        int64
+	LoadNs           int64
+	ComputeNs        int64
+	TTFTNs           int64
+	DoneNs           int64
+	InputTokens      int
+	OutputTokens     int
+	Blocks           int
+	HitBlocks        []int64 // per tier, in the header's order
+	BlockHits        int
+	RecomputedTokens int
+	Rejected         bool
+	RunID            string
+}
+
+// RequestsHeader names requests.csv's columns; hit columns follow the
+// tiers. run_id comes last, the same on every row: readers that pick
+// columns by name (the report, pandas) are not disturbed by it.
+func RequestsHeader(tiers []string) string {
+	var b strings.Builder
+	b.WriteString("policy,seq,arrival_ms,queue_ms,dependency_wait_ms,load_ms,compute_ms,ttft_ms,done_ms,input_tokens,output_tokens,blocks")
+	for _, t := range tiers {
+		b.WriteString(",hit_blocks_" + t)
+	}
+	b.WriteString(",block_hits,recomputed_tokens,rejected,run_id\n")
+	return b.String()
+}
+
+func appendMS(b []byte, ns int64) []byte {
+	return strconv.AppendFloat(b, float64(ns)/1e6, 'f', -1, 64)
+}
+
+// AppendRequest appends r as one requests.csv line; it allocates nothing
+// once b has grown.
+func AppendRequest(b []byte, r *Request) []byte {
+	b = append(b, r.Policy...)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, r.Seq, 10)
+	for _, v := range [...]int64{r.ArrivalNs, r.QueueNs, r.DepWaitNs, r.LoadNs, r.ComputeNs, r.TTFTNs, r.DoneNs} {
+		b = append(b, ',')
+		b = appendMS(b, v)
+	}
+	for _, v := range [...]int{r.InputTokens, r.OutputTokens, r.Blocks} {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	for _, h := range r.HitBlocks {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, h, 10)
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.BlockHits), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
+	b = append(b, ',')
+	b = strconv.AppendBool(b, r.Rejected)
+	b = append(b, ',')
+	b = append(b, r.RunID...)
+	return append(b, '\n')
+}
+
+// WriteRequests writes requests.csv at path, atomically: the header for
+// tiers, then each part (a file of AppendRequest lines) in order.
+func WriteRequests(path string, tiers []string, parts []string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".requests.csv.*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	err = f.Chmod(0o644)
+	if err == nil {
+		_, err = io.WriteString(f, RequestsHeader(tiers))
+	}
+	for _, p := range parts {
+		if err != nil {
+			break
+		}
+		var in *os.File
+		if in, err = os.Open(p); err == nil {
+			_, err = io.Copy(f, in)
+			in.Close()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return err
+}
+
+// RequestsReader reads requests.csv row by row. It picks columns by name,
+// so files of older kvsims (no rejected or run_id column) read too: a
+// missing column reads as its zero value.
+type RequestsReader struct {
+	Tiers    []string // from the hit_blocks_* columns
+	HasRunID bool     // the file has a run_id column
+	path     string
+	f        *os.File
+	r        *csv.Reader
+	col      map[string]int
+}
+
+// OpenRequests opens a requests.csv and reads its header; it must have at
+// least the policy and ttft_ms columns.
+func OpenRequests(path string) (*RequestsReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := csv.NewReader(f)
+	r.ReuseRecord = true
+	hdr, err := r.Read()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a kvsim requests.csv: %v", path, err)
+	}
+	rr := &RequestsReader{path: path, f: f, r: r, col: map[string]int{}}
+	for i, h := range hdr {
+		rr.col[h] = i
+		if t, ok := strings.CutPrefix(h, "hit_blocks_"); ok {
+			rr.Tiers = append(rr.Tiers, t)
+		}
+	}
+	_, ok1 := rr.col["policy"]
+	_, ok2 := rr.col["ttft_ms"]
+	if !ok1 || !ok2 {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a kvsim requests.csv: no policy or ttft_ms column", path)
+	}
+	_, rr.HasRunID = rr.col["run_id"]
+	return rr, nil
+}
+
+// Close closes the file.
+func (rr *RequestsReader) Close() error { return rr.f.Close() }
+
+// Next reads the next row into q (its HitBlocks reused); io.EOF at the end.
+// A malformed value is an error naming the file, line and column.
+func (rr *RequestsReader) Next(q *Request) error {
+	rec, err := rr.r.Read()
+	if err == io.EOF {
+		return io.EOF
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", rr.path, err)
+	}
+	bad := func(name string) error {
+		line, _ := rr.r.FieldPos(rr.col[name])
+		return fmt.Errorf("%s:%d: bad %s %q", rr.path, line, name, rec[rr.col[name]])
+	}
+	str := func(name string) string {
+		if i, ok := rr.col[name]; ok {
+			return rec[i]
+		}
+		return ""
+	}
+	var err1 error
+	num := func(name string) int64 {
+		s := str(name)
+		if s == "" || err1 != nil {
+			return 0
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			err1 = bad(name)
+		}
+		return v
+	}
+	ms := func(name string) int64 {
+		s := str(name)
+		if s == "" || err1 != nil {
+			return 0
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			err1 = bad(name)
+		}
+		return int64(math.Round(v * 1e6))
+	}
+	// ttft_ms first: it is the column every reader needs.
+	*q = Request{TTFTNs: ms("ttft_ms"), Policy: str("policy"), RunID: str("run_id"), Rejected: str("rejected") == "true",
+		HitBlocks: q.HitBlocks[:0]}
+	q.Seq = num("seq")
+	q.ArrivalNs, q.QueueNs, q.DepWaitNs = ms("arrival_ms"), ms("queue_ms"), ms("dependency_wait_ms")
+	q.LoadNs, q.ComputeNs, q.DoneNs = ms("load_ms"), ms("compute_ms"), ms("done_ms")
+	q.InputTokens, q.OutputTokens, q.Blocks = int(num("input_tokens")), int(num("output_tokens")), int(num("blocks"))
+	for _, t := range rr.Tiers {
+		q.HitBlocks = append(q.HitBlocks, num("hit_blocks_"+t))
+	}
+	q.BlockHits, q.RecomputedTokens = int(num("block_hits")), int(num("recomputed_tokens"))
+	return err1
+}
