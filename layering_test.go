@@ -1,19 +1,25 @@
 package kvsim_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// allowed lists, per package, the project packages it may import; policy
-// may import nothing of ours and no third-party code at all. sim and hw
-// never see each other: the core is the one brain, they are its bodies;
-// experiment is the one place that wires them. Every package is listed: a
-// new one fails the test until it is placed here.
+// allowed lists, per package directory, the project packages it may
+// import; policy may import nothing of ours and no third-party code at all.
+// sim and hw never see each other: the core is the one brain, they are its
+// bodies; experiment is the one place that wires them. Every package is
+// listed: a new one fails the test until it is placed here. An entry also
+// admits the entry's sub-packages (hw admits hw/x); a sub-package itself
+// needs its own row. Every directory under cmd is a command and uses the
+// cmd row.
 var allowed = map[string][]string{
 	"policy":     {},
 	"core":       {"policy"},
@@ -29,8 +35,59 @@ var allowed = map[string][]string{
 	"cmd":        nil, // the leaf: flags, printing and exit codes over all of the above
 }
 
-func TestLayering(t *testing.T) {
-	fset := token.NewFileSet()
+// Test files, internal (package x) and external (package x_test) alike,
+// may import what their package may import, the package itself, the test
+// helpers, and the package's testExtra: inputs a test needs that the
+// package's code does not (sim's tests drive it with real traces). An
+// external test gets nothing more by being external: a test that needs a
+// package built on top of x belongs to that package (or to cmd), so x's
+// tests keep to x's layer. An extra must not reach x through the table,
+// which would make x's tests depend on its own users.
+var testExtra = map[string][]string{
+	"sim": {"trace", "workload"},
+}
+
+// testHelpers are packages only test files may import (skip-or-fail,
+// shared data paths, golden files); each also needs its row in allowed.
+var testHelpers = []string{}
+
+// pkgRow gives the row of allowed that governs directory dir.
+func pkgRow(dir string) (string, bool) {
+	if dir == "cmd" || strings.HasPrefix(dir, "cmd/") {
+		return "cmd", true
+	}
+	_, ok := allowed[dir]
+	return dir, ok
+}
+
+// admits reports whether a row's entries admit project package dep.
+func admits(entries []string, dep string) bool {
+	for _, e := range entries {
+		if dep == e || strings.HasPrefix(dep, e+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// reaches reports whether from may import to, directly or through others.
+func reaches(from, to string, seen map[string]bool) bool {
+	if seen[from] {
+		return false
+	}
+	seen[from] = true
+	for _, e := range allowed[from] {
+		if e == to || strings.HasPrefix(to, e+"/") || reaches(e, to, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// goFiles calls fn for every Go file in the module outside the root,
+// with its package directory.
+func goFiles(t *testing.T, fn func(path, dir string)) {
+	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -38,37 +95,14 @@ func TestLayering(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") && path != "." {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return nil
 		}
-		pkg := strings.Split(filepath.ToSlash(path), "/")[0]
-		if !strings.Contains(filepath.ToSlash(path), "/") {
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if dir == "." {
 			return nil // the module root holds this test only
 		}
-		ok, known := allowed[pkg]
-		if !known {
-			t.Errorf("%s: package %s is not in layering_test.go's list: place it in the layers", path, pkg)
-			return nil
-		}
-		if pkg == "cmd" {
-			return nil // the leaf may import anything
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			p := strings.Trim(imp.Path.Value, `"`)
-			switch {
-			case strings.HasPrefix(p, "kvsim/"):
-				dep := strings.Split(strings.TrimPrefix(p, "kvsim/"), "/")[0]
-				if dep != pkg && !contains(ok, dep) {
-					t.Errorf("%s imports %s: %s may only import %v of kvsim", path, p, pkg, ok)
-				}
-			case pkg == "policy" && strings.Contains(strings.Split(p, "/")[0], "."):
-				t.Errorf("%s imports %s: policy is standard library only", path, p)
-			}
-		}
+		fn(path, dir)
 		return nil
 	})
 	if err != nil {
@@ -76,11 +110,129 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
+func TestLayering(t *testing.T) {
+	for pkg, extras := range testExtra {
+		for _, e := range extras {
+			if e == pkg || reaches(e, pkg, map[string]bool{}) {
+				t.Errorf("testExtra: %s's tests may not import %s: it is built on %s", pkg, e, pkg)
+			}
 		}
 	}
-	return false
+	fset := token.NewFileSet()
+	goFiles(t, func(path, dir string) {
+		pkg, known := pkgRow(dir)
+		if !known {
+			t.Errorf("%s: package %s is not in layering_test.go's list: place it in the layers", path, dir)
+			return
+		}
+		if pkg == "cmd" {
+			return // the leaf may import anything
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		test := strings.HasSuffix(path, "_test.go")
+		ok := allowed[pkg]
+		if test {
+			ok = slices.Concat([]string{pkg}, ok, testExtra[pkg], testHelpers)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			switch {
+			case strings.HasPrefix(p, "kvsim/"):
+				dep := strings.TrimPrefix(p, "kvsim/")
+				if dep == pkg || admits(ok, dep) {
+					continue
+				}
+				if !test && admits(testHelpers, dep) {
+					t.Errorf("%s imports %s: only test files may import the test helpers", path, p)
+				} else {
+					t.Errorf("%s imports %s: %s may only import %v of kvsim", path, p, dir, ok)
+				}
+			case pkg == "policy" && strings.Contains(strings.Split(p, "/")[0], "."):
+				t.Errorf("%s imports %s: policy is standard library only", path, p)
+			}
+		}
+	})
+}
+
+// printers are the names by which code reaches the process's output or
+// ends it; only cmd may use them. Everything else returns values and
+// errors, or writes to an io.Writer or calls a log func its caller gives.
+var printers = map[string][]string{
+	"fmt":      {"Print", "Printf", "Println"},
+	"os":       {"Exit", "Stdout", "Stderr"},
+	"syscall":  {"Exit"},
+	"log":      {"Print", "Printf", "Println", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf", "Panicln", "Output", "Default", "Writer", "SetOutput"},
+	"log/slog": {"Debug", "DebugContext", "Info", "InfoContext", "Warn", "WarnContext", "Error", "ErrorContext", "Log", "LogAttrs", "Default", "SetDefault"},
+}
+
+// stillPrints lists what a package outside cmd still uses from printers,
+// until it takes a log func from its caller. hw logs io_uring fall backs
+// and refused pool peers with log.Printf; the entry goes once hw is split.
+var stillPrints = map[string][]string{
+	"hw": {"log.Printf"},
+}
+
+func TestOnlyCmdPrints(t *testing.T) {
+	fset := token.NewFileSet()
+	goFiles(t, func(path, dir string) {
+		if dir == "cmd" || strings.HasPrefix(dir, "cmd/") || strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		local := map[string]string{} // file's name for an import -> its path
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if _, ok := printers[p]; !ok {
+				continue
+			}
+			name := p[strings.LastIndex(p, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			if name == "." {
+				t.Errorf("%s: dot-imports %s, which hides its printers from this test", path, p)
+			}
+			local[name] = p
+		}
+		top := strings.Split(dir, "/")[0]
+		ast.Inspect(f, func(n ast.Node) bool {
+			var use string
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				x, ok := n.X.(*ast.Ident)
+				if !ok || x.Obj != nil { // a local variable, not the package
+					return true
+				}
+				p, ok := local[x.Name]
+				if !ok || !slices.Contains(printers[p], n.Sel.Name) {
+					return true
+				}
+				use = x.Name + "." + n.Sel.Name
+				if q := p[strings.LastIndex(p, "/")+1:]; q != x.Name {
+					use = q + "." + n.Sel.Name
+				}
+			case *ast.CallExpr:
+				id, ok := n.Fun.(*ast.Ident)
+				if !ok || id.Obj != nil || (id.Name != "print" && id.Name != "println") {
+					return true
+				}
+				use = id.Name
+			default:
+				return true
+			}
+			if slices.Contains(stillPrints[top], use) {
+				return true
+			}
+			t.Errorf("%s: %s uses %s: only cmd prints or exits; return the text or take an io.Writer or log func", fset.Position(n.Pos()), dir, use)
+			return true
+		})
+	})
 }
