@@ -494,3 +494,15 @@ func TestAllPolicyParams(t *testing.T) {
 		}
 	}
 }
+
+// Two policies that differ only in recompute must be told apart in the
+// description that summary.json carries.
+func TestDescribeListsRecompute(t *testing.T) {
+	s, err := Parse([]byte(doc("[[policy]]\neviction = \"lru\"\n[[policy]]\nname = \"lru-or-recompute\"\neviction = \"lru\"\nrecompute = \"when-cheaper\"\n")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, want := s.Describe(), "policies: lru, lru-or-recompute (lru recompute=when-cheaper)\n"; !strings.Contains(d, want) {
+		t.Errorf("Describe lacks %q:\n%s", want, d)
+	}
+}
