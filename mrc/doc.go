@@ -18,6 +18,11 @@
 // Sample implements SHARDS-style spatial sampling (Waldspurger et al.,
 // FAST'15) for traces too large to replay in full.
 //
+// A whole run of `kvsim mrc` is here too: sizes as written (ParseSizes,
+// ResolveSizes: blocks or percentages of distinct blocks, capped to them),
+// SampledCurve (a Curve on a sample, adjusted back) and BenchCurve (replay
+// speed); the command only parses flags and prints.
+//
 // A policy that implements policy.Expecter is told each missing block
 // before the evictions made for it, as ARC needs to follow its paper.
 //

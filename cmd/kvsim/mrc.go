@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -86,15 +84,9 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if tr.Distinct == 0 {
 		return badInputf("mrc: --trace: %s holds no blocks", *tracePath)
 	}
-	blocks := make([]int, len(want))
-	capped := make([]string, len(want)) // the size asked for, where capped
-	for i, s := range want {
-		if blocks[i], err = s.resolve(tr.Distinct); err != nil {
-			return err
-		}
-		if s.capped(tr.Distinct) {
-			capped[i] = s.text
-		}
+	blocks, capped, err := mrc.ResolveSizes(want, tr.Distinct)
+	if err != nil {
+		return badInputf("mrc: --sizes: %v", err)
 	}
 	for _, c := range capped { // once every size is known good
 		if c != "" {
@@ -106,27 +98,14 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return mrcBench(ctx, tr, specs, blocks, m, *asJSON, stdout)
 	}
 
-	run, runSizes := tr, blocks
 	sampled := *sample > 0 && *sample < 1
-	if sampled {
-		run = mrc.Sample(tr, *sample)
-		if run.Distinct == 0 {
-			return badInputf("mrc: --sample: rate %g keeps none of the trace's %d distinct blocks", *sample, tr.Distinct)
-		}
-		runSizes = make([]int, len(blocks))
-		for i, n := range blocks {
-			runSizes[i] = mrc.SampledSize(n, *sample)
-		}
+	res, run, err := mrc.SampledCurve(ctx, tr, specs, blocks, capped, *sample, mrc.Options{Mode: m})
+	var empty *mrc.EmptySampleError
+	if errors.As(err, &empty) {
+		return badInputf("mrc: --sample: %v", empty)
 	}
-	res, err := mrc.Curve(ctx, run, specs, runSizes, mrc.Options{Mode: m})
 	if err != nil {
 		return err
-	}
-	if sampled {
-		mrc.AdjustSampled(res, blocks, int64(len(tr.Blocks)), *sample)
-	}
-	for i := range res {
-		res[i].Capped = capped[i%len(capped)]
 	}
 	if *htmlOut != "" {
 		title := fmt.Sprintf("%s: %s mode, %d references, %d distinct blocks", filepath.Base(*tracePath), m, len(tr.Blocks), tr.Distinct)
@@ -169,75 +148,15 @@ func parseSpecs(list string) ([]mrc.Spec, error) {
 	return specs, nil
 }
 
-// sizeArg is one --sizes entry: blocks, or a percentage of distinct blocks.
-type sizeArg struct {
-	text    string
-	blocks  int
-	percent float64 // > 0 for "10%"
-}
-
-func parseSizes(list string) ([]sizeArg, error) {
+func parseSizes(list string) ([]mrc.Size, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, badInputf("mrc: --sizes: required (blocks like 1000, or percentages of distinct blocks like 10%%)")
 	}
-	var out []sizeArg
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		a := sizeArg{text: s}
-		if p, ok := strings.CutSuffix(s, "%"); ok {
-			v, err := strconv.ParseFloat(p, 64)
-			if errors.Is(err, strconv.ErrRange) && v > 1 {
-				err = nil // +Inf: capped to the distinct blocks
-			}
-			if err != nil || v != v {
-				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
-			}
-			if v <= 0 {
-				return nil, badInputf("mrc: --sizes: size %q must be > 0", s)
-			}
-			a.percent = v
-		} else {
-			v, err := strconv.Atoi(s)
-			if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(s, "-") {
-				v, err = math.MaxInt, nil // capped to the distinct blocks once the trace is read
-			}
-			if err != nil {
-				return nil, badInputf("mrc: --sizes: bad size %q (want blocks like 1000 or a percentage like 10%%)", s)
-			}
-			if v <= 0 {
-				return nil, badInputf("mrc: --sizes: size %q must be > 0", s)
-			}
-			a.blocks = v
-		}
-		out = append(out, a)
+	sizes, err := mrc.ParseSizes(list)
+	if err != nil {
+		return nil, badInputf("mrc: --sizes: %v", err)
 	}
-	return out, nil
-}
-
-// resolve gives the size in blocks: "10%" is int(0.10 × distinct), as the
-// reference figures are sized. Sizes above distinct are capped to it: such
-// a cache never evicts, so every larger size has the same misses, and no
-// product of a size (policy state, sampled sizes) can overflow.
-func (a sizeArg) resolve(distinct int) (int, error) {
-	if a.capped(distinct) {
-		return distinct, nil
-	}
-	if a.percent == 0 {
-		return a.blocks, nil
-	}
-	n := int(a.percent / 100 * float64(distinct))
-	if n <= 0 {
-		return 0, badInputf("mrc: --sizes: %s of %d distinct blocks is 0 blocks", a.text, distinct)
-	}
-	return n, nil
-}
-
-// capped reports whether the size is more than distinct blocks.
-func (a sizeArg) capped(distinct int) bool {
-	if a.percent == 0 {
-		return a.blocks > distinct
-	}
-	return a.percent/100*float64(distinct) > float64(distinct) // also +Inf
+	return sizes, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -249,35 +168,11 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// mrcBench times each (policy, size) alone on one goroutine: the trace is
-// replayed twice and the second, steady-state pass is measured.
+// mrcBench prints mrc.BenchCurve's rows.
 func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int, mode mrc.Mode, asJSON bool, stdout io.Writer) error {
-	tt := mrc.Twice(tr)
-	var fut *mrc.Future
-	for _, sp := range specs {
-		if policy.Offline(sp.Name) {
-			fut = mrc.NewFuture(tt)
-		}
-	}
-	type row struct {
-		Policy          string  `json:"policy"`
-		SizeBlocks      int     `json:"size_blocks"`
-		Accesses        int64   `json:"accesses"`
-		Seconds         float64 `json:"seconds"`
-		AccessesPerSec  float64 `json:"accesses_per_sec"`
-		AllocsPerAccess float64 `json:"allocs_per_access"`
-		MissRatio       float64 `json:"miss_ratio"`
-	}
-	var rows []row
-	for _, sp := range specs {
-		for _, n := range sizes {
-			r, err := mrc.Bench(ctx, tt, sp, n, fut)
-			if err != nil {
-				return err
-			}
-			mr := float64(r.Cold.Misses(mode)) / float64(r.Cold.Accesses)
-			rows = append(rows, row{r.Policy, r.SizeBlocks, r.Accesses, r.Seconds, r.AccessesPerSec, r.AllocsPerAccess, mr})
-		}
+	rows, err := mrc.BenchCurve(ctx, tr, specs, sizes, mode)
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		return writeJSON(stdout, rows)
