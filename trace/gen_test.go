@@ -164,7 +164,7 @@ func TestDefaultWorkload(t *testing.T) {
 	if err := Generate(&buf, DefaultGenConfig()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := stats(NewReader(&buf, "default", Options{}))
+	s, err := StatsOf(NewReader(&buf, "default", Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
