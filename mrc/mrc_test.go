@@ -296,7 +296,7 @@ func TestFromReaderGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := FromReader(trace.Generated(nil, c, "gen", trace.Options{}))
+	got, err := FromReader(trace.Generated(context.Background(), c, "gen", trace.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,12 +19,9 @@ type genSource struct {
 
 // Generated is a Reader over the synthetic trace c describes: the same
 // requests and errors as NewReader over Generate's output, with the same
-// options, without the JSON in between. name labels errors; ctx (nil for
-// none) stops a long generation, checked every 4096 lines.
+// options, without the JSON in between. name labels errors; ctx stops a
+// long generation, checked every 4096 lines.
 func Generated(ctx context.Context, c GenConfig, name string, opt Options) *Reader {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	r := NewReader(nil, name, opt)
 	r.br = nil
 	r.gen = &genSource{ctx: ctx, c: c}

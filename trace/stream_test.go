@@ -77,14 +77,14 @@ func TestGeneratedErrors(t *testing.T) {
 	if gerr == nil {
 		t.Fatal("Generate accepted arrivals past the time limit")
 	}
-	got := drain(Generated(nil, c, "s", Options{BlockTokens: c.BlockTokens}))
+	got := drain(Generated(context.Background(), c, "s", Options{BlockTokens: c.BlockTokens}))
 	if last := got[len(got)-1]; last != "error: synthetic: "+gerr.Error() {
 		t.Fatalf("last = %q, want the generator's error %q", last, gerr)
 	}
 	// A bad config fails the first Next.
 	c = tinyConfig()
 	c.RatePerSec = 0
-	if got := drain(Generated(nil, c, "s", Options{})); len(got) != 1 || got[0] != "error: synthetic: rate must be > 0" {
+	if got := drain(Generated(context.Background(), c, "s", Options{})); len(got) != 1 || got[0] != "error: synthetic: rate must be > 0" {
 		t.Fatalf("bad config: %q", got)
 	}
 	// A cancelled context stops a long generation.
@@ -103,7 +103,7 @@ func TestGeneratedErrors(t *testing.T) {
 		t.Fatalf("after cancel: %v after %d requests", err, n)
 	}
 	// Rewind restarts the same stream.
-	r = Generated(nil, tinyConfig(), "s", Options{BlockTokens: 16})
+	r = Generated(context.Background(), tinyConfig(), "s", Options{BlockTokens: 16})
 	a := drain(r)
 	if err := r.Rewind(); err != nil {
 		t.Fatal(err)
