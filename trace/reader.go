@@ -122,9 +122,13 @@ func (r *Reader) Close() error {
 
 // Rewind restarts reading from the beginning of a seekable source, keeping
 // the buffers, so multi-pass consumers (e.g. a next-use index followed by the
-// simulation) re-read the trace without allocating.
+// simulation) re-read the trace without allocating. A generated trace
+// restarts from its seed.
 func (r *Reader) Rewind() error {
-	if r.gen != nil && !r.closed {
+	if r.gen != nil {
+		if r.closed {
+			return r.err
+		}
 		r.gen.rewind()
 		r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
 		return nil

@@ -111,4 +111,8 @@ func TestGeneratedErrors(t *testing.T) {
 	if b := drain(r); !slices.Equal(a, b) {
 		t.Fatalf("after Rewind:\n%q\nwant\n%q", b, a)
 	}
+	r.Close()
+	if err := r.Rewind(); err == nil {
+		t.Fatal("Rewind after Close succeeded")
+	}
 }
