@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"mrc":        {"policy", "trace"},
 	"report":     {"results"},
 	"experiment": {"core", "policy", "trace", "results", "scenario", "workload", "sim", "hw"},
+	"internal":   {},  // test helpers (testenv, golden) for _test.go files: no package lists them
 	"cmd":        nil, // the leaf: flags, printing and exit codes over all of the above
 }
 

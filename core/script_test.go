@@ -1,19 +1,16 @@
 package core
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"kvsim/internal/golden"
 	"kvsim/policy"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata scripts with the actual output")
 
 // recorder is a Mover that writes every command as a line.
 type recorder struct {
@@ -204,7 +201,8 @@ func (s *scriptState) run(t *testing.T, line string) string {
 }
 
 // TestScripts runs testdata/*.txt: each "command\n----\noutput\n" block must
-// print exactly its output. go test ./core -rewrite refreshes them.
+// print exactly its output (golden.Script). go test ./core -update
+// refreshes them.
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -212,48 +210,8 @@ func TestScripts(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var s scriptState
-			var rewritten strings.Builder
-			blocks := strings.Split(string(data), "\n\n")
-			for _, blk := range blocks {
-				blk = strings.Trim(blk, "\n")
-				if blk == "" {
-					continue
-				}
-				var comments []string
-				lines := strings.Split(blk, "\n")
-				for len(lines) > 0 && strings.HasPrefix(lines[0], "#") {
-					comments = append(comments, lines[0])
-					lines = lines[1:]
-				}
-				for _, c := range comments {
-					rewritten.WriteString(c + "\n")
-				}
-				if len(lines) == 0 {
-					rewritten.WriteString("\n")
-					continue
-				}
-				cmd := lines[0]
-				want := ""
-				if len(lines) > 1 && lines[1] == "----" {
-					want = strings.Join(lines[2:], "\n")
-				}
-				got := strings.TrimRight(s.run(t, cmd), "\n")
-				if got != want && !*rewrite {
-					t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", file, cmd, got, want)
-				}
-				if got != "" {
-					got += "\n"
-				}
-				fmt.Fprintf(&rewritten, "%s\n----\n%s\n", cmd, got)
-			}
-			if *rewrite {
-				os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644)
-			}
+			golden.Script(t, file, func(cmd string) string { return s.run(t, cmd) })
 		})
 	}
 }

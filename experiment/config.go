@@ -1,11 +1,9 @@
 package experiment
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"kvsim/core"
 	"kvsim/policy"
@@ -61,20 +59,6 @@ func SimConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	return cfg
 }
 
-// ctxWriter fails writes once ctx is done, so an interrupt stops the
-// generator within one buffer's worth of lines.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
-
 // BuildFuture reads the whole trace once, for offline policies
 // (policy.Offline).
 func BuildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (policy.Future, error) {
@@ -117,18 +101,11 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 	return BadInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
 }
 
-// OpenTrace opens the scenario's trace, or generates its synthetic one
-// (in memory, from the scenario's seed; ctx stops a long generation).
+// OpenTrace opens the scenario's trace, or its synthetic one: generated
+// as it is read, from the scenario's seed (ctx stops a long generation).
 func OpenTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
 	if g := sc.Workload.Gen; g != nil {
-		var b bytes.Buffer
-		if err := trace.Generate(ctxWriter{ctx, &b}, *g); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("synthetic: %w", err) // callers add the scenario's path (wrapTrace)
-		}
-		return trace.NewReader(bytes.NewReader(b.Bytes()), sc.Workload.Trace, opt), nil
+		return trace.Generated(ctx, *g, sc.Workload.Trace, opt), nil
 	}
 	return trace.Open(sc.Workload.Trace, opt)
 }

@@ -158,3 +158,19 @@ func TestSweep(t *testing.T) {
 		t.Errorf("a bad value: %v, want an InputError", err)
 	}
 }
+
+// A synthetic workload is generated as it is read: arrivals past the
+// simulated-time limit fail the run with the generator's message (bad
+// input), and a limit that stops before them runs.
+func TestSyntheticTimeLimit(t *testing.T) {
+	sc := load(t, "../scenarios/synthetic_seed.toml", "workload.rate=1e-12", "seed=3")
+	_, err := Run(context.Background(), sc, Options{})
+	const want = "workload: synthetic: arrivals pass the simulated-time limit of 146.1 years after 2 requests: raise the rate or shorten think"
+	var ie *InputError
+	if !errors.As(err, &ie) || err.Error() != sc.Path+": "+want {
+		t.Fatalf("err = %v, want bad input %q", err, want)
+	}
+	if _, err := Run(context.Background(), sc, Options{Limit: 2}); err != nil {
+		t.Fatalf("limit 2: %v", err)
+	}
+}

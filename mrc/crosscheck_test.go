@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"testing"
+
+	"kvsim/internal/testenv"
 )
 
 type reference struct {
@@ -34,7 +36,7 @@ var refAlgo = map[string]struct {
 }
 
 func loadReference(t *testing.T) *reference {
-	need(t, refFile)
+	refFile := testenv.Reference(t, "conversation_libcachesim.json")
 	b, err := os.ReadFile(refFile)
 	if err != nil {
 		t.Fatal(err)

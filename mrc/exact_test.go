@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
-)
 
-var exactFile = filepath.Join("..", "..", "shared", "reference", "conversation_libcachesim_exact.json")
+	"kvsim/internal/testenv"
+)
 
 // exactSpecs are the kvsim specs run for each reference policy, with the
 // misses each may differ by. All are held to 0. Plain s3fifo keeps a ghost
@@ -23,7 +22,7 @@ var exactSpecs = map[string][]struct {
 }
 
 func TestExactLibCacheSim(t *testing.T) {
-	need(t, exactFile)
+	exactFile := testenv.Reference(t, "conversation_libcachesim_exact.json")
 	b, err := os.ReadFile(exactFile)
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,17 @@
 package mrc
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"kvsim/policy"
+	"kvsim/trace"
 )
 
 // randomTrace draws requests that share prefixes, like chat turns: each
@@ -277,5 +280,27 @@ func TestCurveCancelled(t *testing.T) {
 	}
 	if _, err := Curve(context.Background(), tr, []Spec{mustSpec(t, "arc")}, []int{0}, Options{}); err == nil {
 		t.Fatal("size 0 accepted")
+	}
+}
+
+// A generated trace reads the same as its JSONL: run, stats and mrc share
+// one intake.
+func TestFromReaderGenerated(t *testing.T) {
+	c := trace.DefaultGenConfig()
+	c.Requests = 400
+	var b bytes.Buffer
+	if err := trace.Generate(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Read(&b, "gen.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromReader(trace.Generated(context.Background(), c, "gen", trace.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FromReader(Generated) = %d requests %d distinct, want %d %d", got.Requests(), got.Distinct, want.Requests(), want.Distinct)
 	}
 }

@@ -63,15 +63,16 @@ func Load(path string) (*Trace, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return read(r)
+	return FromReader(r)
 }
 
 // Read is Load from a reader; name labels errors.
 func Read(rd io.Reader, name string) (*Trace, error) {
-	return read(trace.NewReader(rd, name, trace.Options{}))
+	return FromReader(trace.NewReader(rd, name, trace.Options{}))
 }
 
-func read(r *trace.Reader) (*Trace, error) {
+// FromReader reads r (a file or a generated trace) to the end.
+func FromReader(r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
 	t := &Trace{Starts: []int32{0}}
 	var req trace.Request

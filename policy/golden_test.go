@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"kvsim/internal/golden"
 )
 
 // Golden scripts under testdata/ pin down each policy's behaviour on small,
@@ -68,17 +69,19 @@ type pinSet map[Block]bool
 
 func (p pinSet) Pinned(b Block) bool { return p[b] }
 
-// runScript runs one file and returns the policies it exercised.
+// runScript runs one file and returns the policies it exercised. The file
+// is golden: its expect and resident lines are compared as text with what
+// the policy did (golden.Check), so go test ./policy -update rewrites
+// them and keeps everything else.
 func runScript(t *testing.T, path string) []string {
-	fh, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
+	raw := strings.Split(string(data), "\n")
 	var sections [][]gline
-	sc := bufio.NewScanner(fh)
-	for n := 1; sc.Scan(); n++ {
-		text, _, _ := strings.Cut(sc.Text(), "#")
+	for i, line := range raw {
+		text, _, _ := strings.Cut(line, "#")
 		w := strings.Fields(text)
 		if len(w) == 0 {
 			continue
@@ -86,16 +89,36 @@ func runScript(t *testing.T, path string) []string {
 		if w[0] == "new" || len(sections) == 0 {
 			sections = append(sections, nil)
 		}
-		sections[len(sections)-1] = append(sections[len(sections)-1], gline{n, w})
+		sections[len(sections)-1] = append(sections[len(sections)-1], gline{i + 1, w})
 	}
 	var names []string
+	actual := map[int]string{} // line number -> what the line should say
 	for _, sec := range sections {
-		names = append(names, runSection(t, path, sec))
+		names = append(names, runSection(t, path, sec, actual))
 	}
+	for no, cmd := range actual {
+		raw[no-1] = replaceCommand(raw[no-1], cmd)
+	}
+	golden.Check(t, path, []byte(strings.Join(raw, "\n")))
 	return names
 }
 
-func runSection(t *testing.T, path string, sec []gline) string {
+// replaceCommand puts cmd in place of line's command, keeping its
+// indentation and its comment in the same column where there is room.
+func replaceCommand(line, cmd string) string {
+	indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+	pre, comment, ok := strings.Cut(line, "#")
+	if !ok {
+		return indent + cmd
+	}
+	out := indent + cmd
+	if len(out) < len(pre) {
+		return out + strings.Repeat(" ", len(pre)-len(out)) + "#" + comment
+	}
+	return out + " #" + comment
+}
+
+func runSection(t *testing.T, path string, sec []gline, actual map[int]string) string {
 	fail := func(l gline, format string, args ...any) {
 		t.Helper()
 		t.Fatalf("%s:%d: %s: %s", path, l.no, strings.Join(l.words, " "), fmt.Sprintf(format, args...))
@@ -231,24 +254,26 @@ func runSection(t *testing.T, path string, sec []gline) string {
 		case "evict":
 			evict(l)
 		case "expect":
+			// What happened, in the line's own terms; a difference shows
+			// in the file's diff.
+			got := []string{"expect"}
 			for _, kv := range args {
-				k, v, _ := strings.Cut(kv, "=")
+				k, _, _ := strings.Cut(kv, "=")
 				switch k {
 				case "hits":
-					if want, _ := strconv.Atoi(v); hits != want {
-						fail(l, "got hits=%d", hits)
-					}
+					got = append(got, "hits="+strconv.Itoa(hits))
 				case "victims":
-					want := strings.Split(v, ",")
-					if v == "-" {
-						want = nil
+					v := strings.Join(victims, ",")
+					if len(victims) == 0 {
+						v = "-"
 					}
-					if !slices.Equal(victims, want) {
-						fail(l, "got victims=%s", strings.Join(victims, ","))
-					}
+					got = append(got, "victims="+v)
 				default:
 					fail(l, "unknown expectation %q", k)
 				}
+			}
+			if !slices.Equal(got, l.words) {
+				actual[l.no] = strings.Join(got, " ")
 			}
 			hits, victims = 0, nil
 		case "resident":
@@ -260,7 +285,7 @@ func runSection(t *testing.T, path string, sec []gline) string {
 			slices.Sort(got)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				fail(l, "resident %v", got)
+				actual[l.no] = strings.Join(append([]string{"resident"}, got...), " ")
 			}
 			if p.Len() != len(resident) {
 				fail(l, "Len() = %d with %d resident", p.Len(), len(resident))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -14,10 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/internal/golden"
 	"kvsim/results"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func load(t *testing.T, name string) *results.Summary {
 	t.Helper()
@@ -42,8 +40,8 @@ var testCurves = []Curve{
 	{Policy: "s3fifo", SizeBlocks: []int{10, 100, 1000}, MissRatio: []float64{0.875, 0.4375, 0.1}},
 }
 
-// golden compares the charts' data with testdata/NAME.golden.
-func golden(t *testing.T, name string, cs []chart) {
+// goldenCharts compares the charts' data with testdata/NAME.golden.
+func goldenCharts(t *testing.T, name string, cs []chart) {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -52,51 +50,20 @@ func golden(t *testing.T, name string, cs []chart) {
 	if err := enc.Encode(cs); err != nil {
 		t.Fatal(err)
 	}
-	got := buf.Bytes()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: chart data changed; if intended, run go test ./report -update and review the diff\n%s", path, firstDiff(string(want), string(got)))
-	}
-}
-
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return "line " + itoa(int64(i+1)) + ":\n  want " + x + "\n  got  " + y
-		}
-	}
-	return ""
+	golden.Check(t, filepath.Join("testdata", name+".golden"), buf.Bytes())
 }
 
 func TestGoldenScenario(t *testing.T) {
 	s := load(t, "small")
-	golden(t, "scenario", scenarioCharts(s, ttfts(t, "small", s)))
+	goldenCharts(t, "scenario", scenarioCharts(s, ttfts(t, "small", s)))
 }
 
 func TestGoldenIndex(t *testing.T) {
-	golden(t, "index", indexCharts([]*results.Summary{load(t, "small"), load(t, "other")}))
+	goldenCharts(t, "index", indexCharts([]*results.Summary{load(t, "small"), load(t, "other")}))
 }
 
 func TestGoldenMRC(t *testing.T) {
-	golden(t, "mrc", []chart{mrcChart("Miss-ratio curves: fixture", testCurves)})
+	goldenCharts(t, "mrc", []chart{mrcChart("Miss-ratio curves: fixture", testCurves)})
 }
 
 // The numbers the golden file pins, checked by hand once.

@@ -2,29 +2,21 @@ package sim
 
 import (
 	"bytes"
-	"os"
 	"runtime"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/testenv"
 	"kvsim/policy"
 	"kvsim/trace"
 	"kvsim/workload"
 )
 
-const conversation = "../../shared/traces/conversation_trace.jsonl"
-
-// needTrace skips (or fails under KVSIM_REQUIRE_ALL) when the shared
-// Mooncake trace is not beside the checkout.
+// needTrace is the shared Mooncake trace, or skips (fails under
+// KVSIM_REQUIRE_ALL) when it is not beside the checkout.
 func needTrace(tb testing.TB) string {
 	tb.Helper()
-	if _, err := os.Stat(conversation); err != nil {
-		if os.Getenv("KVSIM_REQUIRE_ALL") != "" {
-			tb.Fatalf("shared trace missing: %v", err)
-		}
-		tb.Skipf("shared Mooncake trace not found at %s (it is not part of the repository)", conversation)
-	}
-	return conversation
+	return testenv.ConversationTrace(tb)
 }
 
 // conversationConfig is a 60 GiB HBM + 512 GiB DRAM system for an 8B-class

@@ -14,7 +14,9 @@
 // many times per experiment: it allocates nothing per line once its buffers
 // have grown. Dict turns raw ids into the dense int32 block indices that the
 // policies and the core key their slices by. Generate writes a deterministic
-// synthetic multi-turn chat workload in the same format.
+// synthetic multi-turn chat workload in the same format; Generated reads it
+// without the JSON, as a Reader like any file's, so run, mrc and Stats take
+// a generated trace and a file the same way. Counts are what they count.
 //
 // This package imports only the standard library.
 package trace

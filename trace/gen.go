@@ -130,40 +130,89 @@ func (h *eventHeap) Pop() any {
 // generate is Generate with a hook told the conversation of every line, for
 // tests of the prefix property.
 func generate(w io.Writer, c GenConfig, onLine func(conv int)) error {
-	if err := c.Validate(); err != nil {
+	g, err := newGenerator(c)
+	if err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6b7673696d)) // "kvsim"
-	bt := c.BlockTokens
-	sysBlocks := c.SystemPromptTokens / bt
-	nextID := int64(sysBlocks) // ids 0..sysBlocks-1 are the system prompt's full blocks
-
 	bw := bufio.NewWriter(w)
-	var (
-		h     eventHeap
-		seq   int64
-		convs int
-		line  []byte
-	)
-	push := func(ms int64, cv *conv) {
-		heap.Push(&h, event{ms: ms, seq: seq, c: cv})
-		seq++
+	var line []byte
+	for {
+		var rq genRequest
+		if err := g.next(&rq); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		line = appendLine(line[:0], rq.ms, rq.input, rq.output, rq.ids)
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+		if onLine != nil {
+			onLine(rq.conv)
+		}
 	}
-	push(0, nil)
-	for n := 0; n < c.Requests; {
-		ev := heap.Pop(&h).(event)
+	return bw.Flush()
+}
+
+// genRequest is one generated line; ids are valid until the next call.
+type genRequest struct {
+	ms            int64
+	input, output int
+	ids           []int64
+	conv          int
+}
+
+// generator yields the lines of Generate one at a time, so the reader can
+// take them without formatting and parsing JSON.
+type generator struct {
+	c         GenConfig
+	rng       *rand.Rand
+	sysBlocks int
+	nextID    int64
+	h         eventHeap
+	seq       int64
+	convs     int
+	n         int   // lines produced
+	err       error // sticky
+}
+
+func newGenerator(c GenConfig) (*generator, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	g := &generator{c: c, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6b7673696d))} // "kvsim"
+	g.sysBlocks = c.SystemPromptTokens / c.BlockTokens
+	g.nextID = int64(g.sysBlocks) // ids 0..sysBlocks-1 are the system prompt's full blocks
+	g.push(0, nil)
+	return g, nil
+}
+
+func (g *generator) push(ms int64, cv *conv) {
+	heap.Push(&g.h, event{ms: ms, seq: g.seq, c: cv})
+	g.seq++
+}
+
+// next fills rq with the next line, or returns io.EOF after c.Requests.
+func (g *generator) next(rq *genRequest) error {
+	if g.err != nil {
+		return g.err
+	}
+	c, rng, bt := &g.c, g.rng, g.c.BlockTokens
+	for g.n < c.Requests {
+		ev := heap.Pop(&g.h).(event)
 		if ev.ms > maxMS { // events come in time order: every later one is too
-			return fmt.Errorf("arrivals pass the simulated-time limit of %s after %d requests: raise the rate or shorten think",
-				fmtYears(float64(MaxArrival), 1), n)
+			g.err = fmt.Errorf("arrivals pass the simulated-time limit of %s after %d requests: raise the rate or shorten think",
+				fmtYears(float64(MaxArrival), 1), g.n)
+			return g.err
 		}
 		cv := ev.c
 		if cv == nil {
-			cv = &conv{id: convs, turns: geometric(rng, c.MeanTurns), first: true, context: c.SystemPromptTokens}
-			convs++
-			for i := range sysBlocks {
+			cv = &conv{id: g.convs, turns: geometric(rng, c.MeanTurns), first: true, context: c.SystemPromptTokens}
+			g.convs++
+			for i := range g.sysBlocks {
 				cv.full = append(cv.full, int64(i))
 			}
-			push(ev.ms+expMS(rng, 1/c.RatePerSec), nil)
+			g.push(ev.ms+expMS(rng, 1/c.RatePerSec), nil)
 		}
 		user := tokens(rng, c.MeanUserTokens)
 		input := cv.context + user
@@ -178,28 +227,23 @@ func generate(w io.Writer, c GenConfig, onLine func(conv int)) error {
 		// rest (including its partial last block, whose content grew) are new.
 		ids := cv.full
 		for len(ids) < numBlocks(input, bt) {
-			ids = append(ids, nextID)
-			nextID++
+			ids = append(ids, g.nextID)
+			g.nextID++
 		}
 		output := tokens(rng, c.MeanOutputTokens)
-
-		line = appendLine(line[:0], ev.ms, input, output, ids)
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
-		if onLine != nil {
-			onLine(cv.id)
-		}
-		n++
+		*rq = genRequest{ms: ev.ms, input: input, output: output, ids: ids, conv: cv.id}
+		g.n++
 
 		cv.full = ids[:input/bt]
 		cv.context = input + output
 		cv.turns--
 		if cv.turns > 0 {
-			push(ev.ms+int64(output)*replyMSPerToken+expMS(rng, c.MeanThinkSec), cv)
+			g.push(ev.ms+int64(output)*replyMSPerToken+expMS(rng, c.MeanThinkSec), cv)
 		}
+		return nil
 	}
-	return bw.Flush()
+	g.err = io.EOF
+	return g.err
 }
 
 // appendLine formats one request the way the Mooncake traces do.

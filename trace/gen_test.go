@@ -2,14 +2,12 @@ package trace
 
 import (
 	"bytes"
-	"flag"
 	"io"
-	"os"
 	"slices"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata golden files")
+	"kvsim/internal/golden"
+)
 
 // tinyConfig is small enough to read in a golden file.
 func tinyConfig() GenConfig {
@@ -28,23 +26,11 @@ func tinyConfig() GenConfig {
 }
 
 func TestGenerateGolden(t *testing.T) {
-	const golden = "testdata/gen_tiny.jsonl"
 	var b bytes.Buffer
 	if err := Generate(&b, tinyConfig()); err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Fatalf("Generate(tinyConfig) differs from %s (run go test ./trace -run Golden -update if intended):\n%s", golden, b.Bytes())
-	}
+	golden.Check(t, "testdata/gen_tiny.jsonl", b.Bytes())
 }
 
 func TestGenerateDeterministic(t *testing.T) {
@@ -164,7 +150,7 @@ func TestDefaultWorkload(t *testing.T) {
 	if err := Generate(&buf, DefaultGenConfig()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := stats(NewReader(&buf, "default", Options{}))
+	s, err := StatsOf(NewReader(&buf, "default", Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

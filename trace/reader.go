@@ -85,6 +85,8 @@ type Reader struct {
 	first   error
 	err     error // sticky: io.EOF or the fatal error
 	closed  bool
+
+	gen *genSource // set by Generated: lines come from the generator
 }
 
 // NewReader reads a trace from r; name is used in error messages.
@@ -120,8 +122,17 @@ func (r *Reader) Close() error {
 
 // Rewind restarts reading from the beginning of a seekable source, keeping
 // the buffers, so multi-pass consumers (e.g. a next-use index followed by the
-// simulation) re-read the trace without allocating.
+// simulation) re-read the trace without allocating. A generated trace
+// restarts from its seed.
 func (r *Reader) Rewind() error {
+	if r.gen != nil {
+		if r.closed {
+			return r.err
+		}
+		r.gen.rewind()
+		r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
+		return nil
+	}
 	s, ok := r.src.(io.Seeker)
 	if !ok {
 		return errors.New("trace: " + r.name + ": cannot rewind a non-seekable source")
@@ -155,47 +166,34 @@ func (r *Reader) Next(req *Request) error {
 		return r.err
 	}
 	for {
-		line, tooLong, err := r.readLine()
+		var v values
+		ids, reason, skip, err := r.raw(&v)
 		if err != nil {
-			if err != io.EOF {
-				err = &LineError{File: r.name, Line: r.line + 1, Reason: "read error: " + oneLine(err.Error()), Err: err}
-			}
 			r.err = err
 			return err
 		}
-		r.line++
-		var reason string
-		if tooLong {
-			reason = "line longer than " + strconv.Itoa(r.maxLine) + " bytes"
-		} else {
-			if r.line == 1 {
-				line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // tolerate a UTF-8 BOM
+		if skip {
+			continue // a blank line
+		}
+		if reason == "" && r.n > 0 && v.arrival < r.last {
+			reason = "timestamp goes backwards (" + fmtMS(v.arrival) + " ms after " + fmtMS(r.last) + " ms)"
+		}
+		var at int64
+		if reason == "" {
+			at, reason = r.arrival(v.arrival)
+		}
+		if reason == "" {
+			if r.n == 0 {
+				r.base = v.arrival
 			}
-			if blank(line) {
-				continue
-			}
-			var v values
-			reason = r.p.parse(line, r.opt.BlockTokens, &v)
-			if reason == "" && r.n > 0 && v.arrival < r.last {
-				reason = "timestamp goes backwards (" + fmtMS(v.arrival) + " ms after " + fmtMS(r.last) + " ms)"
-			}
-			var at int64
-			if reason == "" {
-				at, reason = r.arrival(v.arrival)
-			}
-			if reason == "" {
-				if r.n == 0 {
-					r.base = v.arrival
-				}
-				r.last = v.arrival
-				r.n++
-				req.Arrival = at
-				req.InputTokens = v.input
-				req.OutputTokens = v.output
-				req.HashIDs = r.p.ids
-				req.Line = r.line
-				return nil
-			}
+			r.last = v.arrival
+			r.n++
+			req.Arrival = at
+			req.InputTokens = v.input
+			req.OutputTokens = v.output
+			req.HashIDs = ids
+			req.Line = r.line
+			return nil
 		}
 		e := &LineError{File: r.name, Line: r.line, Reason: reason}
 		if !r.opt.SkipBadLines {
@@ -207,6 +205,33 @@ func (r *Reader) Next(req *Request) error {
 			r.first = e
 		}
 	}
+}
+
+// raw takes the next line's values from the file or the generator: its ids,
+// or the reason it is bad, or empty for a blank line, or a fatal error.
+func (r *Reader) raw(v *values) (ids []int64, reason string, empty bool, err error) {
+	if r.gen != nil {
+		return r.generated(v)
+	}
+	line, tooLong, err := r.readLine()
+	if err != nil {
+		if err != io.EOF {
+			err = &LineError{File: r.name, Line: r.line + 1, Reason: "read error: " + oneLine(err.Error()), Err: err}
+		}
+		return nil, "", false, err
+	}
+	r.line++
+	if tooLong {
+		return nil, "line longer than " + strconv.Itoa(r.maxLine) + " bytes", false, nil
+	}
+	if r.line == 1 {
+		line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // tolerate a UTF-8 BOM
+	}
+	if blank(line) {
+		return nil, "", true, nil
+	}
+	reason = r.p.parse(line, r.opt.BlockTokens, v)
+	return r.p.ids, reason, false, nil
 }
 
 // arrival is the simulated arrival of a request stamped ts (ns): rebased to

@@ -9,21 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"kvsim/internal/testenv"
 )
-
-// conversationTrace is the Mooncake trace, kept outside the repository.
-const conversationTrace = "../../shared/traces/conversation_trace.jsonl"
-
-// needFile skips (or, with KVSIM_REQUIRE_ALL=1, fails) when path is absent.
-func needFile(tb testing.TB, path string) {
-	tb.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
-			tb.Fatalf("KVSIM_REQUIRE_ALL=1 but %v", err)
-		}
-		tb.Skipf("%s not present (fetch it from kvcache-ai/Mooncake FAST25-release/traces): %v", path, err)
-	}
-}
 
 type got struct {
 	Arrival       int64
@@ -326,7 +314,7 @@ func TestDict(t *testing.T) {
 }
 
 func TestStatsConversation(t *testing.T) {
-	needFile(t, conversationTrace)
+	conversationTrace := testenv.ConversationTrace(t)
 	s, err := Stats(conversationTrace, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +364,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	// Float timestamps and unknown fields take other paths.
 	readsAllocFree(t, []byte(strings.Repeat(`{"timestamp": 1.5, "x": {"y": ["a\n", -1e3]}, "input_length": 1, "output_length": 2, "hash_ids": [7]}`+"\n", 100)))
 
-	needFile(t, conversationTrace)
+	conversationTrace := testenv.ConversationTrace(t)
 	data, err := os.ReadFile(conversationTrace)
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +400,7 @@ func benchRead(b *testing.B, data []byte) {
 // BenchmarkReadConversation reads the whole conversation trace per op; the
 // reader is rewound, not rebuilt, so allocs/op shows the per-line cost (0).
 func BenchmarkReadConversation(b *testing.B) {
-	needFile(b, conversationTrace)
+	conversationTrace := testenv.ConversationTrace(b)
 	data, err := os.ReadFile(conversationTrace)
 	if err != nil {
 		b.Fatal(err)
@@ -431,7 +419,7 @@ func BenchmarkReadSynthetic(b *testing.B) {
 }
 
 func BenchmarkStatsConversation(b *testing.B) {
-	needFile(b, conversationTrace)
+	conversationTrace := testenv.ConversationTrace(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Stats(conversationTrace, Options{}); err != nil {

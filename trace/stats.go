@@ -25,6 +25,25 @@ func (s TraceStats) Reuse() float64 {
 	return 1 - float64(s.DistinctBlocks)/float64(s.BlockAccesses)
 }
 
+// Counts are what every consumer of a request stream counts (the run's
+// summary, Stats); Add them request by request.
+type Counts struct {
+	Requests      int64
+	BlockAccesses int64 // sum of len(hash_ids)
+	InputTokens   int64
+	OutputTokens  int64
+	LastArrival   int64 // ns, the latest request's arrival
+}
+
+// Add counts q.
+func (c *Counts) Add(q *Request) {
+	c.Requests++
+	c.BlockAccesses += int64(len(q.HashIDs))
+	c.InputTokens += int64(q.InputTokens)
+	c.OutputTokens += int64(q.OutputTokens)
+	c.LastArrival = q.Arrival
+}
+
 // Stats streams the trace at path once and summarises it.
 func Stats(path string, opt Options) (TraceStats, error) {
 	r, err := Open(path, opt)
@@ -32,33 +51,32 @@ func Stats(path string, opt Options) (TraceStats, error) {
 		return TraceStats{}, err
 	}
 	defer r.Close()
-	return stats(r)
+	return StatsOf(r)
 }
 
-func stats(r *Reader) (TraceStats, error) {
+// StatsOf reads r to the end and summarises what it yields: a file or a
+// generated trace.
+func StatsOf(r *Reader) (TraceStats, error) {
 	var (
-		s   TraceStats
+		c   Counts
 		req Request
 	)
 	d := NewDict()
 	for {
 		err := r.Next(&req)
+		if err != nil && err != io.EOF {
+			return TraceStats{Requests: int(c.Requests), BlockAccesses: c.BlockAccesses, InputTokens: c.InputTokens,
+				OutputTokens: c.OutputTokens, Duration: time.Duration(c.LastArrival)}, err
+		}
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			return s, err
-		}
-		s.Requests++
-		s.BlockAccesses += int64(len(req.HashIDs))
-		s.InputTokens += int64(req.InputTokens)
-		s.OutputTokens += int64(req.OutputTokens)
-		s.Duration = time.Duration(req.Arrival)
+		c.Add(&req)
 		for _, h := range req.HashIDs {
 			d.ID(h)
 		}
 	}
-	s.DistinctBlocks = d.Len()
-	s.Skipped = r.Skipped()
-	return s, nil
+	return TraceStats{Requests: int(c.Requests), BlockAccesses: c.BlockAccesses, DistinctBlocks: d.Len(),
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Duration: time.Duration(c.LastArrival),
+		Skipped: r.Skipped()}, nil
 }

@@ -16,16 +16,14 @@ import (
 	"kvsim/trace"
 )
 
-// Source adapts a trace.Reader to core.Source and counts what it saw.
+// Source adapts a trace.Reader (a file or a generated trace) to
+// core.Source and counts what it saw.
 type Source struct {
 	r    *trace.Reader
 	dict *trace.Dict
 	tr   trace.Request
 
-	Requests      int64
-	BlockAccesses int64
-	InputTokens   int64
-	LastArrival   int64
+	trace.Counts // what it has read
 }
 
 // NewSource reads requests from r, mapping ids through dict (which may be
@@ -51,10 +49,7 @@ func (s *Source) Next(out *core.Request) error {
 	for _, h := range s.tr.HashIDs {
 		out.Blocks = append(out.Blocks, s.dict.ID(h))
 	}
-	s.Requests++
-	s.BlockAccesses += int64(len(out.Blocks))
-	s.InputTokens += int64(s.tr.InputTokens)
-	s.LastArrival = s.tr.Arrival
+	s.Add(&s.tr)
 	return nil
 }
 

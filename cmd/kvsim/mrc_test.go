@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/internal/testenv"
 	"kvsim/policy"
 )
 
@@ -193,23 +194,10 @@ func TestMrcBadInput(t *testing.T) {
 	}
 }
 
-// mrcSharedTrace is the conversation trace beside the repository.
-func mrcSharedTrace(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "traces", "conversation_trace.jsonl")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is required (KVSIM_REQUIRE_ALL=1): %v", p, err)
-		}
-		t.Skipf("skipping: %s not present (shared data lives outside the repo)", p)
-	}
-	return p
-}
-
 // TestMrcPercentSizes: percentages resolve as the reference's sizes do,
 // int(fraction × 182790), and sampling reports unscaled sizes.
 func TestMrcPercentSizes(t *testing.T) {
-	p := mrcSharedTrace(t)
+	p := testenv.ConversationTrace(t)
 	for _, extra := range [][]string{nil, {"--sample", "0.1"}} {
 		args := append([]string{"--trace", p, "--policies", "lru", "--sizes", "1%,5%,10%,25%", "--json"}, extra...)
 		out, errs, code := mrcCLI(args...)

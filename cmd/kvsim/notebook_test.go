@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"kvsim/internal/testenv"
 )
 
 // TestNotebook executes notebooks/analysis.ipynb against a fresh run, so
@@ -12,10 +14,7 @@ import (
 func TestNotebook(t *testing.T) {
 	nbconvert, err := exec.LookPath("jupyter-nbconvert")
 	if err != nil {
-		if os.Getenv("KVSIM_REQUIRE_ALL") != "" {
-			t.Fatal("jupyter-nbconvert not found (apt-get install jupyter-nbconvert python3-pandas python3-matplotlib python3-ipykernel)")
-		}
-		t.Skip("jupyter-nbconvert not found: apt-get install jupyter-nbconvert python3-pandas python3-matplotlib python3-ipykernel")
+		testenv.Missing(t, "jupyter-nbconvert not found: apt-get install jupyter-nbconvert python3-pandas python3-matplotlib python3-ipykernel")
 	}
 	// A run where every request was rejected (null TTFT, exit 2) must not
 	// break it either.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kvsim/internal/testenv"
 )
 
 // reportCLI runs kvsim in-process: stdout, stderr, exit status.
@@ -151,13 +153,10 @@ func TestReportBadInput(t *testing.T) {
 }
 
 // reportNeed skips the test when optional software is missing, unless
-// KVSIM_REQUIRE_ALL=1 (CI) makes that a failure.
+// KVSIM_REQUIRE_ALL (CI) makes that a failure.
 func reportNeed(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
-		t.Fatalf(format+" (KVSIM_REQUIRE_ALL=1)", args...)
-	}
-	t.Skipf(format, args...)
+	testenv.Missing(t, format, args...)
 }
 
 func chromiumPath() string {

@@ -12,24 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/internal/testenv"
 	"kvsim/results"
 )
 
-const sharedTrace = "../../../shared/traces/conversation_trace.jsonl"
-
+// needSharedTrace is the conversation trace beside the repository (skips,
+// or fails under KVSIM_REQUIRE_ALL, when it is absent).
 func needSharedTrace(t testing.TB) string {
 	t.Helper()
-	p, err := filepath.Abs(sharedTrace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("KVSIM_REQUIRE_ALL") != "" {
-			t.Fatalf("shared trace missing: %v", err)
-		}
-		t.Skipf("shared Mooncake trace not found at %s (not part of the repository)", sharedTrace)
-	}
-	return p
+	return testenv.ConversationTrace(t)
 }
 
 // scenarioTOML is an HBM(+DRAM) system for the 128 KiB/token model.
