@@ -21,19 +21,20 @@ import (
 // needs its own row. Every directory under cmd is a command and uses the
 // cmd row.
 var allowed = map[string][]string{
-	"policy":     {},
-	"core":       {"policy"},
-	"trace":      {},
-	"results":    {},
-	"scenario":   {"core", "policy", "trace", "results"},
-	"workload":   {"core", "policy", "trace"},
-	"sim":        {"core", "policy"},
-	"hw":         {"core", "policy"},
-	"mrc":        {"policy", "trace"},
-	"report":     {"results"},
-	"experiment": {"core", "policy", "trace", "results", "scenario", "workload", "sim", "hw"},
-	"internal":   {},  // test helpers (testenv, golden) for _test.go files: no package lists them
-	"cmd":        nil, // the leaf: flags, printing and exit codes over all of the above
+	"policy":           {},
+	"core":             {"policy"},
+	"trace":            {},
+	"results":          {},
+	"scenario":         {"core", "policy", "trace", "results"},
+	"workload":         {"core", "policy", "trace"},
+	"sim":              {"core", "policy"},
+	"hw":               {"core", "policy"},
+	"mrc":              {"policy", "trace"},
+	"report":           {"results"},
+	"experiment":       {"core", "policy", "trace", "results", "scenario", "workload", "sim", "hw"},
+	"internal/testenv": {}, // test helpers for _test.go files (testHelpers); no package lists them
+	"internal/golden":  {},
+	"cmd":              nil, // the leaf: flags, printing and exit codes over all of the above
 }
 
 // Test files, internal (package x) and external (package x_test) alike,
@@ -50,7 +51,7 @@ var testExtra = map[string][]string{
 
 // testHelpers are packages only test files may import (skip-or-fail,
 // shared data paths, golden files); each also needs its row in allowed.
-var testHelpers = []string{}
+var testHelpers = []string{"internal/testenv", "internal/golden"}
 
 // pkgRow gives the row of allowed that governs directory dir.
 func pkgRow(dir string) (string, bool) {
