@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"kvsim/core"
+
+	"kvsim/hw/ioengine"
 )
 
 // LinkStat is what really happened on one logical link (from->to tier).
@@ -82,7 +84,7 @@ type Body struct {
 	o       BodyOptions
 	core    *core.Core
 	buf     []byte
-	arena   *Arena
+	arena   *ioengine.Arena
 	links   [][]*LinkStat
 	lost    []LostCopy
 	Checked int64
@@ -124,7 +126,7 @@ func NewBody(o BodyOptions) (*Body, error) {
 	if len(o.Stores) == 0 || o.RealBytes == nil || o.MaxBytes <= 0 {
 		return nil, fmt.Errorf("hw: body needs stores and a block size")
 	}
-	a, err := NewArena(o.MaxBytes)
+	a, err := ioengine.NewArena(o.MaxBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // BucketStore is the SSD tier's on-disk store, modelled on Mooncake's
@@ -50,20 +52,20 @@ type BucketStore struct {
 	o      StoreOptions
 	fs     bucketFS
 	dirfd  int // held open for fsync and as the flock that keeps other processes out
-	eng    Engine
+	eng    ioengine.Engine
 	ownEng bool
 	dflag  int // unix.O_DIRECT or 0
 	align  int64
 	closed bool
 
-	wa    *Arena // write buffer then metadata buffer
+	wa    *ioengine.Arena // write buffer then metadata buffer
 	wbuf  []byte
 	mbuf  []byte
-	ma    *Arena // a larger metadata buffer, when one was needed
-	ra0   *Arena // the read buffer the engine was given (it may have registered it)
-	ra    *Arena // the read buffer now: ra0, or a larger one
+	ma    *ioengine.Arena // a larger metadata buffer, when one was needed
+	ra0   *ioengine.Arena // the read buffer the engine was given (it may have registered it)
+	ra    *ioengine.Arena // the read buffer now: ra0, or a larger one
 	rbuf  []byte
-	ops   []Op
+	ops   []ioengine.Op
 	pend  []bucketPending
 	index map[uint64]bucketLoc
 
@@ -153,7 +155,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 		}
 	}()
 	if o.Direct {
-		if _, a, err := ProbeDirectIO(o.Dir); err != nil {
+		if _, a, err := ioengine.ProbeDirectIO(o.Dir); err != nil {
 			rep.DirectNote = err.Error()
 		} else {
 			s.dflag = unix.O_DIRECT
@@ -168,16 +170,16 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	}
 	wsize = int(bucketAlignUp(int64(wsize), s.align))
 	msize := int(bucketAlignUp(int64(bucketMetaSize(o.MaxKeys)), bucketMinAlign))
-	if s.wa, err = NewArena(wsize + msize); err != nil {
+	if s.wa, err = ioengine.NewArena(wsize + msize); err != nil {
 		return nil, rep, err
 	}
 	s.wbuf = s.wa.Slice(0, wsize)
 	s.mbuf = s.wa.Bytes()[wsize:]
-	if s.ra0, err = NewArena(wsize); err != nil {
+	if s.ra0, err = ioengine.NewArena(wsize); err != nil {
 		return nil, rep, err
 	}
 	s.ra, s.rbuf = s.ra0, s.ra0.Bytes()
-	s.ops = make([]Op, max(o.QueueDepth, wsize/bucketIOChunk+1))
+	s.ops = make([]ioengine.Op, max(o.QueueDepth, wsize/bucketIOChunk+1))
 	s.pend = make([]bucketPending, 0, len(s.ops))
 
 	s.eng = o.Engine
@@ -186,7 +188,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 		if mode == "" {
 			mode = "pread"
 		}
-		if s.eng, rep.EngineNote, err = NewEngine(mode, o.QueueDepth, s.wa, s.ra0); err != nil {
+		if s.eng, rep.EngineNote, err = ioengine.NewEngine(mode, o.QueueDepth, s.wa, s.ra0); err != nil {
 			return nil, rep, err
 		}
 		s.ownEng = true
@@ -228,7 +230,7 @@ func bucketDefaults(o *StoreOptions) error {
 		return fmt.Errorf("bucket store: eviction %q: must be fifo or lru", o.Evict)
 	}
 	if o.QueueDepth <= 0 {
-		o.QueueDepth = DefaultQueueDepth
+		o.QueueDepth = ioengine.DefaultQueueDepth
 	}
 	if o.MaxOpenFiles <= 0 {
 		o.MaxOpenFiles = bucketDefMaxFDs
@@ -700,7 +702,7 @@ func (s *BucketStore) flushBuf() error {
 	ops := s.ops[:0]
 	for off := 0; off < s.fill; off += bucketIOChunk {
 		end := min(off+bucketIOChunk, s.fill)
-		ops = append(ops, Op{Write: true, FD: b.fd, Off: s.bufBase + int64(off), Buf: s.wbuf[off:end]})
+		ops = append(ops, ioengine.Op{Write: true, FD: b.fd, Off: s.bufBase + int64(off), Buf: s.wbuf[off:end]})
 	}
 	err := s.eng.Do(ops)
 	for i := range ops {
@@ -811,7 +813,7 @@ func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
 	if n > len(s.mbuf) {
 		// Only a reopened bucket with more keys than MaxKeys gets here.
 		// The engine never saw a replacement buffer: unmap the last one.
-		a, err := NewArena(n)
+		a, err := ioengine.NewArena(n)
 		if err != nil {
 			return err
 		}
@@ -826,7 +828,7 @@ func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
 	if err != nil {
 		return err
 	}
-	s.ops[0] = Op{Write: true, FD: fd, Buf: s.mbuf[:n]}
+	s.ops[0] = ioengine.Op{Write: true, FD: fd, Buf: s.mbuf[:n]}
 	err = s.eng.Do(s.ops[:1])
 	s.st.BytesWritten += int64(s.ops[0].N)
 	if err == nil && s.ops[0].N != n {
@@ -1058,7 +1060,7 @@ func (s *BucketStore) corrupt(key uint64, b *bucket) error {
 // when a block does not fit.
 func (s *BucketStore) readBuf(n int64) ([]byte, error) {
 	if n > int64(len(s.rbuf)) {
-		a, err := NewArena(int(n))
+		a, err := ioengine.NewArena(int(n))
 		if err != nil {
 			return nil, err
 		}
@@ -1106,7 +1108,7 @@ func (s *BucketStore) readAt(fd int, off int64, buf []byte) error {
 		ops := s.ops[:0]
 		for len(buf) > 0 && len(ops) < cap(ops) {
 			n := min(len(buf), bucketIOChunk)
-			ops = append(ops, Op{FD: fd, Off: off, Buf: buf[:n]})
+			ops = append(ops, ioengine.Op{FD: fd, Off: off, Buf: buf[:n]})
 			off += int64(n)
 			buf = buf[n:]
 		}
@@ -1186,7 +1188,7 @@ func (s *BucketStore) GetBatch(keys []uint64, dst [][]byte, n []int, errs []erro
 		p := bucketPending{i: i, b: b, key: key, size: e.size, crc: e.crc, buf: s.rbuf[used : int64(used)+padded], op0: nops}
 		for off := int64(0); off < padded; off += bucketIOChunk {
 			end := min(off+bucketIOChunk, padded)
-			s.ops[nops] = Op{FD: fd, Off: e.off + off, Buf: p.buf[off:end]}
+			s.ops[nops] = ioengine.Op{FD: fd, Off: e.off + off, Buf: p.buf[off:end]}
 			nops++
 		}
 		p.op1 = nops
@@ -1334,7 +1336,7 @@ func (s *BucketStore) release() {
 	if s.ra != s.ra0 && s.ra != nil {
 		s.ra.Close()
 	}
-	for _, a := range []*Arena{s.wa, s.ma, s.ra0} {
+	for _, a := range []*ioengine.Arena{s.wa, s.ma, s.ra0} {
 		if a != nil {
 			a.Close()
 		}

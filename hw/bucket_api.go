@@ -3,6 +3,8 @@ package hw
 import (
 	"errors"
 	"fmt"
+
+	"kvsim/hw/ioengine"
 )
 
 // The BucketStore's types, shared by the Linux store (bucket.go) and the
@@ -22,7 +24,7 @@ type StoreOptions struct {
 	// Engine runs the I/O and stays the caller's. When nil the store makes
 	// one from EngineMode ("pread" by default, or "auto"/"io_uring", see
 	// NewEngine) with its own buffers registered, and closes it.
-	Engine     Engine
+	Engine     ioengine.Engine
 	EngineMode string
 	// Direct opens bucket data files O_DIRECT. Where the filesystem refuses
 	// (tmpfs), the store falls back to buffered I/O and OpenReport says why.

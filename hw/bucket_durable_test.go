@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // crashImage copies the store's files as they are now into a new
@@ -143,7 +145,7 @@ func TestBucketFlushAfterFailedSeal(t *testing.T) {
 	bucketFDCheck(t)
 	dir := bucketTestDir(t)
 	o := smallOpts(dir)
-	fe := NewFaultEngine(NewPreadEngine(), FaultPlan{})
+	fe := NewFaultEngine(ioengine.NewPreadEngine(), FaultPlan{})
 	o.Engine = fe
 	s, _ := openBucketTest(t, o)
 	for k := uint64(0); k < 20; k++ {
@@ -181,12 +183,12 @@ func TestBucketReadArenaReleased(t *testing.T) {
 		must(t, s.Put(k, bucketPayload(k, size)))
 		must(t, s.Flush())
 		before := s.ra
-		addr, n := bufAddr(before.mem), len(before.mem)
+		addr, n := bufAddr(before.Bytes()), len(before.Bytes())
 		checkBlock(t, s, k, size)
 		if s.ra == before {
 			t.Fatalf("read %d: no larger buffer", i)
 		}
-		if s.ra0 != first || first.mem == nil {
+		if s.ra0 != first || first.Bytes() == nil {
 			t.Fatal("the first read buffer was unmapped")
 		}
 		if before == first {
@@ -195,7 +197,7 @@ func TestBucketReadArenaReleased(t *testing.T) {
 		// Probe at once, and only outside the buffers still in use: the
 		// kernel may hand a freed range to the next, larger buffer.
 		released++
-		probeUnmappedExcept(t, addr, n, s.ra.mem, s.ra0.mem)
+		probeUnmappedExcept(t, addr, n, s.ra.Bytes(), s.ra0.Bytes())
 	}
 	if released == 0 {
 		t.Fatal("no read buffer was replaced")

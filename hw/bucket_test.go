@@ -16,20 +16,22 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // bucketTestDir is a fresh directory on a disk filesystem, so O_DIRECT is
 // real: the system temp dir unless it is tmpfs, else beside the repository.
 func bucketTestDir(t testing.TB) string {
 	t.Helper()
-	if fs, err := FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
+	if fs, err := ioengine.FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
 		return t.TempDir()
 	}
 	parent, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fs, err := FSType(parent); err != nil || fs == "tmpfs" || fs == "ramfs" {
+	if fs, err := ioengine.FSType(parent); err != nil || fs == "tmpfs" || fs == "ramfs" {
 		t.Skipf("no disk filesystem for the bucket store: %s is %s, %s is %s", os.TempDir(), "tmpfs", parent, fs)
 	}
 	dir, err := os.MkdirTemp(parent, ".kvsim-bucket-test-")
@@ -325,7 +327,7 @@ func TestBucketLocked(t *testing.T) {
 
 func TestBucketTmpfsFallback(t *testing.T) {
 	bucketFDCheck(t)
-	if fs, err := FSType("/dev/shm"); err != nil || fs != "tmpfs" {
+	if fs, err := ioengine.FSType("/dev/shm"); err != nil || fs != "tmpfs" {
 		t.Skip("no tmpfs at /dev/shm")
 	}
 	dir, err := os.MkdirTemp("/dev/shm", "kvsim-bucket-")
@@ -797,7 +799,7 @@ func TestBucketFaults(t *testing.T) {
 			dir := bucketTestDir(t)
 			o := smallOpts(dir)
 			o.BucketBytes = 128 << 10
-			fe := NewFaultEngine(NewPreadEngine(), FaultPlan{})
+			fe := NewFaultEngine(ioengine.NewPreadEngine(), FaultPlan{})
 			o.Engine = fe
 			s, _ := openBucketTest(t, o)
 			// Bucket 0 goes in cleanly.
@@ -877,7 +879,7 @@ func TestBucketReadEIO(t *testing.T) {
 	bucketFDCheck(t)
 	dir := bucketTestDir(t)
 	o := smallOpts(dir)
-	fe := NewFaultEngine(NewPreadEngine(), FaultPlan{})
+	fe := NewFaultEngine(ioengine.NewPreadEngine(), FaultPlan{})
 	o.Engine = fe
 	s, _ := openBucketTest(t, o)
 	for k := uint64(0); k < 20; k++ {
@@ -1013,15 +1015,15 @@ func TestFaultEngine(t *testing.T) {
 	f, err := os.Create(filepath.Join(dir, "f"))
 	must(t, err)
 	defer f.Close()
-	a, err := NewArena(1 << 20)
+	a, err := ioengine.NewArena(1 << 20)
 	must(t, err)
 	defer a.Close()
 	buf := a.Slice(0, 64<<10)
 	fd := int(f.Fd())
-	fe := NewFaultEngine(NewPreadEngine(), FaultPlan{FailWrite: 2, Torn: 5000, Sticky: true})
-	ops := make([]Op, 4)
+	fe := NewFaultEngine(ioengine.NewPreadEngine(), FaultPlan{FailWrite: 2, Torn: 5000, Sticky: true})
+	ops := make([]ioengine.Op, 4)
 	for i := range ops {
-		ops[i] = Op{Write: true, FD: fd, Off: int64(i) * 65536, Buf: buf}
+		ops[i] = ioengine.Op{Write: true, FD: fd, Off: int64(i) * 65536, Buf: buf}
 	}
 	err = fe.Do(ops)
 	if !errors.Is(err, unix.ENOSPC) || ops[0].Err != nil || ops[0].N != 65536 ||
@@ -1043,7 +1045,7 @@ func TestFaultEngine(t *testing.T) {
 		t.Fatal("writes after the limit should fail")
 	}
 	fe.SetPlan(FaultPlan{FailRead: 2, FailSync: 1})
-	rd := []Op{{FD: fd, Buf: buf[:4096]}, {FD: fd, Buf: buf[:4096]}, {FD: fd, Buf: buf[:4096]}}
+	rd := []ioengine.Op{{FD: fd, Buf: buf[:4096]}, {FD: fd, Buf: buf[:4096]}, {FD: fd, Buf: buf[:4096]}}
 	if err := fe.Do(rd); !errors.Is(err, unix.EIO) || rd[0].Err != nil || rd[1].Err == nil || rd[2].Err != nil {
 		t.Fatalf("reads: %v %s", err, opsSummary(rd))
 	}
@@ -1055,7 +1057,7 @@ func TestFaultEngine(t *testing.T) {
 	}
 }
 
-func opsSummary(ops []Op) string {
+func opsSummary(ops []ioengine.Op) string {
 	var b strings.Builder
 	for i, op := range ops {
 		fmt.Fprintf(&b, "[%d: N=%d err=%v] ", i, op.N, op.Err)

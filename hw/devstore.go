@@ -3,6 +3,8 @@ package hw
 import (
 	"errors"
 	"fmt"
+
+	"kvsim/hw/ioengine"
 )
 
 // devChunkBytes is the size of one device or pinned allocation a store
@@ -26,7 +28,7 @@ func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *Pin
 		return &devErrStore{fmt.Errorf("device store: slot size %d: must be > 0", slotBytes)}
 	case dev == nil || !dev.Available():
 		return NewMemStore("emulated", slotBytes, perChunk, func(n int) (Chunk, error) {
-			a, err := NewArena(n)
+			a, err := ioengine.NewArena(n)
 			if err != nil {
 				return Chunk{}, err
 			}

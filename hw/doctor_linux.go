@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // Doctor checks this machine for KV offload: hugepages, transparent
@@ -143,8 +145,7 @@ func (o DoctorOptions) ioUring() Check {
 	if derr == nil {
 		found = append(found, "io_uring_disabled="+disabled)
 	}
-	u, _, err := newUring(4, nil)
-	if err != nil {
+	if _, err := ioengine.ProbeUring(4); err != nil {
 		c.Status = StatusWarn
 		found = append(found, err.Error()+"; kvsim falls back to pread/pwrite")
 		c.Found = strings.Join(found, "; ")
@@ -158,14 +159,10 @@ func (o DoctorOptions) ioUring() Check {
 		}
 		return c
 	}
-	u.Close()
 	found = append(found, "io_uring_setup works")
 	// Registered buffers are pinned memory: the memlock limit applies.
-	if a, err := NewArenaPages(hugeSize, false); err == nil {
-		var reason string
-		if u, reason, err = newUring(4, []*Arena{a}); err == nil {
-			u.Close()
-		}
+	if a, err := ioengine.NewArenaPages(ioengine.HugePageSize, false); err == nil {
+		reason, err := ioengine.ProbeUring(4, a)
 		a.Close()
 		if reason == "" && err == nil {
 			found = append(found, "registered buffers work")
@@ -185,7 +182,7 @@ func (o DoctorOptions) ioUring() Check {
 func (o DoctorOptions) directIO() Check {
 	c := Check{Name: "o_direct"}
 	dir, _ := filepath.Abs(o.Dir)
-	fs, a, err := ProbeDirectIO(dir)
+	fs, a, err := ioengine.ProbeDirectIO(dir)
 	dev := blockDevice(dir)
 	on := dir
 	if fs != "" {
@@ -195,7 +192,7 @@ func (o DoctorOptions) directIO() Check {
 	case err == nil:
 		c.Status = StatusOK
 		c.Found = fmt.Sprintf("%s: O_DIRECT works, alignment %d B for offsets and lengths, %d B for buffers", on, a.Offset, a.Mem)
-	case errors.Is(err, ErrNoDirectIO):
+	case errors.Is(err, ioengine.ErrNoDirectIO):
 		c.Status = StatusFail
 		c.Found = err.Error()
 		c.Fix = "put the SSD tier's store directory on a disk filesystem (ext4, xfs) and check it with kvsim doctor --dir DIR"

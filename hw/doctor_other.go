@@ -2,10 +2,16 @@
 
 package hw
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvsim/hw/ioengine"
+)
 
 // Doctor is Linux only.
-func Doctor(o DoctorOptions) ([]Check, error) { return nil, fmt.Errorf("doctor: %w", ErrUnsupported) }
+func Doctor(o DoctorOptions) ([]Check, error) {
+	return nil, fmt.Errorf("doctor: %w", ioengine.ErrUnsupported)
+}
 
 // FindCUDARuntime is Linux only.
 func FindCUDARuntime() []string { return nil }

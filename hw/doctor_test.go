@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvsim/hw/ioengine"
 )
 
 var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "nvme"}
@@ -52,7 +54,7 @@ func TestDoctorHere(t *testing.T) {
 	if c := m["o_direct"]; c.Status != StatusOK || !strings.Contains(c.Found, "O_DIRECT works") {
 		t.Errorf("o_direct on %s: %+v", dir, c)
 	}
-	if u, _, err := newUring(1, nil); err == nil && u.Close() == nil && m["io_uring"].Status != StatusOK {
+	if _, err := ioengine.ProbeUring(1); err == nil && m["io_uring"].Status != StatusOK {
 		t.Errorf("io_uring works but doctor says %+v", m["io_uring"])
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -61,7 +63,7 @@ func TestDoctorHere(t *testing.T) {
 }
 
 func TestDoctorTmpfs(t *testing.T) {
-	if fs, _ := FSType("/dev/shm"); fs != "tmpfs" {
+	if fs, _ := ioengine.FSType("/dev/shm"); fs != "tmpfs" {
 		probeLacks(t, "/dev/shm is not tmpfs")
 	}
 	checks, err := Doctor(DoctorOptions{Dir: "/dev/shm"})

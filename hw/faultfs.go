@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"kvsim/hw/ioengine"
 )
 
 // FaultPlan says which I/O a FaultEngine fails. Zero fields inject nothing.
@@ -29,7 +31,7 @@ type FaultPlan struct {
 // does not fail pass through to the inner engine in batches, so queue depth
 // is kept. It does not own the inner engine: Close leaves it open.
 type FaultEngine struct {
-	inner Engine
+	inner ioengine.Engine
 
 	mu                   sync.Mutex
 	plan                 FaultPlan
@@ -40,7 +42,7 @@ type FaultEngine struct {
 }
 
 // NewFaultEngine wraps inner with plan.
-func NewFaultEngine(inner Engine, plan FaultPlan) *FaultEngine {
+func NewFaultEngine(inner ioengine.Engine, plan FaultPlan) *FaultEngine {
 	f := &FaultEngine{inner: inner}
 	f.SetPlan(plan)
 	return f
@@ -86,7 +88,7 @@ func (f *FaultEngine) Close() error { return nil }
 
 // Do runs ops in order; runs of ops the plan lets through go to the inner
 // engine together.
-func (f *FaultEngine) Do(ops []Op) error {
+func (f *FaultEngine) Do(ops []ioengine.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var first error
@@ -106,7 +108,7 @@ func (f *FaultEngine) Do(ops []Op) error {
 		f.faults++
 		op.N, op.Err = 0, nil
 		if keep > 0 {
-			part := []Op{{Write: true, FD: op.FD, Off: op.Off, Buf: op.Buf[:keep]}}
+			part := []ioengine.Op{{Write: true, FD: op.FD, Off: op.Off, Buf: op.Buf[:keep]}}
 			f.inner.Do(part)
 			op.N = part[0].N
 		}
@@ -122,7 +124,7 @@ func (f *FaultEngine) Do(ops []Op) error {
 	return first
 }
 
-func (f *FaultEngine) pass(ops []Op) error {
+func (f *FaultEngine) pass(ops []ioengine.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -130,7 +132,7 @@ func (f *FaultEngine) pass(ops []Op) error {
 }
 
 // decide says whether op fails, and how many of its bytes land first.
-func (f *FaultEngine) decide(op *Op) (keep int, errno error) {
+func (f *FaultEngine) decide(op *ioengine.Op) (keep int, errno error) {
 	p := &f.plan
 	if !op.Write {
 		f.reads++

@@ -2,4 +2,6 @@
 
 package hw
 
-func faultSync(fd int) error { return ErrUnsupported }
+import "kvsim/hw/ioengine"
+
+func faultSync(fd int) error { return ioengine.ErrUnsupported }

@@ -2,9 +2,13 @@
 
 package hw
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvsim/hw/ioengine"
+)
 
 // SetHugepages is Linux only.
 func SetHugepages(size string, n int64) (prev, got int64, err error) {
-	return 0, 0, fmt.Errorf("hugepages: %w", ErrUnsupported)
+	return 0, 0, fmt.Errorf("hugepages: %w", ioengine.ErrUnsupported)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kvsim/hw/ioengine"
 )
 
 // freeHugepages makes exactly n pages of size free for the test, by
@@ -82,7 +84,7 @@ func TestPoolRequireHugepages(t *testing.T) {
 	}
 	p.Bytes()[p.Size()-1] = 1
 	// An arena takes hugetlb pages too when they are free.
-	a, err := NewArena(2 << 20)
+	a, err := ioengine.NewArena(2 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func BenchmarkPoolPopulate(b *testing.B) {
 				start := time.Now()
 				p, err := NewPool(PoolOptions{Size: size, Hugepages: c.huge})
 				if err != nil {
-					if errors.Is(err, ErrUnsupported) || c.huge != "off" {
+					if errors.Is(err, ioengine.ErrUnsupported) || c.huge != "off" {
 						b.Skip(err)
 					}
 					b.Fatal(err)

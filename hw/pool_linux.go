@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // Pool is a DRAM pool: a memfd mapped MAP_SHARED and populated up front,
@@ -179,8 +181,8 @@ func (p *Pool) Fallback() string { return p.fallback }
 // Arena is a view of the pool for NewEngine, so that SSD I/O can go
 // straight between the pool and files with registered buffers. Closing the
 // view does nothing; the pool must outlive every engine that uses it.
-func (p *Pool) Arena() *Arena {
-	return &Arena{mem: p.mem, Huge: p.pageSize >= hugeSize, backend: p.backend, view: true}
+func (p *Pool) Arena() *ioengine.Arena {
+	return ioengine.ViewArena(p.mem, p.pageSize >= ioengine.HugePageSize, p.backend)
 }
 
 // Close unmaps the pool and closes its fd. Processes that received it keep

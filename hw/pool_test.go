@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 func newTestPool(t *testing.T, o PoolOptions) *Pool {
@@ -73,11 +75,11 @@ func TestPoolArenaIO(t *testing.T) {
 	probeLeaks(t)
 	p := newTestPool(t, PoolOptions{Size: 4 << 20, Hugepages: "try"})
 	view := p.Arena()
-	e, _, err := NewEngine("io_uring", 4, view)
+	e, _, err := ioengine.NewEngine("io_uring", 4, view)
 	probeNeed(t, err == nil, "io_uring unavailable: %v", err)
 	defer e.Close()
 	dir := probeDiskDir(t)
-	f, _, err := OpenDirect(filepath.Join(dir, "pool-io"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, _, err := ioengine.OpenDirect(filepath.Join(dir, "pool-io"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestPoolArenaIO(t *testing.T) {
 	for i := range mem[:1<<20] {
 		mem[i] = byte(i * 3)
 	}
-	ops := []Op{{Write: true, FD: int(f.Fd()), Buf: mem[:1<<20]}}
+	ops := []ioengine.Op{{Write: true, FD: int(f.Fd()), Buf: mem[:1<<20]}}
 	if err := e.Do(ops); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +99,8 @@ func TestPoolArenaIO(t *testing.T) {
 	if !bytes.Equal(mem[:1<<20], mem[2<<20:3<<20]) {
 		t.Error("bytes differ")
 	}
-	if u := e.(*uring); !u.Registered() || u.fixedOps != 2 {
-		t.Errorf("registered %v, fixed ops %d", u.Registered(), u.fixedOps)
+	if reg, n := ioengine.FixedOps(e); !reg || n != 2 {
+		t.Errorf("registered %v, fixed ops %d", reg, n)
 	}
 	if err := view.Close(); err != nil || p.Bytes() == nil {
 		t.Error("closing the view touched the pool")
@@ -107,7 +109,7 @@ func TestPoolArenaIO(t *testing.T) {
 }
 
 func TestSlots(t *testing.T) {
-	a, err := NewArena(1 << 20)
+	a, err := ioengine.NewArena(1 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}

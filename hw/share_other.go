@@ -5,14 +5,16 @@ package hw
 import (
 	"context"
 	"fmt"
+
+	"kvsim/hw/ioengine"
 )
 
 // ServePool is Linux only.
 func ServePool(ctx context.Context, socketPath string, p *Pool) error {
-	return fmt.Errorf("serve pool: %w", ErrUnsupported)
+	return fmt.Errorf("serve pool: %w", ioengine.ErrUnsupported)
 }
 
 // ReceivePool is Linux only.
 func ReceivePool(socketPath string) (*Pool, error) {
-	return nil, fmt.Errorf("receive pool: %w", ErrUnsupported)
+	return nil, fmt.Errorf("receive pool: %w", ioengine.ErrUnsupported)
 }

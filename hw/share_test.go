@@ -244,6 +244,16 @@ func TestSharePoolOtherUser(t *testing.T) {
 	if !strings.Contains(out, "peer refused:") || !strings.Contains(out, "runs as uid 0, not as this process's uid 65534") {
 		t.Errorf("peer said:\n%s", out)
 	}
+	// The server logs after it has answered the peer: wait for it.
+	for range 200 {
+		mu.Lock()
+		n := len(logged)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(logged) != 1 || !strings.Contains(logged[0], "uid 65534 is not the pool owner's uid 0") {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"kvsim/hw/ioengine"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -166,7 +168,7 @@ func emulatedStore(t TierSpec, o TierOptions) Store {
 		label = "emulated (no RDMA)"
 	}
 	return NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (Chunk, error) {
-		a, err := NewArena(n)
+		a, err := ioengine.NewArena(n)
 		if err != nil {
 			return Chunk{}, err
 		}

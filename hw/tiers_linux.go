@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/ioengine"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
@@ -72,9 +74,9 @@ type bucketTier struct {
 	s       *BucketStore
 	backend string
 	lock    *os.File
-	eng     Engine // made here (the fault seam): closed after the store
-	lost    int64  // the store's LostBlocks already reported
-	evicted int64  // and its EvictedBlocks
+	eng     ioengine.Engine // made here (the fault seam): closed after the store
+	lost    int64           // the store's LostBlocks already reported
+	evicted int64           // and its EvictedBlocks
 }
 
 func (b *bucketTier) Backend() string                      { return b.backend }
@@ -257,7 +259,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 	if err != nil {
 		return nil, "", op, err
 	}
-	var eng Engine
+	var eng ioengine.Engine
 	defer func() {
 		if err != nil {
 			if eng != nil {
@@ -266,7 +268,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 			lock.Close()
 		}
 	}()
-	if fst, err := FSType(dir); err == nil && fst == "tmpfs" {
+	if fst, err := ioengine.FSType(dir); err == nil && fst == "tmpfs" {
 		return nil, "", op, fmt.Errorf("store directory %s is on tmpfs, which has no O_DIRECT; put --dir on a disk filesystem (ext4, xfs)", dir)
 	}
 	// Without an identity the blocks mean nothing beyond this run (kvsim
@@ -289,7 +291,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 		so.QueueDepth = o.QueueDepth
 	}
 	if o.Faults != nil {
-		eng = NewFaultEngine(NewPreadEngine(), *o.Faults)
+		eng = NewFaultEngine(ioengine.NewPreadEngine(), *o.Faults)
 		so.Engine = eng
 	}
 	// Dead blocks hold their space until their whole bucket dies: leave

@@ -2,9 +2,11 @@
 
 package hw
 
+import "kvsim/hw/ioengine"
+
 func dramStore(t TierSpec, o TierOptions, _ *PinnedBufferPool) (Store, string, error) {
-	return nil, "", ErrUnsupported
+	return nil, "", ioengine.ErrUnsupported
 }
 func diskStore(t TierSpec, o TierOptions) (Store, string, StoreOpen, error) {
-	return nil, "", StoreOpen{}, ErrUnsupported
+	return nil, "", StoreOpen{}, ioengine.ErrUnsupported
 }

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvsim/hw/ioengine"
 )
 
 // tierTestDir is a fresh folder on a disk filesystem (O_DIRECT works).
 func tierTestDir(t *testing.T) string {
 	t.Helper()
-	if fs, err := FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
+	if fs, err := ioengine.FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
 		return t.TempDir()
 	}
 	parent, err := filepath.Abs("../..")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kvsim/hw"
+	"kvsim/hw/ioengine"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -209,7 +210,7 @@ func measureIO(ctx context.Context, cal *calibration, dir, engine string) error 
 					if eng == "pread" && qd > 1 {
 						continue // one op at a time by construction
 					}
-					r, err := hw.IOBench(hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: bs, QueueDepth: qd,
+					r, err := ioengine.IOBench(ioengine.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: bs, QueueDepth: qd,
 						Write: rw, Engine: eng, Direct: true, Hugepages: true})
 					if err != nil {
 						if eng == "io_uring" {
@@ -260,27 +261,27 @@ func measureMixed(ctx context.Context, cal *calibration, dir, engine string) err
 	rf, wf := filepath.Join(dir, "mixed-read.dat"), filepath.Join(dir, "mixed-write.dat")
 	defer os.Remove(rf)
 	defer os.Remove(wf)
-	opt := func(file string, write bool) hw.IOBenchOptions {
-		return hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: 1 << 20, QueueDepth: 32, Write: write,
+	opt := func(file string, write bool) ioengine.IOBenchOptions {
+		return ioengine.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: 1 << 20, QueueDepth: 32, Write: write,
 			Engine: eng, Direct: true, Hugepages: true}
 	}
 	// Alone, in the order that leaves both files full.
-	w, err := hw.IOBench(opt(wf, true))
+	w, err := ioengine.IOBench(opt(wf, true))
 	if err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	if _, err := hw.IOBench(opt(rf, true)); err != nil {
+	if _, err := ioengine.IOBench(opt(rf, true)); err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	r, err := hw.IOBench(opt(rf, false))
+	r, err := ioengine.IOBench(opt(rf, false))
 	if err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	var rr, ww hw.IOBenchResult
+	var rr, ww ioengine.IOBenchResult
 	var rerr, werr error
 	done := make(chan struct{})
-	go func() { rr, rerr = hw.IOBench(opt(rf, false)); close(done) }()
-	ww, werr = hw.IOBench(opt(wf, true))
+	go func() { rr, rerr = ioengine.IOBench(opt(rf, false)); close(done) }()
+	ww, werr = ioengine.IOBench(opt(wf, true))
 	<-done
 	if err := errors.Join(rerr, werr); err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)

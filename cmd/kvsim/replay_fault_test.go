@@ -5,6 +5,7 @@ import (
 
 	"kvsim/experiment"
 	"kvsim/hw"
+	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
@@ -47,7 +48,7 @@ func TestReplayDiskFull(t *testing.T) {
 		return ss.List[0]
 	}
 	o := hw.DefaultStoreOptions(replayDir(t))
-	o.Engine = hw.NewFaultEngine(hw.NewPreadEngine(), hw.FaultPlan{FailAfter: 1 << 20, Sticky: true})
+	o.Engine = hw.NewFaultEngine(ioengine.NewPreadEngine(), hw.FaultPlan{FailAfter: 1 << 20, Sticky: true})
 	o.BucketBytes, o.WriteBuffer = 256<<10, 256<<10
 	bs, _, err := hw.OpenBucketStore(o)
 	if err != nil {

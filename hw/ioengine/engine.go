@@ -1,4 +1,4 @@
-package hw
+package ioengine
 
 import (
 	"errors"
@@ -112,4 +112,14 @@ func NewEngine(mode string, queueDepth int, arenas ...*Arena) (e Engine, fallbac
 		return NewPreadEngine(), err.Error(), nil
 	}
 	return nil, "", fmt.Errorf("engine %q: must be auto, io_uring or pread", mode)
+}
+
+// ProbeUring sets up an io_uring of queueDepth entries registering arenas,
+// and closes it again; reason says why registering them failed, if it did.
+func ProbeUring(queueDepth int, arenas ...*Arena) (reason string, err error) {
+	u, reason, err := newUring(queueDepth, arenas)
+	if err == nil {
+		u.Close()
+	}
+	return reason, err
 }

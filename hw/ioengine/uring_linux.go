@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package ioengine
 
 import (
 	"errors"
@@ -584,4 +584,15 @@ func (u *uring) abandon(cause error, complete func(s int)) error {
 	u.fellBack.Store(&reason)
 	engineLogf("hw: %s; this engine runs pread/pwrite from now on", reason)
 	return nil
+}
+
+// FixedOps reports whether e is an io_uring with registered buffers and how
+// many reads and writes it sent as fixed-buffer ops (tests check that pool
+// memory really takes the registered path).
+func FixedOps(e Engine) (registered bool, n int) {
+	u, ok := e.(*uring)
+	if !ok {
+		return false, 0
+	}
+	return u.Registered(), u.fixedOps
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package ioengine
 
 import (
 	"bufio"
@@ -22,7 +22,16 @@ type Arena struct {
 	view    bool // borrowed from a Pool: Close leaves the mapping alone
 }
 
-const hugeSize = 2 << 20
+// HugePageSize is the size of the huge pages arenas and pools use.
+const HugePageSize = 2 << 20
+
+const hugeSize = HugePageSize
+
+// ViewArena is an Arena over memory someone else owns (a Pool), so that
+// NewEngine can register it; closing the view leaves the mapping alone.
+func ViewArena(mem []byte, huge bool, backend string) *Arena {
+	return &Arena{mem: mem, Huge: huge, backend: backend, view: true}
+}
 
 // NewArena maps size bytes (rounded up to 2 MiB). It tries hugetlb pages,
 // then a THP-advised mapping, then plain 4 KiB pages.
