@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/hostmem"
 )
 
 // accelHostAlloc maps n bytes of anonymous pageable memory, populated so
@@ -18,7 +20,7 @@ func accelHostAlloc(n int) ([]byte, error) {
 	}
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
-		return nil, fmt.Errorf("mmap %s: %w", fmtBytes(int64(n)), err)
+		return nil, fmt.Errorf("mmap %s: %w", hostmem.FormatBytes(int64(n)), err)
 	}
 	return mem, nil
 }
@@ -31,9 +33,9 @@ func accelMlock(mem []byte) error {
 	if err := unix.Mlock(mem); err != nil {
 		lim, unlimited := memlockBytes()
 		if !unlimited && (errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN)) {
-			return fmt.Errorf("mlock %s: %w (RLIMIT_MEMLOCK is %s; raise it with ulimit -l)", fmtBytes(int64(len(mem))), err, fmtBytes(lim))
+			return fmt.Errorf("mlock %s: %w (RLIMIT_MEMLOCK is %s; raise it with ulimit -l)", hostmem.FormatBytes(int64(len(mem))), err, hostmem.FormatBytes(lim))
 		}
-		return fmt.Errorf("mlock %s: %w", fmtBytes(int64(len(mem))), err)
+		return fmt.Errorf("mlock %s: %w", hostmem.FormatBytes(int64(len(mem))), err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"kvsim/hw/hostmem"
 )
 
 // CopyResult is the copy bandwidth at one size, in GB/s (1e9 bytes/s),
@@ -132,7 +134,7 @@ func MeasureCopies(dev AcceleratorDevice, sizes []int, iters int) (res []CopyRes
 			{&r.D2HPageableGBs, false, pageable, "D2H pageable"},
 		} {
 			if *m.out, err = timeIt(size, n, m.h2d, m.host); err != nil {
-				return res, fmt.Errorf("measure copies: %s %s: %w", m.what, fmtBytes(int64(size)), err)
+				return res, fmt.Errorf("measure copies: %s %s: %w", m.what, hostmem.FormatBytes(int64(size)), err)
 			}
 		}
 		r.H2DRatio, r.D2HRatio = ratio(r.H2DPinnedGBs, r.H2DPageableGBs), ratio(r.D2HPinnedGBs, r.D2HPageableGBs)
@@ -162,7 +164,7 @@ func FormatCopyResults(res []CopyResult) string {
 		"H2D pinned", "H2D pageable", "ratio", "D2H pinned", "D2H pageable", "ratio")
 	for _, r := range res {
 		fmt.Fprintf(&b, "%10s %6d  %9.2f GB/s %9.2f GB/s %6.2fx  %9.2f GB/s %9.2f GB/s %6.2fx\n",
-			fmtBytes(int64(r.Bytes)), r.Iters, r.H2DPinnedGBs, r.H2DPageableGBs, r.H2DRatio,
+			hostmem.FormatBytes(int64(r.Bytes)), r.Iters, r.H2DPinnedGBs, r.H2DPageableGBs, r.H2DRatio,
 			r.D2HPinnedGBs, r.D2HPageableGBs, r.D2HRatio)
 	}
 	return b.String()

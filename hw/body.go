@@ -7,6 +7,10 @@ import (
 	"kvsim/core"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
+
+	"kvsim/hw/payload"
 )
 
 // LinkStat is what really happened on one logical link (from->to tier).
@@ -55,7 +59,7 @@ type LostCopy struct {
 
 // BodyOptions configure a real body.
 type BodyOptions struct {
-	Stores []Store // one per tier, tier 0 being HBM
+	Stores []hostmem.Store // one per tier, tier 0 being HBM
 	// RealBytes maps a block's model size to the bytes really moved
 	// (replays scale blocks down so real traces fit the machine).
 	RealBytes func(modelBytes int64) int
@@ -255,7 +259,7 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	}
 	if err == nil && b.o.Verify {
 		b.Checked++
-		if !Verify(buf, blk) {
+		if !payload.Verify(buf, blk) {
 			b.Corrupt++
 			err = fmt.Errorf("payload does not verify")
 			b.o.Stores[to].Delete(blk)
@@ -267,7 +271,7 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		b.settle(blk, from)
 		b.fail(blk, from, err)
 		if to == 0 { // the request recomputes it
-			Fill(buf, blk)
+			payload.Fill(buf, blk)
 			_ = b.o.Stores[0].Put(blk, buf)
 		}
 		return
@@ -371,7 +375,7 @@ func (b *Body) Prefill(now int64, req core.ReqID, cached, compute int) {
 			continue
 		}
 		buf := b.buf[:b.o.RealBytes(b.core.BlockBytes(blk))]
-		Fill(buf, blk)
+		payload.Fill(buf, blk)
 		if err := hbm.Put(blk, buf); err != nil {
 			b.fail(blk, 0, err)
 		}
@@ -417,7 +421,7 @@ func (b *Body) VerifyStores(blocks int) {
 			n := b.o.RealBytes(b.core.BlockBytes(blk))
 			got, err := s.Get(blk, b.buf[:n])
 			b.Checked++
-			if err != nil || got != n || !Verify(b.buf[:n], blk) {
+			if err != nil || got != n || !payload.Verify(b.buf[:n], blk) {
 				b.Corrupt++
 				if err == nil {
 					err = fmt.Errorf("payload does not verify")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // The BucketStore's types, shared by the Linux store (bucket.go) and the
@@ -86,7 +88,7 @@ type StoreStats struct {
 // Errors from the store. I/O errors come wrapped in *BucketError, so
 // errors.Is(err, unix.ENOSPC) and the like work.
 var (
-	ErrBucketNotFound = fmt.Errorf("bucket store: %w", ErrNotStored)
+	ErrBucketNotFound = fmt.Errorf("bucket store: %w", hostmem.ErrNotStored)
 	ErrBucketChecksum = errors.New("bucket store: block checksum mismatch")
 	ErrBucketClosed   = errors.New("bucket store: closed")
 	ErrBucketShortDst = errors.New("bucket store: destination smaller than the block")

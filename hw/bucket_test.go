@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // bucketTestDir is a fresh directory on a disk filesystem, so O_DIRECT is
@@ -208,7 +210,7 @@ func TestBucketRoundTrip(t *testing.T) {
 					t.Fatalf("GetBatch key %d: n=%d err=%v", k, ns[i], errs[i])
 				}
 			}
-			if !errors.Is(errs[len(keys)-1], ErrBucketNotFound) || !errors.Is(errs[len(keys)-1], ErrNotStored) {
+			if !errors.Is(errs[len(keys)-1], ErrBucketNotFound) || !errors.Is(errs[len(keys)-1], hostmem.ErrNotStored) {
 				t.Fatalf("unknown key: %v", errs[len(keys)-1])
 			}
 			// Short destination.

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"kvsim/hw/hostmem"
+
+	"kvsim/hw/payload"
 )
 
 // LinkFit is a measured link: a transfer of n bytes takes Latency + n/Bandwidth.
@@ -22,11 +26,11 @@ type LinkFit struct {
 // just computed, so it is in the CPU caches of an emulated tier); cold
 // writes them all first (a block promoted or demoted from a lower tier has
 // not been touched for a while).
-func MeasureMoves(a, b Store, small, large, count int, base int32, hot bool) (LinkFit, error) {
+func MeasureMoves(a, b hostmem.Store, small, large, count int, base int32, hot bool) (LinkFit, error) {
 	if small <= 0 || large <= small || count <= 0 {
 		return LinkFit{}, fmt.Errorf("calibrate: bad sizes %d, %d", small, large)
 	}
-	body, err := NewBody(BodyOptions{Stores: []Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
+	body, err := NewBody(BodyOptions{Stores: []hostmem.Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
 	if err != nil {
 		return LinkFit{}, err
 	}
@@ -36,7 +40,7 @@ func MeasureMoves(a, b Store, small, large, count int, base int32, hot bool) (Li
 		var ts []int64
 		for i := 0; i < count && !hot; i++ {
 			id := base + int32(i)
-			Fill(buf, id)
+			payload.Fill(buf, id)
 			if err := a.Put(id, buf); err != nil {
 				return 0, err
 			}
@@ -50,7 +54,7 @@ func MeasureMoves(a, b Store, small, large, count int, base int32, hot bool) (Li
 		for i := 0; i < count; i++ {
 			id := base + int32(i)
 			if hot {
-				Fill(buf, id)
+				payload.Fill(buf, id)
 				if err := a.Put(id, buf); err != nil {
 					return 0, err
 				}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kvsim/hw/hostmem"
 )
 
 // Tests named *GPU* need a real accelerator (CUDA, or HIP: they run on
@@ -38,7 +40,7 @@ func TestCudaGPURoundTrip(t *testing.T) {
 	free, total, err := dev.MemInfo()
 	t.Logf("%s %q (%d devices), driver %s, runtime %s, %s free of %s (%v); via %s",
 		dev.Kind(), dev.Name(), dev.DeviceCount(), dev.DriverVersion(), dev.RuntimeVersion(),
-		fmtBytes(free), fmtBytes(total), err, gpuProbe.Lib)
+		hostmem.FormatBytes(free), hostmem.FormatBytes(total), err, gpuProbe.Lib)
 	const n = 64 << 20
 	d, err := dev.Malloc(n)
 	if err != nil {
@@ -132,7 +134,7 @@ func TestCudaGPUPinnedPool(t *testing.T) {
 	pool.Put(b)
 	t.Logf("32 MiB pinned: %v to allocate, %v to reuse; %s", alloc, reuse, pool.Stats())
 	// The DRAM pool's memory (hugepages where reserved) registered in place.
-	dram, err := NewPool(PoolOptions{Size: 256 << 20, Hugepages: "try", Name: "kvsim-gpucheck"})
+	dram, err := hostmem.NewPool(hostmem.PoolOptions{Size: 256 << 20, Hugepages: "try", Name: "kvsim-gpucheck"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestGPUCopies(t *testing.T) {
 	t.Logf("KVSIM_GPU_COPIES %s", out)
 	for _, r := range res {
 		if r.Bytes >= 16<<20 && r.D2HRatio < 1 {
-			t.Errorf("%s: pinned D2H (%.1f GB/s) slower than pageable (%.1f GB/s)", fmtBytes(int64(r.Bytes)), r.D2HPinnedGBs, r.D2HPageableGBs)
+			t.Errorf("%s: pinned D2H (%.1f GB/s) slower than pageable (%.1f GB/s)", hostmem.FormatBytes(int64(r.Bytes)), r.D2HPinnedGBs, r.D2HPageableGBs)
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"kvsim/hw/hostmem"
 )
 
 // rtAPI is the part of the CUDA runtime kvsim calls; HIP's calls map one
@@ -301,7 +303,7 @@ func (d *rtDevice) Malloc(n int) (uintptr, error) {
 		return 0, fmt.Errorf("%sMalloc %d bytes: size must be > 0", d.kind, n)
 	}
 	var p uintptr
-	err := d.call(func() int32 { return d.api.malloc(&p, uintptr(n)) }, "Malloc", fmtBytes(int64(n)))
+	err := d.call(func() int32 { return d.api.malloc(&p, uintptr(n)) }, "Malloc", hostmem.FormatBytes(int64(n)))
 	return p, err
 }
 
@@ -314,7 +316,7 @@ func (d *rtDevice) HostAlloc(n int) ([]byte, error) {
 		return nil, fmt.Errorf("%sHostAlloc %d bytes: size must be > 0", d.kind, n)
 	}
 	var p unsafe.Pointer
-	if err := d.call(func() int32 { return d.api.hostAlloc(&p, uintptr(n), 0) }, "HostAlloc", fmtBytes(int64(n))); err != nil {
+	if err := d.call(func() int32 { return d.api.hostAlloc(&p, uintptr(n), 0) }, "HostAlloc", hostmem.FormatBytes(int64(n))); err != nil {
 		return nil, err
 	}
 	return unsafe.Slice((*byte)(p), n), nil
@@ -328,7 +330,7 @@ func (d *rtDevice) HostRegister(b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%sHostRegister: empty buffer", d.kind)
 	}
-	return d.call(func() int32 { return d.api.hostRegister(b, uintptr(len(b)), 0) }, "HostRegister", fmtBytes(int64(len(b))))
+	return d.call(func() int32 { return d.api.hostRegister(b, uintptr(len(b)), 0) }, "HostRegister", hostmem.FormatBytes(int64(len(b))))
 }
 
 func (d *rtDevice) HostUnregister(b []byte) error {
@@ -358,14 +360,14 @@ func (d *rtDevice) CopyH2D(dst uintptr, src []byte, s AccelStream) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.call(func() int32 { return d.api.memcpyH2D(dst, src, uintptr(len(src)), memcpyH2D, uintptr(s)) }, "MemcpyAsync H2D", fmtBytes(int64(len(src))))
+	return d.call(func() int32 { return d.api.memcpyH2D(dst, src, uintptr(len(src)), memcpyH2D, uintptr(s)) }, "MemcpyAsync H2D", hostmem.FormatBytes(int64(len(src))))
 }
 
 func (d *rtDevice) CopyD2H(dst []byte, src uintptr, s AccelStream) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return d.call(func() int32 { return d.api.memcpyD2H(dst, src, uintptr(len(dst)), memcpyD2H, uintptr(s)) }, "MemcpyAsync D2H", fmtBytes(int64(len(dst))))
+	return d.call(func() int32 { return d.api.memcpyD2H(dst, src, uintptr(len(dst)), memcpyD2H, uintptr(s)) }, "MemcpyAsync D2H", hostmem.FormatBytes(int64(len(dst))))
 }
 
 func (d *rtDevice) StreamSync(s AccelStream) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // devChunkBytes is the size of one device or pinned allocation a store
@@ -19,7 +21,7 @@ func devChunkSlots(slot int) int { return max(1, devChunkBytes/max(slot, 1)) }
 // for its copy. kind "pinned": blocks live in page-locked host memory. A
 // device that is not Available gives the emulated store (host memory,
 // Backend "emulated"). pool may be nil: the store then keeps its own.
-func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *PinnedBufferPool) Store {
+func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *PinnedBufferPool) hostmem.Store {
 	perChunk := devChunkSlots(slotBytes)
 	switch {
 	case kind != "hbm" && kind != "pinned":
@@ -27,20 +29,20 @@ func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *Pin
 	case slotBytes <= 0:
 		return &devErrStore{fmt.Errorf("device store: slot size %d: must be > 0", slotBytes)}
 	case dev == nil || !dev.Available():
-		return NewMemStore("emulated", slotBytes, perChunk, func(n int) (Chunk, error) {
+		return hostmem.NewMemStore("emulated", slotBytes, perChunk, func(n int) (hostmem.Chunk, error) {
 			a, err := ioengine.NewArena(n)
 			if err != nil {
-				return Chunk{}, err
+				return hostmem.Chunk{}, err
 			}
-			return Chunk{Mem: a.Bytes(), Closer: a}, nil
+			return hostmem.Chunk{Mem: a.Bytes(), Closer: a}, nil
 		})
 	case kind == "pinned":
-		return NewMemStore(dev.Kind()+" pinned host memory", slotBytes, perChunk, func(n int) (Chunk, error) {
+		return hostmem.NewMemStore(dev.Kind()+" pinned host memory", slotBytes, perChunk, func(n int) (hostmem.Chunk, error) {
 			mem, err := dev.HostAlloc(n)
 			if err != nil {
-				return Chunk{}, err
+				return hostmem.Chunk{}, err
 			}
-			return Chunk{Mem: mem, Closer: devHostFreer{dev, mem}}, nil
+			return hostmem.Chunk{Mem: mem, Closer: devHostFreer{dev, mem}}, nil
 		})
 	}
 	s := &devStore{dev: dev, pool: pool, slot: slotBytes, perChunk: perChunk,
@@ -64,7 +66,7 @@ type devErrStore struct{ err error }
 
 func (e *devErrStore) Backend() string                      { return "invalid (" + e.err.Error() + ")" }
 func (e *devErrStore) Put(b int32, data []byte) error       { return e.err }
-func (e *devErrStore) Get(b int32, dst []byte) (int, error) { return 0, ErrNotStored }
+func (e *devErrStore) Get(b int32, dst []byte) (int, error) { return 0, hostmem.ErrNotStored }
 func (e *devErrStore) Delete(b int32)                       {}
 func (e *devErrStore) Has(b int32) bool                     { return false }
 func (e *devErrStore) Close() error                         { return nil }
@@ -188,7 +190,7 @@ func (s *devStore) h2d(dst uintptr, data []byte, st AccelStream) error {
 // Get implements Store.
 func (s *devStore) Get(b int32, dst []byte) (int, error) {
 	if !s.Has(b) {
-		return 0, ErrNotStored
+		return 0, hostmem.ErrNotStored
 	}
 	n := int(s.size[b])
 	if len(dst) < n {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"kvsim/hw/hostmem"
 )
 
 func devFill(n int, seed byte) []byte {
@@ -74,7 +76,7 @@ func TestDeviceStoreHBM(t *testing.T) {
 	if s.Has(7) {
 		t.Fatal("Delete")
 	}
-	if _, err := s.Get(7, dst); !errors.Is(err, ErrNotStored) {
+	if _, err := s.Get(7, dst); !errors.Is(err, hostmem.ErrNotStored) {
 		t.Fatalf("Get deleted: %v", err)
 	}
 	if err := s.Put(1, make([]byte, slot+1)); err == nil {

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // Doctor checks this machine for KV offload: hugepages, transparent
@@ -28,8 +30,8 @@ func Doctor(o DoctorOptions) ([]Check, error) {
 	}
 	gpu := o.gpu()
 	return []Check{
-		o.hugepages(hugeSpecs[0]),
-		o.hugepages(hugeSpecs[1]),
+		o.hugepages(hostmem.HugeSpecs[0]),
+		o.hugepages(hostmem.HugeSpecs[1]),
 		o.thp(),
 		o.ioUring(),
 		o.directIO(),
@@ -73,26 +75,26 @@ func (o DoctorOptions) readString(p string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-func (o DoctorOptions) hugepages(hs hugeSpec) Check {
-	c := Check{Name: "hugepages-" + hs.label}
-	dir := o.path(hs.sysfs)
+func (o DoctorOptions) hugepages(hs hostmem.HugeSpec) Check {
+	c := Check{Name: "hugepages-" + hs.Label}
+	dir := o.path(hs.Sysfs)
 	if _, err := os.Stat(dir); err != nil {
-		c.Status, c.Found = StatusAbsent, fmt.Sprintf("no %s hugepages on this kernel/CPU (%s is absent)", hs.label, hs.sysfs)
+		c.Status, c.Found = StatusAbsent, fmt.Sprintf("no %s hugepages on this kernel/CPU (%s is absent)", hs.Label, hs.Sysfs)
 		return c
 	}
-	nr, err1 := readInt(dir + "/nr_hugepages")
-	free, err2 := readInt(dir + "/free_hugepages")
+	nr, err1 := hostmem.ReadInt(dir + "/nr_hugepages")
+	free, err2 := hostmem.ReadInt(dir + "/free_hugepages")
 	if err := errors.Join(err1, err2); err != nil {
 		c.Status, c.Found = StatusWarn, "cannot read the counts: "+err.Error()
 		return c
 	}
-	c.Found = fmt.Sprintf("%d reserved, %d free (%s free)", nr, free, fmtBytes(free*hs.bytes))
-	is2M := hs.bytes == 2<<20
+	c.Found = fmt.Sprintf("%d reserved, %d free (%s free)", nr, free, hostmem.FormatBytes(free*hs.Bytes))
+	is2M := hs.Bytes == 2<<20
 	reserve := func(n int64) string {
 		if is2M {
-			return fmt.Sprintf("as root: sysctl -w vm.nr_hugepages=%d (%s), then check HugePages_Free in /proc/meminfo", n, fmtBytes(n*hs.bytes))
+			return fmt.Sprintf("as root: sysctl -w vm.nr_hugepages=%d (%s), then check HugePages_Free in /proc/meminfo", n, hostmem.FormatBytes(n*hs.Bytes))
 		}
-		return fmt.Sprintf("as root: echo %d > %s/nr_hugepages, or boot with hugepagesz=1G hugepages=%d", n, hs.sysfs, n)
+		return fmt.Sprintf("as root: echo %d > %s/nr_hugepages, or boot with hugepagesz=1G hugepages=%d", n, hs.Sysfs, n)
 	}
 	switch {
 	case nr == 0 && is2M:
@@ -229,13 +231,13 @@ func memlock() Check {
 	case rl.Cur == unix.RLIM_INFINITY:
 		c.Status, c.Found = StatusOK, "unlimited"
 	case hasCapIPCLock():
-		c.Status, c.Found = StatusOK, fmt.Sprintf("%s, but this process has CAP_IPC_LOCK, which lifts it", fmtBytes(int64(rl.Cur)))
+		c.Status, c.Found = StatusOK, fmt.Sprintf("%s, but this process has CAP_IPC_LOCK, which lifts it", hostmem.FormatBytes(int64(rl.Cur)))
 	case rl.Cur < 1<<30:
 		c.Status = StatusWarn
-		c.Found = fmt.Sprintf("%s: pinned host memory (cudaHostRegister, RDMA registration, io_uring registered buffers) beyond it fails", fmtBytes(int64(rl.Cur)))
+		c.Found = fmt.Sprintf("%s: pinned host memory (cudaHostRegister, RDMA registration, io_uring registered buffers) beyond it fails", hostmem.FormatBytes(int64(rl.Cur)))
 		c.Fix = fix
 	default:
-		c.Status, c.Found = StatusOK, fmtBytes(int64(rl.Cur))
+		c.Status, c.Found = StatusOK, hostmem.FormatBytes(int64(rl.Cur))
 	}
 	return c
 }

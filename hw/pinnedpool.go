@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"kvsim/hw/hostmem"
 )
 
 // PinnedPoolOptions configures NewPinnedBufferPool.
@@ -67,12 +69,12 @@ type PinnedPoolStats struct {
 // String is a one-line summary, e.g. for kvsim notes.
 func (s PinnedPoolStats) String() string {
 	out := fmt.Sprintf("pinned pool: %d/%d buffers (%d in use), %s of %s pinned, %d allocs, %d reuses",
-		s.Buffers, s.MaxBuffers, s.InUse, fmtBytes(s.PinnedBytes), fmtBytes(s.MaxBytes), s.Allocs, s.Reuses)
+		s.Buffers, s.MaxBuffers, s.InUse, hostmem.FormatBytes(s.PinnedBytes), hostmem.FormatBytes(s.MaxBytes), s.Allocs, s.Reuses)
 	if s.RegisteredBytes > 0 {
-		out += fmt.Sprintf(", %s registered", fmtBytes(s.RegisteredBytes))
+		out += fmt.Sprintf(", %s registered", hostmem.FormatBytes(s.RegisteredBytes))
 	}
 	if s.Fallbacks > 0 {
-		out += fmt.Sprintf("; %d pageable fallbacks (%s), last: %s", s.Fallbacks, fmtBytes(s.FallbackBytes), s.LastFallback)
+		out += fmt.Sprintf("; %d pageable fallbacks (%s), last: %s", s.Fallbacks, hostmem.FormatBytes(s.FallbackBytes), s.LastFallback)
 	}
 	return out
 }
@@ -172,20 +174,20 @@ func (p *PinnedBufferPool) Get(n int) (*PinnedBuffer, error) {
 // and memlock cap; it returns why they cannot ("" when they fit).
 func (p *PinnedBufferPool) makeRoom(size int64) string {
 	if size > p.o.MaxBytes {
-		return fmt.Sprintf("request of %s exceeds the pinned budget of %s", fmtBytes(size), fmtBytes(p.o.MaxBytes))
+		return fmt.Sprintf("request of %s exceeds the pinned budget of %s", hostmem.FormatBytes(size), hostmem.FormatBytes(p.o.MaxBytes))
 	}
 	if p.memlock >= 0 && size+p.st.RegisteredBytes > p.memlock {
 		return fmt.Sprintf("request of %s (plus %s registered) exceeds RLIMIT_MEMLOCK of %s (raise it with ulimit -l)",
-			fmtBytes(size), fmtBytes(p.st.RegisteredBytes), fmtBytes(p.memlock))
+			hostmem.FormatBytes(size), hostmem.FormatBytes(p.st.RegisteredBytes), hostmem.FormatBytes(p.memlock))
 	}
 	over := func() string {
 		switch {
 		case len(p.slots) >= p.o.MaxBuffers:
 			return fmt.Sprintf("all %d pinned buffers are in use", p.o.MaxBuffers)
 		case p.st.PinnedBytes+size > p.o.MaxBytes:
-			return fmt.Sprintf("the pinned budget of %s is in use", fmtBytes(p.o.MaxBytes))
+			return fmt.Sprintf("the pinned budget of %s is in use", hostmem.FormatBytes(p.o.MaxBytes))
 		case p.memlock >= 0 && p.st.PinnedBytes+p.st.RegisteredBytes+size > p.memlock:
-			return fmt.Sprintf("RLIMIT_MEMLOCK of %s is in use (raise it with ulimit -l)", fmtBytes(p.memlock))
+			return fmt.Sprintf("RLIMIT_MEMLOCK of %s is in use (raise it with ulimit -l)", hostmem.FormatBytes(p.memlock))
 		}
 		return ""
 	}
@@ -254,10 +256,10 @@ func (p *PinnedBufferPool) RegisterHost(mem []byte) error {
 	n := int64(len(mem))
 	if p.memlock >= 0 && p.st.PinnedBytes+p.st.RegisteredBytes+n > p.memlock {
 		return fmt.Errorf("pinned pool: registering %s would exceed RLIMIT_MEMLOCK of %s (%s already pinned; raise it with ulimit -l): %w",
-			fmtBytes(n), fmtBytes(p.memlock), fmtBytes(p.st.PinnedBytes+p.st.RegisteredBytes), ErrNotPinned)
+			hostmem.FormatBytes(n), hostmem.FormatBytes(p.memlock), hostmem.FormatBytes(p.st.PinnedBytes+p.st.RegisteredBytes), ErrNotPinned)
 	}
 	if err := p.dev.HostRegister(mem); err != nil {
-		return fmt.Errorf("pinned pool: register %s: %w", fmtBytes(n), err)
+		return fmt.Errorf("pinned pool: register %s: %w", hostmem.FormatBytes(n), err)
 	}
 	start := uintptr(unsafe.Pointer(&mem[0]))
 	p.regions = append(p.regions, pinnedRegion{start: start, end: start + uintptr(len(mem)), mem: mem})

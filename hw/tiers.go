@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -61,7 +63,7 @@ type StoreOpen struct {
 
 // Stores are the real stores of a hierarchy and the device behind them.
 type Stores struct {
-	List   []Store
+	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
 	dev    AcceleratorDevice
@@ -122,7 +124,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		}
 	}
 	for _, t := range tiers {
-		var s Store
+		var s hostmem.Store
 		var note string
 		switch t.Kind {
 		case "hbm", "pinned":
@@ -162,17 +164,17 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 // slotsPerChunk sizes memory chunks at about 64 MiB.
 func slotsPerChunk(slot int) int { return max(1, (64<<20)/max(slot, 1)) }
 
-func emulatedStore(t TierSpec, o TierOptions) Store {
+func emulatedStore(t TierSpec, o TierOptions) hostmem.Store {
 	label := "emulated"
 	if t.Kind == "remote_dram" {
 		label = "emulated (no RDMA)"
 	}
-	return NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (Chunk, error) {
+	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (hostmem.Chunk, error) {
 		a, err := ioengine.NewArena(n)
 		if err != nil {
-			return Chunk{}, err
+			return hostmem.Chunk{}, err
 		}
-		return Chunk{Mem: a.Bytes(), Closer: a}, nil
+		return hostmem.Chunk{Mem: a.Bytes(), Closer: a}, nil
 	})
 }
 

@@ -17,17 +17,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/hostmem"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
 // the way Mooncake's store holds its DRAM segment.
 // With a GPU, each pool is registered as pinned memory (cudaHostRegister)
 // so copies to and from HBM need no staging buffer.
-func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, string, error) {
+func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (hostmem.Store, string, error) {
 	per := slotsPerChunk(o.SlotBytes)
 	// Probe once so a hugepage shortage fails (require) or is reported (try)
 	// before the replay starts, not at the first demotion.
-	probe, err := NewPool(PoolOptions{Size: int64(o.SlotBytes * per), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
+	probe, err := hostmem.NewPool(hostmem.PoolOptions{Size: int64(o.SlotBytes * per), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
 	if err != nil {
 		return nil, "", err
 	}
@@ -44,23 +46,23 @@ func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, stri
 		}
 	}
 	first := true
-	s := NewMemStore(backend, o.SlotBytes, per, func(n int) (Chunk, error) {
+	s := hostmem.NewMemStore(backend, o.SlotBytes, per, func(n int) (hostmem.Chunk, error) {
 		if first {
 			first = false
-			return Chunk{Mem: probe.Bytes(), Closer: probe}, nil
+			return hostmem.Chunk{Mem: probe.Bytes(), Closer: probe}, nil
 		}
-		p, err := NewPool(PoolOptions{Size: int64(n), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
+		p, err := hostmem.NewPool(hostmem.PoolOptions{Size: int64(n), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
 		if err != nil {
-			return Chunk{}, err
+			return hostmem.Chunk{}, err
 		}
 		clear(p.Bytes())
 		if pinned != nil {
 			if err := pinned.RegisterHost(p.Bytes()); err != nil {
 				p.Close()
-				return Chunk{}, err
+				return hostmem.Chunk{}, err
 			}
 		}
-		return Chunk{Mem: p.Bytes()[:n], Closer: p}, nil
+		return hostmem.Chunk{Mem: p.Bytes()[:n], Closer: p}, nil
 	})
 	if note != "" && probe.Fallback() != "" {
 		note = "hugepages: " + note
@@ -252,7 +254,7 @@ func identityMismatch(have, want []StoreField) string {
 
 // diskStore opens the bucket store of tier t in o.Dir/tier-<name>: new,
 // reopened, or emptied (o.Fresh). See OpenStores for what is refused.
-func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err error) {
+func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOpen, err error) {
 	dir := filepath.Join(o.Dir, "tier-"+t.Name)
 	op = StoreOpen{Tier: t.Name, Dir: dir}
 	lock, have, damaged, err := claimStoreDir(dir)

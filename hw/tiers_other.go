@@ -2,11 +2,15 @@
 
 package hw
 
-import "kvsim/hw/ioengine"
+import (
+	"kvsim/hw/ioengine"
 
-func dramStore(t TierSpec, o TierOptions, _ *PinnedBufferPool) (Store, string, error) {
+	"kvsim/hw/hostmem"
+)
+
+func dramStore(t TierSpec, o TierOptions, _ *PinnedBufferPool) (hostmem.Store, string, error) {
 	return nil, "", ioengine.ErrUnsupported
 }
-func diskStore(t TierSpec, o TierOptions) (Store, string, StoreOpen, error) {
+func diskStore(t TierSpec, o TierOptions) (hostmem.Store, string, StoreOpen, error) {
 	return nil, "", StoreOpen{}, ioengine.ErrUnsupported
 }

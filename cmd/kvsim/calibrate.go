@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kvsim/hw"
+	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -305,7 +306,7 @@ func measureMixed(ctx context.Context, cal *calibration, dir, engine string) err
 func measurePopulate(cal *calibration) {
 	for _, mode := range []string{"off", "require"} {
 		t0 := time.Now()
-		p, err := hw.NewPool(hw.PoolOptions{Size: 256 << 20, Hugepages: mode, HugepageSize: "2MB", Name: "kvsim-calibrate"})
+		p, err := hostmem.NewPool(hostmem.PoolOptions{Size: 256 << 20, Hugepages: mode, HugepageSize: "2MB", Name: "kvsim-calibrate"})
 		if err != nil {
 			continue // no hugepages reserved: nothing to compare
 		}

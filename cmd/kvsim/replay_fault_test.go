@@ -5,6 +5,7 @@ import (
 
 	"kvsim/experiment"
 	"kvsim/hw"
+	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -12,7 +13,7 @@ import (
 	"kvsim/workload"
 )
 
-// faultyDisk adapts a bucket store whose engine fails writes to hw.Store.
+// faultyDisk adapts a bucket store whose engine fails writes to hostmem.Store.
 type faultyDisk struct{ s *hw.BucketStore }
 
 func (d faultyDisk) Backend() string                    { return "faulty" }
@@ -40,7 +41,7 @@ func TestReplayDiskFull(t *testing.T) {
 	}
 	const blockBytes = 16384
 	scale := float64(blockBytes) / float64(sc.Model.BytesPerBlock())
-	mem := func(kind string) hw.Store {
+	mem := func(kind string) hostmem.Store {
 		ss, err := hw.OpenStores([]hw.TierSpec{{Name: kind, Kind: kind}}, hw.TierOptions{SlotBytes: blockBytes, Hugepages: "off", Device: "emulated"})
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func TestReplayDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := []hw.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
+	stores := []hostmem.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
 	defer func() {
 		for _, s := range stores {
 			s.Close()

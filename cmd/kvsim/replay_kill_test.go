@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kvsim/hw"
+	"kvsim/hw/payload"
 )
 
 // TestMain lets the test binary act as a kvsim process for the kill test.
@@ -79,7 +80,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 				t.Errorf("round %d: block %d: %v", round, k, err)
 				continue
 			}
-			if !hw.Verify(buf[:n], int32(k)) {
+			if !payload.Verify(buf[:n], int32(k)) {
 				t.Errorf("round %d: block %d served corrupt", round, k)
 			}
 			served++

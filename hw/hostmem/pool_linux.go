@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package hostmem
 
 import (
 	"errors"
@@ -62,15 +62,15 @@ func NewPool(o PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-func newMemfdPool(name string, size int64, hs *hugeSpec) (*Pool, error) {
+func newMemfdPool(name string, size int64, hs *HugeSpec) (*Pool, error) {
 	page, flags, backend := int64(4096), unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING, "memfd+4K"
 	if hs != nil {
-		if _, err := os.Stat(hs.sysfs); err != nil {
-			return nil, fmt.Errorf("this kernel or CPU has no %s hugepages (%s is absent)", hs.label, hs.sysfs)
+		if _, err := os.Stat(hs.Sysfs); err != nil {
+			return nil, fmt.Errorf("this kernel or CPU has no %s hugepages (%s is absent)", hs.Label, hs.Sysfs)
 		}
-		page, backend = hs.bytes, "memfd+hugetlb-"+hs.label
+		page, backend = hs.Bytes, "memfd+hugetlb-"+hs.Label
 		flags |= unix.MFD_HUGETLB | unix.MFD_HUGE_2MB
-		if hs.bytes == 1<<30 {
+		if hs.Bytes == 1<<30 {
 			flags = unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING | unix.MFD_HUGETLB | unix.MFD_HUGE_1GB
 		}
 	}
@@ -122,14 +122,15 @@ func HugepageCounts(size string) (reserved, free int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if reserved, err = readInt(hs.sysfs + "/nr_hugepages"); err != nil {
+	if reserved, err = ReadInt(hs.Sysfs + "/nr_hugepages"); err != nil {
 		return 0, 0, err
 	}
-	free, err = readInt(hs.sysfs + "/free_hugepages")
+	free, err = ReadInt(hs.Sysfs + "/free_hugepages")
 	return reserved, free, err
 }
 
-func readInt(path string) (int64, error) {
+// ReadInt reads a file holding one integer (a sysfs or procfs counter).
+func ReadInt(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -138,24 +139,24 @@ func readInt(path string) (int64, error) {
 }
 
 // hugeShortage explains a failed hugetlb mapping and how to fix it.
-func hugeShortage(hs hugeSpec, size int64, cause error) error {
-	need := size / hs.bytes
-	nr, free, err := HugepageCounts(hs.label)
+func hugeShortage(hs HugeSpec, size int64, cause error) error {
+	need := size / hs.Bytes
+	nr, free, err := HugepageCounts(hs.Label)
 	if err != nil {
-		return fmt.Errorf("%s on %s hugepages: %w (and %v)", fmtBytes(size), hs.label, cause, err)
+		return fmt.Errorf("%s on %s hugepages: %w (and %v)", FormatBytes(size), hs.Label, cause, err)
 	}
 	// Free pages already promised to other mappings (resv) are not ours.
 	avail := free
-	if resv, err := readInt(hs.sysfs + "/resv_hugepages"); err == nil {
+	if resv, err := ReadInt(hs.Sysfs + "/resv_hugepages"); err == nil {
 		avail = max(free-resv, 0)
 	}
 	want := nr + max(need-avail, 0)
 	fix := fmt.Sprintf("sysctl -w vm.nr_hugepages=%d", want)
-	if hs.bytes == 1<<30 {
-		fix = fmt.Sprintf("echo %d > %s/nr_hugepages (1GB pages are easiest to get at boot: hugepagesz=1G hugepages=%d)", want, hs.sysfs, want)
+	if hs.Bytes == 1<<30 {
+		fix = fmt.Sprintf("echo %d > %s/nr_hugepages (1GB pages are easiest to get at boot: hugepagesz=1G hugepages=%d)", want, hs.Sysfs, want)
 	}
 	return fmt.Errorf("%s on %s hugepages needs %d pages, but %d are reserved and %d free (%v); reserve more as root: %s",
-		fmtBytes(size), hs.label, need, nr, free, cause, fix)
+		FormatBytes(size), hs.Label, need, nr, free, cause, fix)
 }
 
 // Bytes is the whole pool.

@@ -1,4 +1,4 @@
-package hw
+package hostmem
 
 import (
 	"fmt"
@@ -22,29 +22,31 @@ type PoolOptions struct {
 	Name string
 }
 
-// hugeSpec is one hugepage size as the kernel names it.
-type hugeSpec struct {
-	label string // "2MB"
-	bytes int64
-	sysfs string // /sys/kernel/mm/hugepages/hugepages-<kB>kB
+// HugeSpec is one hugepage size as the kernel names it.
+type HugeSpec struct {
+	Label string // "2MB"
+	Bytes int64
+	Sysfs string // /sys/kernel/mm/hugepages/hugepages-<kB>kB
 }
 
-var hugeSpecs = []hugeSpec{
+// HugeSpecs are the hugepage sizes kvsim knows: 2MB, then 1GB.
+
+var HugeSpecs = []HugeSpec{
 	{"2MB", 2 << 20, "/sys/kernel/mm/hugepages/hugepages-2048kB"},
 	{"1GB", 1 << 30, "/sys/kernel/mm/hugepages/hugepages-1048576kB"},
 }
 
-func parseHugeSize(s string) (hugeSpec, error) {
+func parseHugeSize(s string) (HugeSpec, error) {
 	switch strings.ToUpper(s) {
 	case "", "2MB", "2M", "2MIB":
-		return hugeSpecs[0], nil
+		return HugeSpecs[0], nil
 	case "1GB", "1G", "1GIB":
-		return hugeSpecs[1], nil
+		return HugeSpecs[1], nil
 	}
-	return hugeSpec{}, fmt.Errorf("hugepage size %q: must be 2MB or 1GB", s)
+	return HugeSpec{}, fmt.Errorf("hugepage size %q: must be 2MB or 1GB", s)
 }
 
-func (o *PoolOptions) validate() (mode string, hs hugeSpec, err error) {
+func (o *PoolOptions) validate() (mode string, hs HugeSpec, err error) {
 	if o.Size <= 0 {
 		return "", hs, fmt.Errorf("pool size %d: must be > 0", o.Size)
 	}
@@ -121,8 +123,8 @@ func (s *Slots) InUse() int { return len(s.inUse) - len(s.free) }
 // SlotBytes is the size of one slot.
 func (s *Slots) SlotBytes() int { return s.size }
 
-// fmtBytes renders n in binary units ("1 GiB", "1.5 MiB").
-func fmtBytes(n int64) string {
+// FormatBytes renders n in binary units ("1 GiB", "1.5 MiB").
+func FormatBytes(n int64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	v, i := float64(n), 0
 	for v >= 1024 && i < len(units)-1 {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package hostmem
 
 import (
 	"errors"
@@ -96,7 +96,7 @@ func TestPoolRequireHugepages(t *testing.T) {
 
 func TestPool1GB(t *testing.T) {
 	probeLeaks(t)
-	if _, err := os.Stat(hugeSpecs[1].sysfs); err != nil {
+	if _, err := os.Stat(HugeSpecs[1].Sysfs); err != nil {
 		probeLacks(t, "no 1GB hugepages: %v", err)
 	}
 	if free := freeHugepages(t, "1GB", 1); free < 1 {

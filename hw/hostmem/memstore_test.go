@@ -1,8 +1,10 @@
-package hw
+package hostmem
 
 import (
 	"errors"
 	"testing"
+
+	"kvsim/hw/payload"
 )
 
 // TestMemStore: blocks of any size up to a slot, across chunks, reused
@@ -15,7 +17,7 @@ func TestMemStore(t *testing.T) {
 	})
 	buf := make([]byte, 64)
 	for b := int32(0); b < 10; b++ { // 3 chunks of 4 slots
-		Fill(buf[:16+b], b)
+		payload.Fill(buf[:16+b], b)
 		if err := m.Put(b, buf[:16+b]); err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func TestMemStore(t *testing.T) {
 		m.Delete(b)
 	}
 	for b := int32(10); b < 15; b++ { // the five freed slots take these
-		Fill(buf[:20], b)
+		payload.Fill(buf[:20], b)
 		if err := m.Put(b, buf[:20]); err != nil {
 			t.Fatal(err)
 		}
@@ -42,8 +44,8 @@ func TestMemStore(t *testing.T) {
 			if !errors.Is(err, ErrNotStored) || m.Has(b) {
 				t.Errorf("block %d: deleted but %v", b, err)
 			}
-		case err != nil || !Verify(buf[:n], b):
-			t.Errorf("block %d: %v, verifies %v", b, err, err == nil && Verify(buf[:n], b))
+		case err != nil || !payload.Verify(buf[:n], b):
+			t.Errorf("block %d: %v, verifies %v", b, err, err == nil && payload.Verify(buf[:n], b))
 		}
 	}
 	if err := m.Put(99, make([]byte, 65)); err == nil {

@@ -1,12 +1,12 @@
-package hw
+// Package payload makes block payloads: a deterministic function of the
+// block id, so a copy read back from any tier can be checked without
+// keeping the original: 8 bytes of id, 8 bytes of length, then a splitmix64
+// stream seeded by the id.
+package payload
 
 import (
 	"encoding/binary"
 )
-
-// Block payloads are a deterministic function of the block id, so a copy
-// read back from any tier can be checked without keeping the original:
-// 8 bytes of id, 8 bytes of length, then a splitmix64 stream seeded by the id.
 
 func splitmix(x *uint64) uint64 {
 	*x += 0x9e3779b97f4a7c15

@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package hostmem
 
 import (
 	"fmt"
@@ -18,13 +18,13 @@ func SetHugepages(size string, n int64) (prev, got int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	path := hs.sysfs + "/nr_hugepages"
-	if prev, err = readInt(path); err != nil {
+	path := hs.Sysfs + "/nr_hugepages"
+	if prev, err = ReadInt(path); err != nil {
 		return 0, 0, fmt.Errorf("hugepages: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(strconv.FormatInt(n, 10)), 0); err != nil {
 		return prev, prev, fmt.Errorf("hugepages: %w", err)
 	}
-	got, err = readInt(path)
+	got, err = ReadInt(path)
 	return prev, got, err
 }
