@@ -9,6 +9,8 @@ import (
 	"kvsim/hw/ioengine"
 
 	"kvsim/hw/hostmem"
+
+	"kvsim/hw/bucket"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -37,7 +39,7 @@ type TierOptions struct {
 	Identity []StoreField
 	// Faults, for tests: storage tiers do their I/O through a FaultEngine
 	// with this plan over pread/pwrite.
-	Faults *FaultPlan
+	Faults *bucket.FaultPlan
 }
 
 // StoreMarker names the file that marks a storage tier's folder as one

@@ -19,6 +19,8 @@ import (
 	"kvsim/hw/ioengine"
 
 	"kvsim/hw/hostmem"
+
+	"kvsim/hw/bucket"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
@@ -73,7 +75,7 @@ func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (hostmem.Sto
 // bucketTier adapts a BucketStore to Store. It holds the store folder's
 // marker, locked, until Close.
 type bucketTier struct {
-	s       *BucketStore
+	s       *bucket.BucketStore
 	backend string
 	lock    *os.File
 	eng     ioengine.Engine // made here (the fault seam): closed after the store
@@ -287,13 +289,13 @@ func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOp
 			}
 		}
 	}
-	so := DefaultStoreOptions(dir)
+	so := bucket.DefaultStoreOptions(dir)
 	so.EngineMode = o.Engine
 	if o.QueueDepth > 0 {
 		so.QueueDepth = o.QueueDepth
 	}
 	if o.Faults != nil {
-		eng = NewFaultEngine(ioengine.NewPreadEngine(), *o.Faults)
+		eng = bucket.NewFaultEngine(ioengine.NewPreadEngine(), *o.Faults)
 		so.Engine = eng
 	}
 	// Dead blocks hold their space until their whole bucket dies: leave
@@ -301,7 +303,7 @@ func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOp
 	if t.Capacity > 0 {
 		so.Capacity = 2*t.Capacity + 4*so.BucketBytes
 	}
-	s, rep, err := OpenBucketStore(so)
+	s, rep, err := bucket.OpenBucketStore(so)
 	if err != nil {
 		return nil, "", op, err
 	}

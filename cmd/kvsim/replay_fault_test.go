@@ -5,6 +5,7 @@ import (
 
 	"kvsim/experiment"
 	"kvsim/hw"
+	"kvsim/hw/bucket"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/scenario"
@@ -14,7 +15,7 @@ import (
 )
 
 // faultyDisk adapts a bucket store whose engine fails writes to hostmem.Store.
-type faultyDisk struct{ s *hw.BucketStore }
+type faultyDisk struct{ s *bucket.BucketStore }
 
 func (d faultyDisk) Backend() string                    { return "faulty" }
 func (d faultyDisk) Put(k int32, b []byte) error        { return d.s.Put(uint64(k), b) }
@@ -48,10 +49,10 @@ func TestReplayDiskFull(t *testing.T) {
 		}
 		return ss.List[0]
 	}
-	o := hw.DefaultStoreOptions(replayDir(t))
-	o.Engine = hw.NewFaultEngine(ioengine.NewPreadEngine(), hw.FaultPlan{FailAfter: 1 << 20, Sticky: true})
+	o := bucket.DefaultStoreOptions(replayDir(t))
+	o.Engine = bucket.NewFaultEngine(ioengine.NewPreadEngine(), bucket.FaultPlan{FailAfter: 1 << 20, Sticky: true})
 	o.BucketBytes, o.WriteBuffer = 256<<10, 256<<10
-	bs, _, err := hw.OpenBucketStore(o)
+	bs, _, err := bucket.OpenBucketStore(o)
 	if err != nil {
 		t.Fatal(err)
 	}

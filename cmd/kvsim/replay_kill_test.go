@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"kvsim/hw"
+	"kvsim/hw/bucket"
 	"kvsim/hw/payload"
 )
 
@@ -64,7 +64,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 
-		s, rep, err := hw.OpenBucketStore(hw.DefaultStoreOptions(tier))
+		s, rep, err := bucket.OpenBucketStore(bucket.DefaultStoreOptions(tier))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}

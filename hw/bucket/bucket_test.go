@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package bucket
 
 import (
 	"bytes"
@@ -597,13 +597,6 @@ func TestBucketMetaV1(t *testing.T) {
 func bucketIDOf(path string) uint64 {
 	id, _, _ := parseBucketName(filepath.Base(path))
 	return id
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestBucketDuplicateKeys: a key in several buckets (written by a store

@@ -1,4 +1,4 @@
-package hw
+package bucket
 
 import (
 	"encoding/binary"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package bucket
 
 import (
 	"bytes"
