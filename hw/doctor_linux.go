@@ -3,21 +3,17 @@
 package hw
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"kvsim/hw/ioengine"
-
+	"kvsim/hw/accel"
 	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // Doctor checks this machine for KV offload: hugepages, transparent
@@ -54,7 +50,7 @@ func (o DoctorOptions) device(haveGPU bool) Check {
 		c.Status, c.Found = StatusAbsent, "not probed"
 		return c
 	}
-	dev, probe := OpenDevice()
+	dev, probe := accel.OpenDevice()
 	defer dev.Close()
 	if dev.Kind() == "emulated" {
 		c.Status, c.Found = StatusAbsent, "GPU tiers will be emulated: "+probe.Why
@@ -230,7 +226,7 @@ func memlock() Check {
 	switch {
 	case rl.Cur == unix.RLIM_INFINITY:
 		c.Status, c.Found = StatusOK, "unlimited"
-	case hasCapIPCLock():
+	case hostmem.HasCapIPCLock():
 		c.Status, c.Found = StatusOK, fmt.Sprintf("%s, but this process has CAP_IPC_LOCK, which lifts it", hostmem.FormatBytes(int64(rl.Cur)))
 	case rl.Cur < 1<<30:
 		c.Status = StatusWarn
@@ -240,21 +236,6 @@ func memlock() Check {
 		c.Status, c.Found = StatusOK, hostmem.FormatBytes(int64(rl.Cur))
 	}
 	return c
-}
-
-// hasCapIPCLock reads CapEff from /proc/self/status (bit 14).
-func hasCapIPCLock() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && caps&(1<<unix.CAP_IPC_LOCK) != 0
-		}
-	}
-	return false
 }
 
 func (o DoctorOptions) gpu() Check {
@@ -297,7 +278,7 @@ func (o DoctorOptions) cudaRuntime(haveGPU bool) Check {
 			return c
 		}
 	}
-	found := o.findCUDARuntime()
+	found := accel.FindCUDARuntimeIn(o.root)
 	if len(found) == 0 {
 		c.Status, c.Found = StatusAbsent, "no libcudart.so.* in the loader paths, CUDA_HOME, /usr/local/cuda or Python environments"
 		if haveGPU {
@@ -314,108 +295,6 @@ func (o DoctorOptions) cudaRuntime(haveGPU bool) Check {
 		c.Found += "; no GPU to use it with"
 	}
 	return c
-}
-
-// FindCUDARuntime lists libcudart.so.* files, most preferred first:
-// $KVSIM_CUDART, the loader's paths ($LD_LIBRARY_PATH, /etc/ld.so.conf,
-// the system directories), $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
-// pip wheel layouts (nvidia/cu13/lib for CUDA 13, nvidia/cuda_runtime/lib
-// for CUDA 12) under $VIRTUAL_ENV, $CONDA_PREFIX and /opt/*. It only looks:
-// nothing is loaded.
-func FindCUDARuntime() []string { return DoctorOptions{}.findCUDARuntime() }
-
-func (o DoctorOptions) findCUDARuntime() []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || seen[p] {
-			return
-		}
-		seen[p] = true
-		out = append(out, p)
-	}
-	glob := func(dir string) {
-		m, _ := filepath.Glob(filepath.Join(dir, "libcudart.so.*"))
-		slices.SortFunc(m, func(a, b string) int { return strings.Compare(b, a) }) // newest major first
-		for _, p := range m {
-			add(p)
-		}
-	}
-	if p := os.Getenv("KVSIM_CUDART"); p != "" {
-		add(p)
-	}
-	for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
-		if d != "" {
-			glob(d)
-		}
-	}
-	for _, d := range o.ldConfDirs(o.path("/etc/ld.so.conf"), 0) {
-		glob(d)
-	}
-	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
-	for _, d := range []string{"/lib/" + arch + "-linux-gnu", "/usr/lib/" + arch + "-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
-		glob(o.path(d))
-	}
-	if h := os.Getenv("CUDA_HOME"); h != "" {
-		glob(filepath.Join(h, "lib64"))
-	}
-	glob(o.path("/usr/local/cuda/lib64"))
-	var prefixes []string
-	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if p := os.Getenv(v); p != "" {
-			prefixes = append(prefixes, p)
-		}
-	}
-	opt, _ := filepath.Glob(o.path("/opt/*"))
-	prefixes = append(prefixes, opt...)
-	prefixes = append(prefixes, o.path("/usr/local"), o.path("/usr"))
-	for _, pre := range prefixes {
-		sites, _ := filepath.Glob(filepath.Join(pre, "lib", "python3*", "*-packages"))
-		for _, s := range sites {
-			glob(filepath.Join(s, "nvidia", "cu13", "lib"))
-			glob(filepath.Join(s, "nvidia", "cuda_runtime", "lib"))
-		}
-	}
-	// And every file OpenDevice would try (it tries these too), so doctor
-	// and replay never disagree about what is installed.
-	if o.root == "" {
-		for _, t := range expandSearch("cuda", cudartSearch(os.Getenv)) {
-			if t.Err == "" && strings.Contains(t.Path, "/") {
-				add(t.Path)
-			}
-		}
-	}
-	return out
-}
-
-// ldConfDirs reads the directories of an ld.so.conf, following include.
-func (o DoctorOptions) ldConfDirs(file string, depth int) []string {
-	f, err := os.Open(file)
-	if err != nil || depth > 4 {
-		return nil
-	}
-	defer f.Close()
-	var dirs []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		line = strings.TrimSpace(line)
-		if inc, ok := strings.CutPrefix(line, "include "); ok {
-			pat := strings.TrimSpace(inc)
-			if !filepath.IsAbs(pat) {
-				pat = filepath.Join(filepath.Dir(file), pat)
-			} else {
-				pat = o.path(pat)
-			}
-			m, _ := filepath.Glob(pat)
-			for _, inc := range m {
-				dirs = append(dirs, o.ldConfDirs(inc, depth+1)...)
-			}
-		} else if strings.HasPrefix(line, "/") {
-			dirs = append(dirs, o.path(line))
-		}
-	}
-	return dirs
 }
 
 func (o DoctorOptions) rdma() Check {

@@ -12,6 +12,3 @@ import (
 func Doctor(o DoctorOptions) ([]Check, error) {
 	return nil, fmt.Errorf("doctor: %w", ioengine.ErrUnsupported)
 }
-
-// FindCUDARuntime is Linux only.
-func FindCUDARuntime() []string { return nil }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"kvsim/hw/ioengine"
+
+	"kvsim/hw/accel"
 )
 
 var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "nvme"}
@@ -175,7 +177,7 @@ func TestFindCUDARuntimeLoaderPath(t *testing.T) {
 	writeTree(t, dir, map[string]string{"libcudart.so.12": "", "libcudart.so.13": "", "libcudart.so": ""})
 	t.Setenv("LD_LIBRARY_PATH", dir)
 	t.Setenv("KVSIM_CUDART", "")
-	got := FindCUDARuntime()
+	got := accel.FindCUDARuntime()
 	if len(got) < 2 || got[0] != filepath.Join(dir, "libcudart.so.13") || got[1] != filepath.Join(dir, "libcudart.so.12") {
 		t.Errorf("FindCUDARuntime = %v", got)
 	}

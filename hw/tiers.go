@@ -11,6 +11,8 @@ import (
 	"kvsim/hw/hostmem"
 
 	"kvsim/hw/bucket"
+
+	"kvsim/hw/accel"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -68,8 +70,8 @@ type Stores struct {
 	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
-	dev    AcceleratorDevice
-	pool   *PinnedBufferPool
+	dev    accel.AcceleratorDevice
+	pool   *accel.PinnedBufferPool
 }
 
 // Close releases the pinned pool (unregistering DRAM while it is still
@@ -116,13 +118,13 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		gpu = gpu || t.Kind == "hbm" || t.Kind == "pinned"
 	}
 	if gpu && o.Device != "emulated" {
-		dev, probe := OpenDevice()
+		dev, probe := accel.OpenDevice()
 		if dev.Kind() == "emulated" {
 			dev.Close()
 			ss.Notes = append(ss.Notes, "GPU tiers emulated in host memory: "+probe.Why)
 		} else {
 			ss.dev = dev
-			ss.pool = NewPinnedBufferPool(dev, PinnedPoolOptions{})
+			ss.pool = accel.NewPinnedBufferPool(dev, accel.PinnedPoolOptions{})
 		}
 	}
 	for _, t := range tiers {
@@ -131,7 +133,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		switch t.Kind {
 		case "hbm", "pinned":
 			if ss.dev != nil {
-				s = NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool)
+				s = accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool)
 			} else {
 				s = emulatedStore(t, o)
 			}

@@ -21,13 +21,15 @@ import (
 	"kvsim/hw/hostmem"
 
 	"kvsim/hw/bucket"
+
+	"kvsim/hw/accel"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
 // the way Mooncake's store holds its DRAM segment.
 // With a GPU, each pool is registered as pinned memory (cudaHostRegister)
 // so copies to and from HBM need no staging buffer.
-func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (hostmem.Store, string, error) {
+func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (hostmem.Store, string, error) {
 	per := slotsPerChunk(o.SlotBytes)
 	// Probe once so a hugepage shortage fails (require) or is reported (try)
 	// before the replay starts, not at the first demotion.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kvsim/hw"
+	"kvsim/hw/accel"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/results"
@@ -26,8 +27,8 @@ type calibration struct {
 	Extra      map[string]float64    `json:"measurements"`
 	GPU        string                `json:"gpu"`
 	// SSDMixed is what reads and writes at once did to each other.
-	SSDMixed *mixedIO        `json:"ssd_read_write_at_once,omitempty"`
-	Copies   []hw.CopyResult `json:"gpu_copies,omitempty"`
+	SSDMixed *mixedIO           `json:"ssd_read_write_at_once,omitempty"`
+	Copies   []accel.CopyResult `json:"gpu_copies,omitempty"`
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -90,7 +91,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "  ssd reads and writes at once: %.0f MiB/s in all (alone: read %.0f, write %.0f): %s\n", m.TotalMiBps, m.ReadAloneMiBps, m.WriteAloneMiBps, m.Verdict)
 	}
 	if len(cal.Copies) > 0 {
-		fmt.Fprint(stdout, hw.FormatCopyResults(cal.Copies))
+		fmt.Fprint(stdout, accel.FormatCopyResults(cal.Copies))
 	}
 	fmt.Fprintf(stdout, "wrote %s; use it with: profile = %q in a scenario, or kvsim replay --profile %s\n", *out, *out, *out)
 	return nil
@@ -141,13 +142,13 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		return nil, err
 	}
 	measurePopulate(cal)
-	dev, probe := hw.OpenDevice()
+	dev, probe := accel.OpenDevice()
 	defer dev.Close()
 	cal.GPU = dev.Name()
 	if dev.Kind() == "emulated" {
 		cal.GPU = "none (" + probe.Why + ")"
 	} else {
-		res, err := hw.MeasureCopies(dev, hw.DefaultCopySizes, 0)
+		res, err := accel.MeasureCopies(dev, accel.DefaultCopySizes, 0)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: GPU copies: %w", err)
 		}

@@ -1,4 +1,4 @@
-package hw
+package accel
 
 import (
 	"errors"
@@ -108,7 +108,7 @@ func NewPinnedBufferPool(dev AcceleratorDevice, o PinnedPoolOptions) *PinnedBuff
 		p.memlock = o.MemlockBytes
 	case o.MemlockBytes == 0:
 		if m, ok := dev.(memlockAccounted); ok && m.MemlockAccounted() {
-			if lim, unlimited := memlockBytes(); !unlimited {
+			if lim, unlimited := hostmem.MemlockLimit(); !unlimited {
 				p.memlock = lim
 			}
 		}

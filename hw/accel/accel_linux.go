@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package accel
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func accelHostFree(mem []byte) error { return unix.Munmap(mem) }
 // cause.
 func accelMlock(mem []byte) error {
 	if err := unix.Mlock(mem); err != nil {
-		lim, unlimited := memlockBytes()
+		lim, unlimited := hostmem.MemlockLimit()
 		if !unlimited && (errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN)) {
 			return fmt.Errorf("mlock %s: %w (RLIMIT_MEMLOCK is %s; raise it with ulimit -l)", hostmem.FormatBytes(int64(len(mem))), err, hostmem.FormatBytes(lim))
 		}
@@ -41,13 +41,3 @@ func accelMlock(mem []byte) error {
 }
 
 func accelMunlock(mem []byte) error { return unix.Munlock(mem) }
-
-// memlockBytes is the soft RLIMIT_MEMLOCK; unlimited also when
-// CAP_IPC_LOCK lifts it.
-func memlockBytes() (limit int64, unlimited bool) {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || hasCapIPCLock() {
-		return 0, true
-	}
-	return int64(min(rl.Cur, 1<<62)), false
-}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package hw
+package accel
 
 import "fmt"
 
@@ -16,4 +16,3 @@ func accelHostAlloc(n int) ([]byte, error) {
 func accelHostFree(mem []byte) error { return nil }
 func accelMlock(mem []byte) error    { return nil }
 func accelMunlock(mem []byte) error  { return nil }
-func memlockBytes() (int64, bool)    { return 0, true }
