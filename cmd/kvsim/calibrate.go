@@ -11,6 +11,7 @@ import (
 
 	"kvsim/hw"
 	"kvsim/hw/accel"
+	"kvsim/hw/doctor"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/results"
@@ -19,13 +20,13 @@ import (
 
 // calibration is what `kvsim calibrate` measured.
 type calibration struct {
-	Machine    string                `json:"machine"`
-	Date       string                `json:"date"`
-	BlockBytes int                   `json:"block_bytes"`
-	Backends   map[string]string     `json:"backends"`
-	Links      map[string]hw.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
-	Extra      map[string]float64    `json:"measurements"`
-	GPU        string                `json:"gpu"`
+	Machine    string                    `json:"machine"`
+	Date       string                    `json:"date"`
+	BlockBytes int                       `json:"block_bytes"`
+	Backends   map[string]string         `json:"backends"`
+	Links      map[string]doctor.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
+	Extra      map[string]float64        `json:"measurements"`
+	GPU        string                    `json:"gpu"`
 	// SSDMixed is what reads and writes at once did to each other.
 	SSDMixed *mixedIO           `json:"ssd_read_write_at_once,omitempty"`
 	Copies   []accel.CopyResult `json:"gpu_copies,omitempty"`
@@ -100,7 +101,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func calibrate(ctx context.Context, dir string, blockBytes, count int, engine string) (*calibration, error) {
 	host, _ := os.Hostname()
 	cal := &calibration{Machine: host, Date: time.Now().UTC().Format(time.RFC3339), BlockBytes: blockBytes,
-		Backends: map[string]string{}, Links: map[string]hw.LinkFit{}, Extra: map[string]float64{}}
+		Backends: map[string]string{}, Links: map[string]doctor.LinkFit{}, Extra: map[string]float64{}}
 	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
 	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
 	if err != nil {
@@ -129,7 +130,7 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := hw.MeasureMoves(stores[p.a], stores[p.b], small, blockBytes, count, int32(i*count*4), p.hot)
+		f, err := doctor.MeasureMoves(stores[p.a], stores[p.b], small, blockBytes, count, int32(i*count*4), p.hot)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", p.name, err)
 		}
@@ -170,7 +171,7 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 func profile(c *calibration) *results.Profile {
 	p := &results.Profile{BlockBytes: c.BlockBytes, Machine: c.Machine, Date: c.Date,
 		Notes: "backends: " + fmt.Sprint(c.Backends), Measurements: c.Extra}
-	link := func(from, to string, fwd, rev hw.LinkFit) {
+	link := func(from, to string, fwd, rev doctor.LinkFit) {
 		p.Links = append(p.Links, results.ProfileLink{From: from, To: to, Bandwidth: bps(fwd.Bandwidth), ReverseBandwidth: bps(rev.Bandwidth),
 			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}

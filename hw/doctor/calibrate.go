@@ -1,4 +1,4 @@
-package hw
+package doctor
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"kvsim/hw/hostmem"
 
 	"kvsim/hw/payload"
+
+	"kvsim/hw"
 )
 
 // LinkFit is a measured link: a transfer of n bytes takes Latency + n/Bandwidth.
@@ -30,7 +32,7 @@ func MeasureMoves(a, b hostmem.Store, small, large, count int, base int32, hot b
 	if small <= 0 || large <= small || count <= 0 {
 		return LinkFit{}, fmt.Errorf("calibrate: bad sizes %d, %d", small, large)
 	}
-	body, err := NewBody(BodyOptions{Stores: []hostmem.Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
+	body, err := hw.NewBody(hw.BodyOptions{Stores: []hostmem.Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
 	if err != nil {
 		return LinkFit{}, err
 	}

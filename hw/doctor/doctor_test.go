@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package doctor
 
 import (
 	"os"
@@ -45,7 +45,7 @@ func checkMap(t *testing.T, checks []Check) map[string]Check {
 func TestDoctorHere(t *testing.T) {
 	probeLeaks(t)
 	dir := probeDiskDir(t)
-	checks, err := Doctor(DoctorOptions{Dir: dir})
+	checks, err := Run(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestDoctorTmpfs(t *testing.T) {
 	if fs, _ := ioengine.FSType("/dev/shm"); fs != "tmpfs" {
 		probeLacks(t, "/dev/shm is not tmpfs")
 	}
-	checks, err := Doctor(DoctorOptions{Dir: "/dev/shm"})
+	checks, err := Run(Options{Dir: "/dev/shm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestDoctorFakeMachine(t *testing.T) {
 		"sys/class/nvme/nvme1/transport":                 "tcp\n",
 		"sys/class/nvme/nvme1/address":                   "traddr=10.0.0.2,trsvcid=4420\n",
 	})
-	checks, err := Doctor(DoctorOptions{Dir: t.TempDir(), root: root})
+	checks, err := Run(Options{Dir: t.TempDir(), root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,24 +147,24 @@ func TestDoctorFakeMachine(t *testing.T) {
 	writeTree(t, "/", map[string]string{cu12: ""})
 	os.RemoveAll(filepath.Join(root, "opt"))
 	t.Setenv("VIRTUAL_ENV", venv)
-	if c := (DoctorOptions{root: root}).cudaRuntime(true); c.Status != StatusOK || !strings.HasPrefix(c.Found, cu12) {
+	if c := (Options{root: root}).cudaRuntime(true); c.Status != StatusOK || !strings.HasPrefix(c.Found, cu12) {
 		t.Errorf("CUDA 12 wheel: %+v", c)
 	}
 	t.Setenv("KVSIM_CUDART", filepath.Join(root, "nope.so"))
-	if c := (DoctorOptions{root: root}).cudaRuntime(true); c.Status != StatusFail {
+	if c := (Options{root: root}).cudaRuntime(true); c.Status != StatusFail {
 		t.Errorf("KVSIM_CUDART to nothing: %+v", c)
 	}
 	t.Setenv("KVSIM_CUDART", "")
 	t.Setenv("VIRTUAL_ENV", "")
-	if c := (DoctorOptions{root: root}).cudaRuntime(false); c.Status != StatusAbsent || c.Fix == "" {
+	if c := (Options{root: root}).cudaRuntime(false); c.Status != StatusAbsent || c.Fix == "" {
 		t.Errorf("no CUDA: %+v", c)
 	}
-	if c := (DoctorOptions{root: root}).cudaRuntime(true); c.Status != StatusWarn {
+	if c := (Options{root: root}).cudaRuntime(true); c.Status != StatusWarn {
 		t.Errorf("GPU without CUDA: %+v", c)
 	}
 	// An empty machine: everything optional is absent, nothing fails.
 	empty := t.TempDir()
-	checks, _ = Doctor(DoctorOptions{Dir: t.TempDir(), root: empty})
+	checks, _ = Run(Options{Dir: t.TempDir(), root: empty})
 	for _, c := range checks {
 		if c.Status == StatusFail {
 			t.Errorf("empty machine: %+v", c)

@@ -1,6 +1,6 @@
-package hw
+package doctor
 
-// Check is one finding of Doctor.
+// Check is one finding of Run.
 type Check struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // StatusOK, StatusWarn, StatusFail or StatusAbsent
@@ -17,8 +17,8 @@ const (
 	StatusAbsent = "absent"
 )
 
-// DoctorOptions configures Doctor.
-type DoctorOptions struct {
+// Options configures Run.
+type Options struct {
 	// Dir is the store directory to test for O_DIRECT (default ".").
 	Dir string
 

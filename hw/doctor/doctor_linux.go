@@ -1,6 +1,6 @@
 //go:build linux
 
-package hw
+package doctor
 
 import (
 	"errors"
@@ -16,11 +16,11 @@ import (
 	"kvsim/hw/ioengine"
 )
 
-// Doctor checks this machine for KV offload: hugepages, transparent
+// Run checks this machine for KV offload: hugepages, transparent
 // hugepages, io_uring, O_DIRECT in o.Dir, the memlock limit, GPUs and the
 // CUDA runtime, RDMA devices and NVMe controllers. It needs no root, and
 // absent hardware is a finding (StatusAbsent), never an error.
-func Doctor(o DoctorOptions) ([]Check, error) {
+func Run(o Options) ([]Check, error) {
 	if o.Dir == "" {
 		o.Dir = "."
 	}
@@ -40,11 +40,11 @@ func Doctor(o DoctorOptions) ([]Check, error) {
 	}, nil
 }
 
-func (o DoctorOptions) path(p string) string { return filepath.Join(o.root, p) }
+func (o Options) path(p string) string { return filepath.Join(o.root, p) }
 
 // device loads the GPU runtime the way replay does and reports the device,
 // driver and runtime versions (or why the GPU tiers will be emulated).
-func (o DoctorOptions) device(haveGPU bool) Check {
+func (o Options) device(haveGPU bool) Check {
 	c := Check{Name: "gpu-device"}
 	if o.root != "" { // a test's fake tree: nothing to load
 		c.Status, c.Found = StatusAbsent, "not probed"
@@ -66,12 +66,12 @@ func (o DoctorOptions) device(haveGPU bool) Check {
 	return c
 }
 
-func (o DoctorOptions) readString(p string) (string, error) {
+func (o Options) readString(p string) (string, error) {
 	b, err := os.ReadFile(o.path(p))
 	return strings.TrimSpace(string(b)), err
 }
 
-func (o DoctorOptions) hugepages(hs hostmem.HugeSpec) Check {
+func (o Options) hugepages(hs hostmem.HugeSpec) Check {
 	c := Check{Name: "hugepages-" + hs.Label}
 	dir := o.path(hs.Sysfs)
 	if _, err := os.Stat(dir); err != nil {
@@ -109,7 +109,7 @@ func (o DoctorOptions) hugepages(hs hostmem.HugeSpec) Check {
 	return c
 }
 
-func (o DoctorOptions) thp() Check {
+func (o Options) thp() Check {
 	const p = "/sys/kernel/mm/transparent_hugepage/enabled"
 	c := Check{Name: "transparent-hugepages"}
 	s, err := o.readString(p)
@@ -136,7 +136,7 @@ func (o DoctorOptions) thp() Check {
 	return c
 }
 
-func (o DoctorOptions) ioUring() Check {
+func (o Options) ioUring() Check {
 	c := Check{Name: "io_uring"}
 	var found []string
 	disabled, derr := o.readString("/proc/sys/kernel/io_uring_disabled")
@@ -177,7 +177,7 @@ func (o DoctorOptions) ioUring() Check {
 	return c
 }
 
-func (o DoctorOptions) directIO() Check {
+func (o Options) directIO() Check {
 	c := Check{Name: "o_direct"}
 	dir, _ := filepath.Abs(o.Dir)
 	fs, a, err := ioengine.ProbeDirectIO(dir)
@@ -238,7 +238,7 @@ func memlock() Check {
 	return c
 }
 
-func (o DoctorOptions) gpu() Check {
+func (o Options) gpu() Check {
 	c := Check{Name: "gpu"}
 	var models []string
 	dirs, _ := filepath.Glob(o.path("/proc/driver/nvidia/gpus/*"))
@@ -269,7 +269,7 @@ func (o DoctorOptions) gpu() Check {
 	return c
 }
 
-func (o DoctorOptions) cudaRuntime(haveGPU bool) Check {
+func (o Options) cudaRuntime(haveGPU bool) Check {
 	c := Check{Name: "cuda-runtime"}
 	if p := os.Getenv("KVSIM_CUDART"); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -297,7 +297,7 @@ func (o DoctorOptions) cudaRuntime(haveGPU bool) Check {
 	return c
 }
 
-func (o DoctorOptions) rdma() Check {
+func (o Options) rdma() Check {
 	c := Check{Name: "rdma"}
 	devs, _ := filepath.Glob(o.path("/sys/class/infiniband/*"))
 	if len(devs) == 0 {
@@ -321,7 +321,7 @@ func (o DoctorOptions) rdma() Check {
 	return c
 }
 
-func (o DoctorOptions) nvme() Check {
+func (o Options) nvme() Check {
 	c := Check{Name: "nvme"}
 	ctrls, _ := filepath.Glob(o.path("/sys/class/nvme/*"))
 	if len(ctrls) == 0 {

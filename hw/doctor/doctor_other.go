@@ -1,6 +1,6 @@
 //go:build !linux
 
-package hw
+package doctor
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"kvsim/hw/ioengine"
 )
 
-// Doctor is Linux only.
-func Doctor(o DoctorOptions) ([]Check, error) {
+// Run is Linux only.
+func Run(o Options) ([]Check, error) {
 	return nil, fmt.Errorf("doctor: %w", ioengine.ErrUnsupported)
 }
