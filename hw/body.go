@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"kvsim/core"
-
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/hostmem"
-
+	"kvsim/hw/ioengine"
 	"kvsim/hw/payload"
 )
 

@@ -6,13 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kvsim/hw/ioengine"
-
-	"kvsim/hw/hostmem"
-
-	"kvsim/hw/bucket"
-
 	"kvsim/hw/accel"
+	"kvsim/hw/bucket"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to

@@ -16,13 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"kvsim/hw/ioengine"
-
-	"kvsim/hw/hostmem"
-
-	"kvsim/hw/bucket"
-
 	"kvsim/hw/accel"
+	"kvsim/hw/bucket"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),

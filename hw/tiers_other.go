@@ -3,11 +3,9 @@
 package hw
 
 import (
-	"kvsim/hw/ioengine"
-
-	"kvsim/hw/hostmem"
-
 	"kvsim/hw/accel"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 func dramStore(t TierSpec, o TierOptions, _ *accel.PinnedBufferPool) (hostmem.Store, string, error) {

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/hostmem"
-
+	"kvsim/hw/ioengine"
 	"kvsim/hw/payload"
 )
 

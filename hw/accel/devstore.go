@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // devChunkBytes is the size of one device or pinned allocation a store

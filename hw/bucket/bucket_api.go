@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // The BucketStore's types, shared by the Linux store (bucket.go) and the

@@ -17,9 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // bucketTestDir is a fresh directory on a disk filesystem, so O_DIRECT is

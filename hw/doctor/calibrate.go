@@ -5,11 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"kvsim/hw/hostmem"
-
-	"kvsim/hw/payload"
-
 	"kvsim/hw"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/payload"
 )
 
 // LinkFit is a measured link: a transfer of n bytes takes Latency + n/Bandwidth.

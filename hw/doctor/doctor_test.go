@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"kvsim/hw/ioengine"
-
 	"kvsim/hw/accel"
+	"kvsim/hw/ioengine"
 )
 
 var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "nvme"}
