@@ -2,9 +2,6 @@ package hw
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"kvsim/hw/accel"
 	"kvsim/hw/bucket"
@@ -136,7 +133,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 			}
 		case "remote_dram":
 			s = emulatedStore(t, o)
-			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s)", t.Name, rdmaState()))
+			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s)", t.Name, rdmaState("")))
 		case "dram":
 			s, note, err = dramStore(t, o, ss.pool)
 		case "ssd", "nvmeof":
@@ -146,7 +143,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 				ss.Opened = append(ss.Opened, op)
 			}
 			if err == nil && t.Kind == "nvmeof" {
-				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState()))
+				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState("")))
 			}
 		default:
 			err = fmt.Errorf("tier %q: unknown kind %q", t.Name, t.Kind)
@@ -180,23 +177,20 @@ func emulatedStore(t TierSpec, o TierOptions) hostmem.Store {
 }
 
 // rdmaState says what RDMA hardware there is for a remote DRAM tier.
-func rdmaState() string {
-	devs, _ := filepath.Glob("/sys/class/infiniband/*")
+func rdmaState(root string) string {
+	devs := ProbeRDMA(root)
 	if len(devs) == 0 {
 		return "no RDMA device in /sys/class/infiniband"
 	}
-	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", filepath.Base(devs[0]))
+	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", devs[0].Name)
 }
 
 // fabricState says whether NVMe-over-Fabrics controllers exist: the
 // replay writes wherever --dir is, so a real run puts it on one.
-func fabricState() string {
-	ctrls, _ := filepath.Glob("/sys/class/nvme/*/transport")
-	for _, c := range ctrls {
-		if b, err := os.ReadFile(c); err == nil {
-			if tr := strings.TrimSpace(string(b)); tr != "pcie" && tr != "" {
-				return fmt.Sprintf("an NVMe-oF controller (%s) is present: put --dir on its namespace", tr)
-			}
+func fabricState(root string) string {
+	for _, c := range ProbeNVMe(root) {
+		if c.Fabric() {
+			return fmt.Sprintf("an NVMe-oF controller (%s) is present: put --dir on its namespace", c.Transport)
 		}
 	}
 	return "no NVMe-oF controller here: a local disk stands in"

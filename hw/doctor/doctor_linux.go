@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kvsim/hw"
 	"kvsim/hw/accel"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
@@ -299,21 +300,16 @@ func (o Options) cudaRuntime(haveGPU bool) Check {
 
 func (o Options) rdma() Check {
 	c := Check{Name: "rdma"}
-	devs, _ := filepath.Glob(o.path("/sys/class/infiniband/*"))
+	devs := hw.ProbeRDMA(o.root)
 	if len(devs) == 0 {
 		c.Status, c.Found = StatusAbsent, "no RDMA devices in /sys/class/infiniband: remote tiers are simulated only"
 		return c
 	}
 	var found []string
 	for _, d := range devs {
-		desc := filepath.Base(d)
-		ports, _ := filepath.Glob(filepath.Join(d, "ports", "*"))
-		for _, p := range ports {
-			rd := func(f string) string {
-				b, _ := os.ReadFile(filepath.Join(p, f))
-				return strings.TrimSpace(string(b))
-			}
-			desc += fmt.Sprintf(" port %s: %s %s %s", filepath.Base(p), rd("link_layer"), rd("state"), rd("rate"))
+		desc := d.Name
+		for _, p := range d.Ports {
+			desc += fmt.Sprintf(" port %s: %s %s %s", p.Port, p.LinkLayer, p.State, p.Rate)
 		}
 		found = append(found, strings.Join(strings.Fields(desc), " "))
 	}
@@ -323,26 +319,22 @@ func (o Options) rdma() Check {
 
 func (o Options) nvme() Check {
 	c := Check{Name: "nvme"}
-	ctrls, _ := filepath.Glob(o.path("/sys/class/nvme/*"))
+	ctrls := hw.ProbeNVMe(o.root)
 	if len(ctrls) == 0 {
 		c.Status, c.Found = StatusAbsent, "no NVMe controllers in /sys/class/nvme"
 		return c
 	}
 	var found []string
 	for _, d := range ctrls {
-		rd := func(f string) string {
-			b, _ := os.ReadFile(filepath.Join(d, f))
-			return strings.TrimSpace(string(b))
-		}
-		desc := filepath.Base(d) + " " + rd("transport")
-		if t := rd("transport"); t != "" && t != "pcie" {
+		desc := d.Name + " " + d.Transport
+		if d.Fabric() {
 			desc += " (NVMe-oF)"
 		}
-		if m := rd("model"); m != "" {
-			desc += " " + m
+		if d.Model != "" {
+			desc += " " + d.Model
 		}
-		if a := rd("address"); a != "" {
-			desc += " at " + a
+		if d.Address != "" {
+			desc += " at " + d.Address
 		}
 		found = append(found, desc)
 	}
