@@ -3,6 +3,8 @@ package hw
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,18 @@ func TestDeviceNotes(t *testing.T) {
 	}
 	if d := ProbeRDMA(root); len(d) != 1 || len(d[0].Ports) != 1 || d[0].Ports[0].State != "4: ACTIVE" {
 		t.Errorf("ProbeRDMA = %+v", d)
+	}
+}
+
+// TestTierKinds: every kind a scenario may name has one registration, and
+// a kind none registers is refused by name.
+func TestTierKinds(t *testing.T) {
+	want := []string{"dram", "hbm", "nvmeof", "pinned", "remote_dram", "ssd"}
+	if got := TierKinds(); !slices.Equal(got, want) {
+		t.Errorf("TierKinds = %v, want %v", got, want)
+	}
+	_, err := OpenStores([]TierSpec{{Name: "x", Kind: "tape", Capacity: 1 << 20}}, TierOptions{SlotBytes: 4096})
+	if err == nil || !strings.Contains(err.Error(), `unknown kind "tape"`) {
+		t.Errorf("unknown kind: %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	}()
 	gpu := false
 	for _, t := range tiers {
-		gpu = gpu || t.Kind == "hbm" || t.Kind == "pinned"
+		gpu = gpu || tierKinds[t.Kind].gpu
 	}
 	if gpu && o.Device != "emulated" {
 		dev, probe := accel.OpenDevice()
@@ -124,28 +124,9 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	for _, t := range tiers {
 		var s hostmem.Store
 		var note string
-		switch t.Kind {
-		case "hbm", "pinned":
-			if ss.dev != nil {
-				s = accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool)
-			} else {
-				s = emulatedStore(t, o)
-			}
-		case "remote_dram":
-			s = emulatedStore(t, o)
-			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s)", t.Name, rdmaState("")))
-		case "dram":
-			s, note, err = dramStore(t, o, ss.pool)
-		case "ssd", "nvmeof":
-			var op StoreOpen
-			s, note, op, err = diskStore(t, o)
-			if err == nil {
-				ss.Opened = append(ss.Opened, op)
-			}
-			if err == nil && t.Kind == "nvmeof" {
-				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState("")))
-			}
-		default:
+		if k, ok := tierKinds[t.Kind]; ok {
+			s, note, err = k.open(ss, t, o)
+		} else {
 			err = fmt.Errorf("tier %q: unknown kind %q", t.Name, t.Kind)
 		}
 		if err != nil {
