@@ -143,7 +143,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	if err != nil {
 		return nil, rep, fmt.Errorf("bucket store: %w", err)
 	}
-	if err := unix.Flock(dirfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := fs.lock(dirfd, o.Dir); err != nil {
 		unix.Close(dirfd)
 		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
 	}

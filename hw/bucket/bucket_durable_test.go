@@ -282,7 +282,7 @@ func checkKeys(t *testing.T, s *BucketStore, want map[uint64]int) {
 	}
 }
 
-var fsOps = []string{FSOpen, FSStat, FSRead, FSReadDir, FSRename, FSLink, FSUnlink, FSMkdir, FSSyncDir}
+var fsOps = []string{FSOpen, FSStat, FSRead, FSReadDir, FSRename, FSLink, FSUnlink, FSMkdir, FSSyncDir, FSLock}
 
 // TestBucketTransientOpen: a transient failure of any file-system call
 // during open (each call in turn, with EIO, EMFILE or ENOMEM) either fails

@@ -203,6 +203,7 @@ const (
 	FSUnlink  = "unlink"  // unlink(2)
 	FSMkdir   = "mkdir"   // mkdir(2)
 	FSSyncDir = "syncdir" // fsync(2) of a directory
+	FSLock    = "lock"    // flock(2) of the store's directory, which keeps other processes out
 )
 
 // FSFault is one failure a FaultFS injects, modelled on pebble's errorfs:
@@ -216,7 +217,7 @@ type FSFault struct {
 
 // FaultFS stands between the bucket store and the file system (set
 // StoreOptions.FS): it fails chosen opens, stats, reads, renames, links,
-// unlinks, mkdirs and directory fsyncs, and logs every call it sees, so
+// unlinks, mkdirs, directory fsyncs and the store's lock, and logs every call it sees, so
 // that tests can check what a transient failure does and in which order
 // the store syncs. Data I/O and fdatasync go through the Engine (see
 // FaultEngine), not here.

@@ -39,6 +39,14 @@ func (b bucketFS) open(path string, flags int, mode uint32) (int, error) {
 	}
 }
 
+// lock takes the store's lock on its open directory, without waiting.
+func (b bucketFS) lock(fd int, path string) error {
+	if err := b.f.check(FSLock, path); err != nil {
+		return err
+	}
+	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+}
+
 func (b bucketFS) stat(path string, st *unix.Stat_t) error {
 	if err := b.f.check(FSStat, path); err != nil {
 		return pathErr("stat", path, err)
