@@ -8,14 +8,14 @@ import (
 	"kvsim/hw/internal/hwtest"
 )
 
+// The shared test helpers, under the names this package's tests use.
 var (
-	probeNeed           = hwtest.Need
-	probeLacks          = hwtest.Lacks
-	probeRoot           = hwtest.Root
-	probeLeaks          = hwtest.Leaks
-	probeUnmapped       = hwtest.Unmapped
-	probeUnmappedExcept = hwtest.UnmappedExcept
-	must                = hwtest.Must
+	probeNeed     = hwtest.Need
+	probeLacks    = hwtest.Lacks
+	probeRoot     = hwtest.Root
+	probeLeaks    = hwtest.Leaks
+	probeUnmapped = hwtest.Unmapped
+	must          = hwtest.Must
 )
 
 func probeDiskDir(t testing.TB) string {
