@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kvsim/hw/internal/sys"
 	"kvsim/hw/ioengine"
 )
 
@@ -51,7 +52,7 @@ type BucketStore struct {
 	mu     sync.Mutex
 	o      StoreOptions
 	fs     bucketFS
-	dirfd  int // held open for fsync and as the flock that keeps other processes out
+	dirfd  sys.FD // held open for fsync and as the flock that keeps other processes out
 	eng    ioengine.Engine
 	ownEng bool
 	dflag  int // unix.O_DIRECT or 0
@@ -139,12 +140,13 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 	if err := fs.mkdirAll(o.Dir); err != nil {
 		return nil, rep, fmt.Errorf("bucket store: %w", err)
 	}
-	dirfd, err := fs.open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := fs.open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, rep, fmt.Errorf("bucket store: %w", err)
 	}
-	if err := fs.lock(dirfd, o.Dir); err != nil {
-		unix.Close(dirfd)
+	dirfd := sys.Own(fd)
+	if err := fs.lock(dirfd.Int(), o.Dir); err != nil {
+		dirfd.Close()
 		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
 	}
 	s := &BucketStore{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
@@ -473,7 +475,7 @@ func (s *BucketStore) quarantine(rep *OpenReport, id uint64, why string, exts ..
 	if err := s.fs.syncPath(q); err != nil {
 		return s.transient(err)
 	}
-	if err := s.fs.syncDir(s.dirfd, s.o.Dir); err != nil {
+	if err := s.fs.syncDir(s.dirfd.Int(), s.o.Dir); err != nil {
 		return s.transient(err)
 	}
 	rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s (moved to %s)", bucketFileName(id, ""), why, bucketQuarDir))
@@ -512,7 +514,7 @@ func (s *BucketStore) unlinkBucket(id uint64) error {
 	return nil
 }
 
-func (s *BucketStore) syncDir() error { return s.fs.syncDir(s.dirfd, s.o.Dir) }
+func (s *BucketStore) syncDir() error { return s.fs.syncDir(s.dirfd.Int(), s.o.Dir) }
 
 // writeDirty records the deaths of every dirty sealed bucket.
 func (s *BucketStore) writeDirty() error { return s.writeDirtyBefore(^uint64(0)) }
@@ -1342,8 +1344,5 @@ func (s *BucketStore) release() {
 		}
 	}
 	s.wa, s.ma, s.ra, s.ra0, s.wbuf, s.mbuf, s.rbuf = nil, nil, nil, nil, nil, nil, nil
-	if s.dirfd >= 0 {
-		unix.Close(s.dirfd)
-		s.dirfd = -1
-	}
+	s.dirfd.Close()
 }

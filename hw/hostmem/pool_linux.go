@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kvsim/hw/internal/sys"
 	"kvsim/hw/ioengine"
 )
 
@@ -24,7 +25,7 @@ import (
 // mapping.
 type Pool struct {
 	mem      []byte
-	fd       int
+	fd       sys.FD
 	backend  string
 	fallback string
 	pageSize int64
@@ -100,7 +101,7 @@ func newMemfdPool(name string, size int64, hs *HugeSpec) (*Pool, error) {
 		}
 		return nil, err
 	}
-	return &Pool{mem: mem, fd: fd, backend: backend, pageSize: page}, nil
+	return &Pool{mem: mem, fd: sys.Own(fd), backend: backend, pageSize: page}, nil
 }
 
 // poolSeals fix a pool's size for good: a mapping can never lose its
@@ -163,7 +164,7 @@ func hugeShortage(hs HugeSpec, size int64, cause error) error {
 func (p *Pool) Bytes() []byte { return p.mem }
 
 // Fd is the memfd; it stays owned by the pool.
-func (p *Pool) Fd() int { return p.fd }
+func (p *Pool) Fd() int { return p.fd.Int() }
 
 // Size is the pool's length in bytes (Size from the options, rounded up).
 func (p *Pool) Size() int64 { return int64(len(p.mem)) }
@@ -194,5 +195,5 @@ func (p *Pool) Close() error {
 	}
 	err := unix.MunmapPtr(unsafe.Pointer(&p.mem[0]), uintptr(len(p.mem)))
 	p.mem = nil
-	return errors.Join(err, unix.Close(p.fd))
+	return errors.Join(err, p.fd.Close())
 }

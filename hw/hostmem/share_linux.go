@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/internal/sys"
 )
 
 // shareLogf reports refused peers; tests capture it.
@@ -164,7 +166,7 @@ func sendPool(c *net.UnixConn, p *Pool, uid int) error {
 	binary.LittleEndian.PutUint64(hdr[16:], uint64(p.pageSize))
 	copy(hdr[24:], p.backend)
 	c.SetWriteDeadline(time.Now().Add(shareTimout))
-	n, oobn, err := c.WriteMsgUnix(hdr, unix.UnixRights(p.fd), nil)
+	n, oobn, err := c.WriteMsgUnix(hdr, unix.UnixRights(p.fd.Int()), nil)
 	if err == nil && (n != len(hdr) || oobn == 0) {
 		err = io.ErrShortWrite
 	}
@@ -258,7 +260,7 @@ func ReceivePool(socketPath string) (*Pool, error) {
 	if err != nil {
 		return closeFD(err)
 	}
-	return &Pool{mem: mem, fd: fd, backend: backend, pageSize: page}, nil
+	return &Pool{mem: mem, fd: sys.Own(fd), backend: backend, pageSize: page}, nil
 }
 
 func parseRights(oob []byte) ([]int, error) {
