@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/internal/sys"
 )
 
 // Kernel ABI (include/uapi/linux/io_uring.h). x/sys has the syscall
@@ -126,7 +128,7 @@ type uringSlot struct {
 // submitted has completed.
 type uring struct {
 	mu sync.Mutex
-	fd int
+	fd sys.FD
 
 	sqMem, cqMem, sqeMem unsafe.Pointer
 	sqLen, cqLen, sqeLen uintptr
@@ -157,7 +159,7 @@ func newUring(queueDepth int, arenas []*Arena) (*uring, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("io_uring_setup: %w", err)
 	}
-	u := &uring{fd: fd}
+	u := &uring{fd: sys.Own(fd)}
 	if err := u.mapRings(&p); err != nil {
 		u.Close()
 		return nil, "", err
@@ -184,18 +186,18 @@ func (u *uring) mapRings(p *uringParams) error {
 	}
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_SHARED | unix.MAP_POPULATE
 	var err error
-	if u.sqMem, err = unix.MmapPtr(u.fd, ioringOffSQRing, nil, u.sqLen, prot, flags); err != nil {
+	if u.sqMem, err = unix.MmapPtr(u.fd.Int(), ioringOffSQRing, nil, u.sqLen, prot, flags); err != nil {
 		u.sqMem = nil
 		return fmt.Errorf("io_uring: mmap SQ ring: %w", err)
 	}
 	if single {
 		u.cqMem = u.sqMem
-	} else if u.cqMem, err = unix.MmapPtr(u.fd, ioringOffCQRing, nil, u.cqLen, prot, flags); err != nil {
+	} else if u.cqMem, err = unix.MmapPtr(u.fd.Int(), ioringOffCQRing, nil, u.cqLen, prot, flags); err != nil {
 		u.cqMem = nil
 		return fmt.Errorf("io_uring: mmap CQ ring: %w", err)
 	}
 	u.sqeLen = uintptr(p.sqEntries) * unsafe.Sizeof(uringSQE{})
-	if u.sqeMem, err = unix.MmapPtr(u.fd, ioringOffSQEs, nil, u.sqeLen, prot, flags); err != nil {
+	if u.sqeMem, err = unix.MmapPtr(u.fd.Int(), ioringOffSQEs, nil, u.sqeLen, prot, flags); err != nil {
 		u.sqeMem = nil
 		return fmt.Errorf("io_uring: mmap SQEs: %w", err)
 	}
@@ -234,7 +236,7 @@ func (u *uring) register(arenas []*Arena) error {
 		return nil
 	}
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), ioringRegisterBuffers,
+		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd.Int()), ioringRegisterBuffers,
 			uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)), 0, 0)
 		if errno == unix.EINTR {
 			continue
@@ -278,7 +280,7 @@ func (u *uring) QueueDepth() int { return len(u.slots) }
 func (u *uring) Close() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.fd < 0 {
+	if !u.fd.Valid() {
 		return nil
 	}
 	var errs []error
@@ -291,8 +293,7 @@ func (u *uring) Close() error {
 	if u.sqMem != nil {
 		errs = append(errs, unix.MunmapPtr(u.sqMem, u.sqLen))
 	}
-	errs = append(errs, unix.Close(u.fd))
-	u.fd = -1
+	errs = append(errs, u.fd.Close())
 	u.sqMem, u.cqMem, u.sqeMem = nil, nil, nil
 	u.sqes, u.cqes, u.sqArray = nil, nil, nil
 	return errors.Join(errs...)
@@ -310,7 +311,7 @@ func (u *uring) Do(ops []Op) error {
 func (u *uring) Stream(n int, next func(i int) Op, done func(i int, op *Op)) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.fd < 0 {
+	if !u.fd.Valid() {
 		return errors.New("io_uring: engine is closed")
 	}
 	if u.broken != nil {
@@ -477,7 +478,7 @@ const submitAloneBytes = 64 << 10
 // submit hands the pending SQEs to the kernel without waiting.
 func (u *uring) submit(pending *int) error {
 	for *pending > 0 {
-		r, errno := uringEnter(u.fd, uint32(*pending), 0, 0)
+		r, errno := uringEnter(u.fd.Int(), uint32(*pending), 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -498,7 +499,7 @@ func (u *uring) submit(pending *int) error {
 // the caller has at least one op in flight.
 func (u *uring) enter(pending *int, inflight int) error {
 	for attempt := 0; ; attempt++ {
-		r, errno := uringEnter(u.fd, uint32(*pending), 1, ioringEnterGetevents)
+		r, errno := uringEnter(u.fd.Int(), uint32(*pending), 1, ioringEnterGetevents)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -509,7 +510,7 @@ func (u *uring) enter(pending *int, inflight int) error {
 				return fmt.Errorf("io_uring_enter: %w", errno)
 			}
 			if inflight > *pending {
-				_, errno = uringEnter(u.fd, 0, 1, ioringEnterGetevents)
+				_, errno = uringEnter(u.fd.Int(), 0, 1, ioringEnterGetevents)
 				if errno != 0 && errno != unix.EINTR {
 					return fmt.Errorf("io_uring_enter: %w", errno)
 				}
