@@ -64,7 +64,7 @@ type Stores struct {
 	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
-	dev    accel.AcceleratorDevice
+	dev    accel.Device
 	pool   *accel.PinnedBufferPool
 }
 

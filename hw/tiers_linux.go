@@ -71,10 +71,10 @@ func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (hostm
 	return s, note, nil
 }
 
-// bucketTier adapts a BucketStore to Store. It holds the store folder's
+// bucketTier adapts a bucket.Store to hostmem.Store. It holds the store folder's
 // marker, locked, until Close.
 type bucketTier struct {
-	s       *bucket.BucketStore
+	s       *bucket.Store
 	backend string
 	lock    *os.File
 	eng     ioengine.Engine // made here (the fault seam): closed after the store
@@ -302,7 +302,7 @@ func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOp
 	if t.Capacity > 0 {
 		so.Capacity = 2*t.Capacity + 4*so.BucketBytes
 	}
-	s, rep, err := bucket.OpenBucketStore(so)
+	s, rep, err := bucket.Open(so)
 	if err != nil {
 		return nil, "", op, err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // faultyDisk adapts a bucket store whose engine fails writes to hostmem.Store.
-type faultyDisk struct{ s *bucket.BucketStore }
+type faultyDisk struct{ s *bucket.Store }
 
 func (d faultyDisk) Backend() string                    { return "faulty" }
 func (d faultyDisk) Put(k int32, b []byte) error        { return d.s.Put(uint64(k), b) }
@@ -52,7 +52,7 @@ func TestReplayDiskFull(t *testing.T) {
 	o := bucket.DefaultStoreOptions(replayDir(t))
 	o.Engine = bucket.NewFaultEngine(ioengine.NewPreadEngine(), bucket.FaultPlan{FailAfter: 1 << 20, Sticky: true})
 	o.BucketBytes, o.WriteBuffer = 256<<10, 256<<10
-	bs, _, err := bucket.OpenBucketStore(o)
+	bs, _, err := bucket.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

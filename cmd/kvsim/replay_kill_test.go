@@ -64,7 +64,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 
-		s, rep, err := bucket.OpenBucketStore(bucket.DefaultStoreOptions(tier))
+		s, rep, err := bucket.Open(bucket.DefaultStoreOptions(tier))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}

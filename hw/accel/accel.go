@@ -17,13 +17,13 @@ type AccelStream uintptr
 // AccelEvent is an accelerator event handle (cudaEvent_t).
 type AccelEvent uintptr
 
-// AcceleratorDevice is one accelerator (device 0 of a runtime) as kvsim
+// Device is one accelerator (device 0 of a runtime) as kvsim
 // drives it: memory on the device, page-locked host memory, and timed
 // asynchronous copies between them. Device pointers are uintptr; host
 // buffers must not be Go heap memory (async copies read them after the call
 // returns): use HostAlloc, or mmap'd memory that HostRegister pinned, or
 // mmap'd pageable memory for a pageable copy.
-type AcceleratorDevice interface {
+type Device interface {
 	Kind() string     // "cuda", "hip", "emulated"
 	Available() bool  // a real accelerator answered
 	DeviceCount() int // devices the runtime sees
@@ -99,7 +99,7 @@ func (p Probe) String() string {
 // in host memory. KVSIM_CUDART and KVSIM_HIP name a library to try first
 // (CUDA_VISIBLE_DEVICES picks the device); KVSIM_ACCEL=emulated skips the
 // probe. Call it once per process and share the device.
-func OpenDevice() (AcceleratorDevice, Probe) {
+func OpenDevice() (Device, Probe) {
 	var p Probe
 	if os.Getenv("KVSIM_ACCEL") == "emulated" {
 		p.Why = "KVSIM_ACCEL=emulated"
@@ -149,7 +149,7 @@ type emuDevice struct {
 }
 
 // NewEmulatedDevice makes a host-memory device; why says why it is used.
-func NewEmulatedDevice(why string) AcceleratorDevice {
+func NewEmulatedDevice(why string) Device {
 	return &emuDevice{why: why, next: 1 << 16, allocs: map[uintptr][]byte{}, events: map[AccelEvent]time.Time{}, pinned: map[*byte]int{}}
 }
 

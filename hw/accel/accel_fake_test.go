@@ -5,12 +5,12 @@ import (
 	"sync"
 )
 
-// fakeDev is an AcceleratorDevice for tests: the emulated device's memory
+// fakeDev is an Device for tests: the emulated device's memory
 // and copies, reported as a real GPU, counting calls, with switches that
 // make pinning or copies fail. Its pinned memory is plain mmap (no mlock),
 // so memlock limits of the test machine do not matter.
 type fakeDev struct {
-	AcceleratorDevice // emulated: device memory, streams, events
+	Device // emulated: device memory, streams, events
 
 	mu            sync.Mutex
 	calls         map[string]int
@@ -25,7 +25,7 @@ type fakeDev struct {
 }
 
 func newFakeDev() *fakeDev {
-	return &fakeDev{AcceleratorDevice: NewEmulatedDevice("fake"), calls: map[string]int{}, pinned: map[*byte]int{}}
+	return &fakeDev{Device: NewEmulatedDevice("fake"), calls: map[string]int{}, pinned: map[*byte]int{}}
 }
 
 func (f *fakeDev) count(name string) {
@@ -50,7 +50,7 @@ func (f *fakeDev) MemlockAccounted() bool { return f.memlock }
 
 func (f *fakeDev) Malloc(n int) (uintptr, error) {
 	f.count("Malloc")
-	p, err := f.AcceleratorDevice.Malloc(n)
+	p, err := f.Device.Malloc(n)
 	if err == nil {
 		f.mu.Lock()
 		f.liveDevice++
@@ -61,7 +61,7 @@ func (f *fakeDev) Malloc(n int) (uintptr, error) {
 
 func (f *fakeDev) Free(p uintptr) error {
 	f.count("Free")
-	err := f.AcceleratorDevice.Free(p)
+	err := f.Device.Free(p)
 	if err == nil {
 		f.mu.Lock()
 		f.liveDevice--
@@ -129,7 +129,7 @@ func (f *fakeDev) CopyH2D(dst uintptr, src []byte, s AccelStream) error {
 	if f.failCopy {
 		return errors.New("fake: copy failed")
 	}
-	return f.AcceleratorDevice.CopyH2D(dst, src, s)
+	return f.Device.CopyH2D(dst, src, s)
 }
 
 func (f *fakeDev) CopyD2H(dst []byte, src uintptr, s AccelStream) error {
@@ -137,20 +137,20 @@ func (f *fakeDev) CopyD2H(dst []byte, src uintptr, s AccelStream) error {
 	if f.failCopy {
 		return errors.New("fake: copy failed")
 	}
-	return f.AcceleratorDevice.CopyD2H(dst, src, s)
+	return f.Device.CopyD2H(dst, src, s)
 }
 
 func (f *fakeDev) StreamSync(s AccelStream) error {
 	f.count("StreamSync")
-	return f.AcceleratorDevice.StreamSync(s)
+	return f.Device.StreamSync(s)
 }
 
 func (f *fakeDev) NewStream() (AccelStream, error) {
 	f.count("NewStream")
-	return f.AcceleratorDevice.NewStream()
+	return f.Device.NewStream()
 }
 
 func (f *fakeDev) DestroyStream(s AccelStream) error {
 	f.count("DestroyStream")
-	return f.AcceleratorDevice.DestroyStream(s)
+	return f.Device.DestroyStream(s)
 }

@@ -34,7 +34,7 @@ func copyIters(size int) int { return min(200, max(3, (1<<30)/max(size, 1))) }
 // back to back on one stream between two events, after one warm-up copy.
 // iters <= 0 picks a count per size. On the emulated device the events
 // are wall-clock readings around memmoves.
-func MeasureCopies(dev AcceleratorDevice, sizes []int, iters int) (res []CopyResult, err error) {
+func MeasureCopies(dev Device, sizes []int, iters int) (res []CopyResult, err error) {
 	if len(sizes) == 0 {
 		sizes = DefaultCopySizes
 	}

@@ -140,7 +140,7 @@ func buildFakeCudart(t *testing.T, names ...string) []string {
 	return out
 }
 
-func openFakeCuda(t *testing.T) AcceleratorDevice {
+func openFakeCuda(t *testing.T) Device {
 	lib := buildFakeCudart(t, "libfakecudart.so")[0]
 	t.Setenv("KVSIM_CUDART", lib)
 	dev, p := OpenDevice()

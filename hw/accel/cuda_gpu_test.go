@@ -15,15 +15,15 @@ import (
 
 // Tests named *GPU* need a real accelerator (CUDA, or HIP: they run on
 // whatever OpenDevice finds). Without one they skip, or fail with
-// KVSIM_REQUIRE_GPU=1 (hw/gpucheck.sh sets it).
+// KVSIM_REQUIRE_GPU=1 (hw/accel/gpucheck.sh sets it).
 
 var (
 	gpuOnce  sync.Once
-	gpuDev   AcceleratorDevice
+	gpuDev   Device
 	gpuProbe Probe
 )
 
-func needGPU(t *testing.T) AcceleratorDevice {
+func needGPU(t *testing.T) Device {
 	t.Helper()
 	gpuOnce.Do(func() { gpuDev, gpuProbe = OpenDevice() })
 	if !gpuDev.Available() {
@@ -196,7 +196,7 @@ func TestCudaGPUDeviceStore(t *testing.T) {
 }
 
 // TestGPUCopies measures pinned and pageable copy bandwidth and logs a
-// table and one JSON line (KVSIM_GPU_COPIES {...}) for hw/gpucheck.sh.
+// table and one JSON line (KVSIM_GPU_COPIES {...}) for hw/accel/gpucheck.sh.
 // KVSIM_COPY_SIZES (comma-separated bytes) and KVSIM_COPY_ITERS override
 // the sizes and copy counts.
 func TestGPUCopies(t *testing.T) {

@@ -132,7 +132,7 @@ func rtBindings(a *rtAPI, kind string) []rtBinding {
 
 // openRuntimes tries CUDA's then HIP's libraries in search order and
 // returns the first that reports a device, with every try.
-func openRuntimes() (AcceleratorDevice, []ProbeTry) {
+func openRuntimes() (Device, []ProbeTry) {
 	var all []ProbeTry
 	for _, b := range []struct {
 		kind   string

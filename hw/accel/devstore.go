@@ -20,7 +20,7 @@ func devChunkSlots(slot int) int { return max(1, devChunkBytes/max(slot, 1)) }
 // for its copy. kind "pinned": blocks live in page-locked host memory. A
 // device that is not Available gives the emulated store (host memory,
 // Backend "emulated"). pool may be nil: the store then keeps its own.
-func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *PinnedBufferPool) hostmem.Store {
+func NewDeviceStore(dev Device, kind string, slotBytes int, pool *PinnedBufferPool) hostmem.Store {
 	perChunk := devChunkSlots(slotBytes)
 	switch {
 	case kind != "hbm" && kind != "pinned":
@@ -54,7 +54,7 @@ func NewDeviceStore(dev AcceleratorDevice, kind string, slotBytes int, pool *Pin
 }
 
 type devHostFreer struct {
-	dev AcceleratorDevice
+	dev Device
 	mem []byte
 }
 
@@ -73,7 +73,7 @@ func (e *devErrStore) Close() error                         { return nil }
 // devStore keeps fixed-size slots in chunks of device memory. Not safe for
 // concurrent use, like MemStore.
 type devStore struct {
-	dev      AcceleratorDevice
+	dev      Device
 	pool     *PinnedBufferPool
 	ownPool  bool
 	backend  string

@@ -84,7 +84,7 @@ func (s PinnedPoolStats) String() string {
 // budget, and a counted fallback to pageable memory when pinning is not
 // possible. Safe for concurrent use.
 type PinnedBufferPool struct {
-	dev     AcceleratorDevice
+	dev     Device
 	o       PinnedPoolOptions
 	memlock int64 // -1: no cap
 	mu      sync.Mutex
@@ -95,7 +95,7 @@ type PinnedBufferPool struct {
 }
 
 // NewPinnedBufferPool makes a pool over dev's page-locked memory.
-func NewPinnedBufferPool(dev AcceleratorDevice, o PinnedPoolOptions) *PinnedBufferPool {
+func NewPinnedBufferPool(dev Device, o PinnedPoolOptions) *PinnedBufferPool {
 	if o.MaxBuffers <= 0 {
 		o.MaxBuffers = 32
 	}

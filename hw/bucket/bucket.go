@@ -18,7 +18,7 @@ import (
 	"kvsim/hw/ioengine"
 )
 
-// BucketStore is the SSD tier's on-disk store, modelled on Mooncake's
+// Store is the SSD tier's on-disk store, modelled on Mooncake's
 // BucketStorageBackend: blocks are packed into bucket data files (up to
 // BucketBytes or MaxKeys blocks each) with one metadata file per bucket, and
 // space is reclaimed a whole bucket at a time. See bucket_format.go for the
@@ -48,7 +48,7 @@ import (
 //
 // All methods are safe for concurrent use; one mutex serialises them, and
 // the batch methods are how to get queue depth.
-type BucketStore struct {
+type Store struct {
 	mu     sync.Mutex
 	o      StoreOptions
 	fs     bucketFS
@@ -124,14 +124,14 @@ type bucketPending struct {
 	op0, op1 int
 }
 
-// OpenBucketStore opens (creating if needed) the store in o.Dir and
+// Open opens (creating if needed) the store in o.Dir and
 // rebuilds its index from the metadata files. Data files that were never
 // sealed are removed; buckets with proven damage (bad magic or checksum,
 // metadata without data) are moved to o.Dir/quarantine, and a bucket whose
 // metadata is partly damaged keeps the blocks whose entries still verify.
 // A failure to read or stat a file (EIO, EMFILE, ENOMEM) is not damage:
 // the open fails and removes nothing. Block checksums are checked at Get.
-func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
+func Open(o StoreOptions) (*Store, OpenReport, error) {
 	var rep OpenReport
 	if err := bucketDefaults(&o); err != nil {
 		return nil, rep, err
@@ -149,7 +149,7 @@ func OpenBucketStore(o StoreOptions) (*BucketStore, OpenReport, error) {
 		dirfd.Close()
 		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
 	}
-	s := &BucketStore{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
+	s := &Store{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -240,13 +240,13 @@ func bucketDefaults(o *StoreOptions) error {
 	return nil
 }
 
-func (s *BucketStore) path(id uint64, ext string) string {
+func (s *Store) path(id uint64, ext string) string {
 	return filepath.Join(s.o.Dir, bucketFileName(id, ext))
 }
 
 // transient wraps an error that is not damage: the open fails, and the
 // files stay as they were.
-func (s *BucketStore) transient(err error) error {
+func (s *Store) transient(err error) error {
 	return fmt.Errorf("bucket store %s: %w (an I/O error, not damage: no bucket was removed for it; try again)", s.o.Dir, err)
 }
 
@@ -262,7 +262,7 @@ func bucketIDPrefix(name string) (uint64, bool) {
 }
 
 // load rebuilds the index from the metadata files.
-func (s *BucketStore) load(rep *OpenReport) error {
+func (s *Store) load(rep *OpenReport) error {
 	des, err := s.fs.readDir(s.o.Dir)
 	if err != nil {
 		return s.transient(err)
@@ -431,7 +431,7 @@ func (s *BucketStore) load(rep *OpenReport) error {
 }
 
 // quarantineDir makes DIR/quarantine, durably, and returns its path.
-func (s *BucketStore) quarantineDir() (string, error) {
+func (s *Store) quarantineDir() (string, error) {
 	q := filepath.Join(s.o.Dir, bucketQuarDir)
 	if err := s.fs.mkdirAll(q); err != nil {
 		return "", s.transient(err)
@@ -440,7 +440,7 @@ func (s *BucketStore) quarantineDir() (string, error) {
 }
 
 // freeName is a name in q for name that nothing uses yet.
-func (s *BucketStore) freeName(q, name string) (string, error) {
+func (s *Store) freeName(q, name string) (string, error) {
 	to := filepath.Join(q, name)
 	for i := 1; ; i++ {
 		var st unix.Stat_t
@@ -457,7 +457,7 @@ func (s *BucketStore) freeName(q, name string) (string, error) {
 
 // quarantine moves bucket id's files (exts) into DIR/quarantine: proven
 // damage, so its blocks are not served, but nothing is deleted.
-func (s *BucketStore) quarantine(rep *OpenReport, id uint64, why string, exts ...string) error {
+func (s *Store) quarantine(rep *OpenReport, id uint64, why string, exts ...string) error {
 	q, err := s.quarantineDir()
 	if err != nil {
 		return err
@@ -484,7 +484,7 @@ func (s *BucketStore) quarantine(rep *OpenReport, id uint64, why string, exts ..
 
 // keepAside links a damaged metadata file into DIR/quarantine before a
 // repaired one replaces it.
-func (s *BucketStore) keepAside(rep *OpenReport, id uint64) error {
+func (s *Store) keepAside(rep *OpenReport, id uint64) error {
 	q, err := s.quarantineDir()
 	if err != nil {
 		return err
@@ -506,7 +506,7 @@ func (s *BucketStore) keepAside(rep *OpenReport, id uint64) error {
 // unlinkBucket removes a bucket's files, metadata first: a data file left
 // alone by a crash is removed on open. If the metadata cannot be removed
 // the data stays too, and the caller keeps the bucket.
-func (s *BucketStore) unlinkBucket(id uint64) error {
+func (s *Store) unlinkBucket(id uint64) error {
 	if err := s.fs.unlink(s.path(id, bucketMetaExt)); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
@@ -514,15 +514,15 @@ func (s *BucketStore) unlinkBucket(id uint64) error {
 	return nil
 }
 
-func (s *BucketStore) syncDir() error { return s.fs.syncDir(s.dirfd.Int(), s.o.Dir) }
+func (s *Store) syncDir() error { return s.fs.syncDir(s.dirfd.Int(), s.o.Dir) }
 
 // writeDirty records the deaths of every dirty sealed bucket.
-func (s *BucketStore) writeDirty() error { return s.writeDirtyBefore(^uint64(0)) }
+func (s *Store) writeDirty() error { return s.writeDirtyBefore(^uint64(0)) }
 
 // writeDirtyBefore writes the metadata of the dirty sealed buckets older
 // than id, then fsyncs the directory: after it, no copy in them that is
 // dead in memory can come back, whatever newer bucket goes.
-func (s *BucketStore) writeDirtyBefore(id uint64) error {
+func (s *Store) writeDirtyBefore(id uint64) error {
 	wrote := false
 	for _, b := range s.sealed {
 		if b.id >= id || !b.dirty {
@@ -543,7 +543,7 @@ func (s *BucketStore) writeDirtyBefore(id uint64) error {
 // buckets reach disk (this bucket may hold the newest entry of a key whose
 // older copy is dead only in memory), then the files go, then the
 // directory is synced. On an error the bucket stays, to be retried.
-func (s *BucketStore) removeBucket(b *bucket) error {
+func (s *Store) removeBucket(b *bucket) error {
 	if err := s.writeDirtyBefore(b.id); err != nil {
 		return err
 	}
@@ -565,7 +565,7 @@ func (s *BucketStore) removeBucket(b *bucket) error {
 
 // reclaimEmpty removes the sealed buckets with no live block whose deaths
 // are all settled (none waits for the open bucket).
-func (s *BucketStore) reclaimEmpty() error {
+func (s *Store) reclaimEmpty() error {
 	for i := 0; i < len(s.sealed); {
 		b := s.sealed[i]
 		if b.live > 0 || b.pend > 0 {
@@ -582,7 +582,7 @@ func (s *BucketStore) reclaimEmpty() error {
 
 // settle runs once the open bucket is sealed or gone: the deaths that
 // waited for it may now reach disk, and their buckets be removed.
-func (s *BucketStore) settle() {
+func (s *Store) settle() {
 	for _, loc := range s.waiting {
 		if e := &loc.b.ents[loc.i]; e.pend {
 			e.pend = false
@@ -593,7 +593,7 @@ func (s *BucketStore) settle() {
 	s.waiting = s.waiting[:0]
 }
 
-func (s *BucketStore) liveBuckets() int {
+func (s *Store) liveBuckets() int {
 	n := 0
 	for _, b := range s.sealed {
 		if b.live > 0 {
@@ -609,7 +609,7 @@ func (s *BucketStore) liveBuckets() int {
 // stays on disk. On an I/O error the open bucket fails as a whole: its
 // blocks are dropped (and reported by Evicted), and the error wraps the
 // errno (ENOSPC, EIO).
-func (s *BucketStore) Put(key uint64, data []byte) error {
+func (s *Store) Put(key uint64, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -620,7 +620,7 @@ func (s *BucketStore) Put(key uint64, data []byte) error {
 
 // PutBatch is Put for many blocks under one lock; it stops at the first
 // error, leaving the later blocks unstored.
-func (s *BucketStore) PutBatch(keys []uint64, data [][]byte) error {
+func (s *Store) PutBatch(keys []uint64, data [][]byte) error {
 	if len(keys) != len(data) {
 		return fmt.Errorf("bucket store: %d keys, %d blocks", len(keys), len(data))
 	}
@@ -637,7 +637,7 @@ func (s *BucketStore) PutBatch(keys []uint64, data [][]byte) error {
 	return nil
 }
 
-func (s *BucketStore) put(key uint64, data []byte) error {
+func (s *Store) put(key uint64, data []byte) error {
 	size := int64(len(data))
 	padded := bucketAlignUp(size, s.align)
 	if b := s.open; b != nil && len(b.ents) > 0 && (len(b.ents) >= s.o.MaxKeys || b.size+padded > s.o.BucketBytes) {
@@ -682,7 +682,7 @@ func (s *BucketStore) put(key uint64, data []byte) error {
 	return nil
 }
 
-func (s *BucketStore) newBucket() error {
+func (s *Store) newBucket() error {
 	id := s.nextID
 	s.nextID++
 	fd, err := s.fs.open(s.path(id, bucketDataExt), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|s.dflag, 0o644)
@@ -699,7 +699,7 @@ func (s *BucketStore) newBucket() error {
 
 // flushBuf streams the filled part of the write buffer (a multiple of the
 // alignment) to the open bucket's data file, one request per MiB.
-func (s *BucketStore) flushBuf() error {
+func (s *Store) flushBuf() error {
 	b := s.open
 	ops := s.ops[:0]
 	for off := 0; off < s.fill; off += bucketIOChunk {
@@ -721,7 +721,7 @@ func (s *BucketStore) flushBuf() error {
 	return nil
 }
 
-func (s *BucketStore) fdatasync(fd int) error {
+func (s *Store) fdatasync(fd int) error {
 	if y, ok := s.eng.(bucketSyncer); ok {
 		return y.Fdatasync(fd)
 	}
@@ -733,7 +733,7 @@ func (s *BucketStore) fdatasync(fd int) error {
 }
 
 // seal makes the open bucket durable: data, fdatasync, then metadata.
-func (s *BucketStore) seal() error {
+func (s *Store) seal() error {
 	b := s.open
 	if b == nil {
 		return nil
@@ -782,7 +782,7 @@ func (s *BucketStore) seal() error {
 
 // failOpen drops the open bucket after a write error: its blocks are never
 // served, its files are removed, earlier buckets are untouched.
-func (s *BucketStore) failOpen(op string, err error) error {
+func (s *Store) failOpen(op string, err error) error {
 	b := s.open
 	for i := range b.ents {
 		e := &b.ents[i]
@@ -809,7 +809,7 @@ func (s *BucketStore) failOpen(op string, err error) error {
 
 // writeMeta writes b's metadata durably: temp file, fdatasync, rename,
 // directory fsync (when syncDir). It clears b.dirty.
-func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
+func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 	m := bucketMeta{id: b.id, align: b.align, dataSize: b.size, created: b.created, ents: b.ents}
 	n := bucketMetaSize(len(b.ents))
 	if n > len(s.mbuf) {
@@ -862,7 +862,7 @@ func (s *BucketStore) writeMeta(b *bucket, syncDir bool) error {
 // corrupt). pend: it was replaced by a copy in the open bucket, so the
 // death waits for that bucket's seal. The caller removes a sealed bucket
 // left empty (reclaimEmpty), or leaves it to the next seal or Flush.
-func (s *BucketStore) markDead(loc bucketLoc, pend bool) {
+func (s *Store) markDead(loc bucketLoc, pend bool) {
 	b := loc.b
 	e := &b.ents[loc.i]
 	e.dead = true
@@ -880,7 +880,7 @@ func (s *BucketStore) markDead(loc bucketLoc, pend bool) {
 	}
 }
 
-func (s *BucketStore) closeFD(b *bucket) {
+func (s *Store) closeFD(b *bucket) {
 	if b.fd >= 0 {
 		unix.Close(b.fd)
 		b.fd = -1
@@ -890,7 +890,7 @@ func (s *BucketStore) closeFD(b *bucket) {
 
 // maybeEvict removes whole sealed buckets, FIFO or LRU, once the data on
 // disk passes the high watermark, until it is back under the low one.
-func (s *BucketStore) maybeEvict() {
+func (s *Store) maybeEvict() {
 	c := float64(s.o.Capacity)
 	if c <= 0 || float64(s.st.DiskBytes) <= s.o.HighWater*c {
 		return
@@ -942,7 +942,7 @@ func (s *BucketStore) maybeEvict() {
 
 // fdFor opens a sealed bucket's data file for reading if it is not open,
 // closing the least recently used one beyond MaxOpenFiles.
-func (s *BucketStore) fdFor(b *bucket) (int, error) {
+func (s *Store) fdFor(b *bucket) (int, error) {
 	if b.fd >= 0 {
 		return b.fd, nil
 	}
@@ -971,7 +971,7 @@ func (s *BucketStore) fdFor(b *bucket) (int, error) {
 }
 
 // Has says whether key is stored (sealed or in the open bucket).
-func (s *BucketStore) Has(key uint64) bool {
+func (s *Store) Has(key uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.index[key]
@@ -979,7 +979,7 @@ func (s *BucketStore) Has(key uint64) bool {
 }
 
 // Size is the length of key's block.
-func (s *BucketStore) Size(key uint64) (int, bool) {
+func (s *Store) Size(key uint64) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	loc, ok := s.index[key]
@@ -990,7 +990,7 @@ func (s *BucketStore) Size(key uint64) (int, bool) {
 }
 
 // Keys lists the stored keys, e.g. to rebuild a caller's index after open.
-func (s *BucketStore) Keys() []uint64 {
+func (s *Store) Keys() []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	keys := make([]uint64, 0, len(s.index))
@@ -1005,7 +1005,7 @@ func (s *BucketStore) Keys() []uint64 {
 // block that fails is never copied, is dropped from the store, and the
 // error wraps ErrBucketChecksum. A dst too small gets the length and
 // ErrBucketShortDst.
-func (s *BucketStore) Get(key uint64, dst []byte) (int, error) {
+func (s *Store) Get(key uint64, dst []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1014,7 +1014,7 @@ func (s *BucketStore) Get(key uint64, dst []byte) (int, error) {
 	return s.get(key, dst)
 }
 
-func (s *BucketStore) get(key uint64, dst []byte) (int, error) {
+func (s *Store) get(key uint64, dst []byte) (int, error) {
 	loc, ok := s.index[key]
 	if !ok {
 		return 0, ErrBucketNotFound
@@ -1046,7 +1046,7 @@ func (s *BucketStore) get(key uint64, dst []byte) (int, error) {
 }
 
 // corrupt drops a block whose checksum failed.
-func (s *BucketStore) corrupt(key uint64, b *bucket) error {
+func (s *Store) corrupt(key uint64, b *bucket) error {
 	s.st.ChecksumErrors++
 	if loc, ok := s.index[key]; ok && loc.b == b {
 		delete(s.index, key)
@@ -1060,7 +1060,7 @@ func (s *BucketStore) corrupt(key uint64, b *bucket) error {
 
 // readBuf returns n bytes of the read arena, replacing it with a larger one
 // when a block does not fit.
-func (s *BucketStore) readBuf(n int64) ([]byte, error) {
+func (s *Store) readBuf(n int64) ([]byte, error) {
 	if n > int64(len(s.rbuf)) {
 		a, err := ioengine.NewArena(int(n))
 		if err != nil {
@@ -1079,7 +1079,7 @@ func (s *BucketStore) readBuf(n int64) ([]byte, error) {
 
 // readOpen assembles a block of the open bucket: the part already streamed
 // to the data file is read back, the rest copied from the write buffer.
-func (s *BucketStore) readOpen(e *bucketEntry, buf []byte) error {
+func (s *Store) readOpen(e *bucketEntry, buf []byte) error {
 	end := e.off + e.size
 	if e.off >= s.bufBase {
 		copy(buf, s.wbuf[e.off-s.bufBase:end-s.bufBase])
@@ -1095,7 +1095,7 @@ func (s *BucketStore) readOpen(e *bucketEntry, buf []byte) error {
 	return nil
 }
 
-func (s *BucketStore) readSealed(b *bucket, e *bucketEntry, buf []byte) error {
+func (s *Store) readSealed(b *bucket, e *bucketEntry, buf []byte) error {
 	fd, err := s.fdFor(b)
 	if err != nil {
 		return err
@@ -1105,7 +1105,7 @@ func (s *BucketStore) readSealed(b *bucket, e *bucketEntry, buf []byte) error {
 
 // readAt reads buf at off in requests of up to 1 MiB, a queue's worth per
 // engine call.
-func (s *BucketStore) readAt(fd int, off int64, buf []byte) error {
+func (s *Store) readAt(fd int, off int64, buf []byte) error {
 	for len(buf) > 0 {
 		ops := s.ops[:0]
 		for len(buf) > 0 && len(ops) < cap(ops) {
@@ -1132,7 +1132,7 @@ func (s *BucketStore) readAt(fd int, off int64, buf []byte) error {
 // engine together, up to the queue depth and the read buffer's size at a
 // time. n[i] and errs[i] get key i's result (n and errs need len(keys)
 // elements); the first error is returned.
-func (s *BucketStore) GetBatch(keys []uint64, dst [][]byte, n []int, errs []error) error {
+func (s *Store) GetBatch(keys []uint64, dst [][]byte, n []int, errs []error) error {
 	if len(dst) < len(keys) || len(n) < len(keys) || len(errs) < len(keys) {
 		return fmt.Errorf("bucket store: batch of %d keys needs as many dst, n and errs", len(keys))
 	}
@@ -1202,7 +1202,7 @@ func (s *BucketStore) GetBatch(keys []uint64, dst [][]byte, n []int, errs []erro
 }
 
 // drain runs the queued reads of GetBatch and delivers each block.
-func (s *BucketStore) drain(nops int, dst [][]byte, n []int, errs []error, first *error) {
+func (s *Store) drain(nops int, dst [][]byte, n []int, errs []error, first *error) {
 	set := func(i, got int, err error) { bucketSet(n, errs, first, i, got, err) }
 	if len(s.pend) == 0 {
 		return
@@ -1243,7 +1243,7 @@ func bucketSet(n []int, errs []error, first *error, i, got int, err error) {
 // from disk (after the deaths of older buckets are recorded); the death of
 // a block in a surviving bucket reaches its metadata at the next Flush or
 // Close: a crash before that may bring the block back.
-func (s *BucketStore) Delete(key uint64) bool {
+func (s *Store) Delete(key uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1264,7 +1264,7 @@ func (s *BucketStore) Delete(key uint64) bool {
 // Flush seals the open bucket and records deletions in the metadata of the
 // sealed buckets that have them. If the seal fails, the deletions are
 // recorded all the same, and the seal's error is returned.
-func (s *BucketStore) Flush() error {
+func (s *Store) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1273,7 +1273,7 @@ func (s *BucketStore) Flush() error {
 	return s.flush()
 }
 
-func (s *BucketStore) flush() error {
+func (s *Store) flush() error {
 	first := s.seal()
 	if err := s.reclaimEmpty(); err != nil && first == nil {
 		first = err
@@ -1288,7 +1288,7 @@ func (s *BucketStore) flush() error {
 }
 
 // Stats returns the counters.
-func (s *BucketStore) Stats() StoreStats {
+func (s *Store) Stats() StoreStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
@@ -1303,7 +1303,7 @@ func (s *BucketStore) Stats() StoreStats {
 // Evicted returns the keys dropped since the last call without a Delete:
 // by bucket eviction, or with a bucket whose write failed. The caller
 // forgets them.
-func (s *BucketStore) Evicted() []uint64 {
+func (s *Store) Evicted() []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev := s.evicted
@@ -1313,7 +1313,7 @@ func (s *BucketStore) Evicted() []uint64 {
 
 // Close flushes (sealing the open bucket) and releases every fd, buffer
 // and, if the store made it, the engine. The flush's error is returned.
-func (s *BucketStore) Close() error {
+func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1324,7 +1324,7 @@ func (s *BucketStore) Close() error {
 	return err
 }
 
-func (s *BucketStore) release() {
+func (s *Store) release() {
 	s.closed = true
 	if s.open != nil {
 		s.closeFD(s.open)

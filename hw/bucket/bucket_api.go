@@ -8,10 +8,10 @@ import (
 	"kvsim/hw/ioengine"
 )
 
-// The BucketStore's types, shared by the Linux store (bucket.go) and the
+// The Store's types, shared by the Linux store (bucket.go) and the
 // stub elsewhere (bucket_other.go).
 
-// StoreOptions configure a BucketStore. Zero values take the defaults
+// StoreOptions configure a Store. Zero values take the defaults
 // given; DefaultStoreOptions also turns Direct on.
 type StoreOptions struct {
 	Dir         string
@@ -44,7 +44,7 @@ func DefaultStoreOptions(dir string) StoreOptions {
 	return StoreOptions{Dir: dir, Direct: true}
 }
 
-// OpenReport says what OpenBucketStore found and chose.
+// OpenReport says what Open found and chose.
 type OpenReport struct {
 	Buckets, Blocks int // sealed buckets and live blocks recovered
 	// DiscardedBuckets has "bucket-<id>: reason" for each bucket dropped
@@ -65,7 +65,7 @@ type OpenReport struct {
 	EngineNote      string   // why NewEngine fell back, if it did
 }
 
-// StoreStats are a BucketStore's counters.
+// StoreStats are a Store's counters.
 type StoreStats struct {
 	LiveBlocks     int   // blocks Get can serve
 	LiveBytes      int64 // their payload bytes

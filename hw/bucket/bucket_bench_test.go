@@ -25,8 +25,8 @@ func BenchmarkBucketPutGet(b *testing.B) {
 				o.Capacity = 2 << 30
 				return o
 			}
-			open := func(b *testing.B, o StoreOptions) *BucketStore {
-				s, rep, err := OpenBucketStore(o)
+			open := func(b *testing.B, o StoreOptions) *Store {
+				s, rep, err := Open(o)
 				if err != nil {
 					b.Skipf("%s: %v", mode, err)
 				}
@@ -56,10 +56,10 @@ func BenchmarkBucketPutGet(b *testing.B) {
 			})
 
 			// Reads share one store of 512 MiB of blocks.
-			var s *BucketStore
+			var s *Store
 			nkeys := (512 << 20) / size
 			outer := b
-			setup := func(b *testing.B) *BucketStore {
+			setup := func(b *testing.B) *Store {
 				if s == nil {
 					// The directory belongs to the outer benchmark: the
 					// store outlives each run of the sub-benchmarks.

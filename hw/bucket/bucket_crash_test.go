@@ -45,7 +45,7 @@ func TestBucketCrashChild(t *testing.T) {
 		t.Skip("child of TestBucketCrash only")
 	}
 	base, _ := strconv.ParseUint(os.Getenv(crashEnv+"_BASE"), 10, 64)
-	s, _, err := OpenBucketStore(crashOpts(dir))
+	s, _, err := Open(crashOpts(dir))
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -122,7 +122,7 @@ func TestBucketCrash(t *testing.T) {
 				want = append(want, bucketFileName(id, ""))
 			}
 		}
-		s, rep, err := OpenBucketStore(crashOpts(dir))
+		s, rep, err := Open(crashOpts(dir))
 		must(t, err)
 		var got []string
 		for _, d := range rep.DiscardedBuckets {
@@ -254,7 +254,7 @@ func TestBucketCrashPromiseChild(t *testing.T) {
 	}
 	round, _ := strconv.ParseUint(os.Getenv(promiseEnv+"_ROUND"), 10, 64)
 	say := func(format string, a ...any) { fmt.Fprintf(os.Stdout, format+"\n", a...) } // unbuffered: each line is in the pipe before the next step
-	s, _, err := OpenBucketStore(promiseOpts(dir, int(round)))
+	s, _, err := Open(promiseOpts(dir, int(round)))
 	if err != nil {
 		say("error %v", err)
 		os.Exit(2)
@@ -419,7 +419,7 @@ func TestBucketCrashPromise(t *testing.T) {
 			}
 		}
 
-		s, rep, err := OpenBucketStore(promiseOpts(dir, round))
+		s, rep, err := Open(promiseOpts(dir, round))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}

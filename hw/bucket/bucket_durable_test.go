@@ -272,7 +272,7 @@ func dirListing(t *testing.T, dir string) []string {
 	return out
 }
 
-func checkKeys(t *testing.T, s *BucketStore, want map[uint64]int) {
+func checkKeys(t *testing.T, s *Store, want map[uint64]int) {
 	t.Helper()
 	if got := len(s.Keys()); got != len(want) {
 		t.Errorf("%d keys served, want %d", got, len(want))
@@ -304,7 +304,7 @@ func TestBucketTransientOpen(t *testing.T) {
 			before := dirListing(t, o2.Dir)
 			fs := NewFaultFS(FSFault{Op: op, Nth: n, Err: errnos[n%len(errnos)]})
 			o2.FS = fs
-			s, _, err := OpenBucketStore(o2)
+			s, _, err := Open(o2)
 			if fs.Faults() == 0 {
 				if err == nil {
 					s.Close()

@@ -67,7 +67,7 @@ func TestBucketLoopENOSPC(t *testing.T) {
 	o := DefaultStoreOptions(dir)
 	o.BucketBytes = 1 << 20
 	o.MaxKeys = 64
-	s, rep, err := OpenBucketStore(o)
+	s, rep, err := Open(o)
 	must(t, err)
 	defer s.Close()
 	if !rep.Direct {

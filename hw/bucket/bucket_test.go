@@ -94,9 +94,9 @@ func bucketSize(key uint64, maxSize int) int {
 	return 1 + r.IntN(maxSize)
 }
 
-func openBucketTest(t testing.TB, o StoreOptions) (*BucketStore, OpenReport) {
+func openBucketTest(t testing.TB, o StoreOptions) (*Store, OpenReport) {
 	t.Helper()
-	s, rep, err := OpenBucketStore(o)
+	s, rep, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func openBucketTest(t testing.TB, o StoreOptions) (*BucketStore, OpenReport) {
 	return s, rep
 }
 
-func checkBlock(t testing.TB, s *BucketStore, key uint64, size int) {
+func checkBlock(t testing.TB, s *Store, key uint64, size int) {
 	t.Helper()
 	dst := make([]byte, size+100)
 	n, err := s.Get(key, dst)
@@ -152,7 +152,7 @@ func TestBucketRoundTrip(t *testing.T) {
 			dir := bucketTestDir(t)
 			o := smallOpts(dir)
 			o.EngineMode = mode
-			s, rep, err := OpenBucketStore(o)
+			s, rep, err := Open(o)
 			if err != nil {
 				if mode == "io_uring" && os.Getenv("KVSIM_REQUIRE_ALL") != "1" {
 					t.Skipf("io_uring: %v", err)
@@ -320,7 +320,7 @@ func TestBucketLocked(t *testing.T) {
 	bucketFDCheck(t)
 	dir := bucketTestDir(t)
 	openBucketTest(t, smallOpts(dir))
-	if s, _, err := OpenBucketStore(smallOpts(dir)); err == nil {
+	if s, _, err := Open(smallOpts(dir)); err == nil {
 		s.Close()
 		t.Fatal("second open of the same directory succeeded")
 	}
@@ -355,7 +355,7 @@ func TestBucketTmpfsFallback(t *testing.T) {
 func tornSetup(t *testing.T) (StoreOptions, []uint64) {
 	dir := bucketTestDir(t)
 	o := smallOpts(dir)
-	s, _, err := OpenBucketStore(o)
+	s, _, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

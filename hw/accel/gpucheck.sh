@@ -5,9 +5,9 @@
 # Build the binaries wherever Go is (CGO_ENABLED=0: they need only glibc
 # and load libcudart at run time):
 #   CGO_ENABLED=0 go build -o kvsim ./cmd/kvsim
-#   CGO_ENABLED=0 go test -c -o hw.test ./hw
+#   CGO_ENABLED=0 go test -c -o accel.test ./hw/accel
 # then on the GPU machine:
-#   hw/gpucheck.sh ./kvsim ./hw.test
+#   hw/accel/gpucheck.sh ./kvsim ./accel.test
 #
 # It prints the device probe (kvsim doctor), runs the GPU tests with
 # KVSIM_REQUIRE_GPU=1 (so no GPU is a failure, not a skip), measures H2D and
@@ -27,7 +27,7 @@ set -u -o pipefail
 
 if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
 	sed -n '2,10p' "$0" >&2
-	echo "usage: $0 KVSIM_BINARY HW_TEST_BINARY" >&2
+	echo "usage: $0 KVSIM_BINARY ACCEL_TEST_BINARY" >&2
 	exit 2
 fi
 KVSIM=$(readlink -f "$1")
