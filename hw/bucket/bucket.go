@@ -95,7 +95,7 @@ const (
 
 type bucket struct {
 	id       uint64
-	fd       int // -1: not open (sealed buckets reopen on demand)
+	fd       sys.FD // zero: not open (sealed buckets reopen on demand)
 	sealed   bool
 	direct   bool // read with O_DIRECT (false when its alignment does not suit this filesystem)
 	dirty    bool // has deaths its metadata file does not record yet (pending ones aside)
@@ -375,7 +375,7 @@ func (s *Store) load(rep *OpenReport) error {
 			}
 			continue
 		}
-		b := &bucket{id: id, fd: -1, sealed: true, align: m.align, size: m.dataSize,
+		b := &bucket{id: id, sealed: true, align: m.align, size: m.dataSize,
 			metaSize: int64(len(raw)), created: m.created, ents: m.ents,
 			direct: s.dflag != 0 && m.align%s.align == 0}
 		if m.damage != "" {
@@ -691,7 +691,7 @@ func (s *Store) newBucket() error {
 		return &BucketError{Bucket: id, Op: "create", Err: err}
 	}
 	s.openFDs++
-	s.open = &bucket{id: id, fd: fd, align: s.align, direct: s.dflag != 0, created: time.Now().UnixNano(),
+	s.open = &bucket{id: id, fd: sys.Own(fd), align: s.align, direct: s.dflag != 0, created: time.Now().UnixNano(),
 		ents: make([]bucketEntry, 0, s.o.MaxKeys)}
 	s.bufBase, s.fill = 0, 0
 	return nil
@@ -704,7 +704,7 @@ func (s *Store) flushBuf() error {
 	ops := s.ops[:0]
 	for off := 0; off < s.fill; off += bucketIOChunk {
 		end := min(off+bucketIOChunk, s.fill)
-		ops = append(ops, ioengine.Op{Write: true, FD: b.fd, Off: s.bufBase + int64(off), Buf: s.wbuf[off:end]})
+		ops = append(ops, ioengine.Op{Write: true, FD: b.fd.Int(), Off: s.bufBase + int64(off), Buf: s.wbuf[off:end]})
 	}
 	err := s.eng.Do(ops)
 	for i := range ops {
@@ -754,7 +754,7 @@ func (s *Store) seal() error {
 			return s.failOpen("write data", err)
 		}
 	}
-	if err := s.fdatasync(b.fd); err != nil {
+	if err := s.fdatasync(b.fd.Int()); err != nil {
 		return s.failOpen("sync data", err)
 	}
 	if err := s.writeMeta(b, true); err != nil {
@@ -881,9 +881,8 @@ func (s *Store) markDead(loc bucketLoc, pend bool) {
 }
 
 func (s *Store) closeFD(b *bucket) {
-	if b.fd >= 0 {
-		unix.Close(b.fd)
-		b.fd = -1
+	if b.fd.Valid() {
+		b.fd.Close()
 		s.openFDs--
 	}
 }
@@ -943,13 +942,13 @@ func (s *Store) maybeEvict() {
 // fdFor opens a sealed bucket's data file for reading if it is not open,
 // closing the least recently used one beyond MaxOpenFiles.
 func (s *Store) fdFor(b *bucket) (int, error) {
-	if b.fd >= 0 {
-		return b.fd, nil
+	if b.fd.Valid() {
+		return b.fd.Int(), nil
 	}
 	if s.openFDs >= s.o.MaxOpenFiles {
 		var v *bucket
 		for _, c := range s.sealed {
-			if c.fd >= 0 && c != b && (v == nil || c.lastUse < v.lastUse) {
+			if c.fd.Valid() && c != b && (v == nil || c.lastUse < v.lastUse) {
 				v = c
 			}
 		}
@@ -965,7 +964,7 @@ func (s *Store) fdFor(b *bucket) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	b.fd = fd
+	b.fd = sys.Own(fd)
 	s.openFDs++
 	return fd, nil
 }
@@ -1086,7 +1085,7 @@ func (s *Store) readOpen(e *bucketEntry, buf []byte) error {
 		return nil
 	}
 	ondisk := min(e.off+int64(len(buf)), s.bufBase) - e.off
-	if err := s.readAt(s.open.fd, e.off, buf[:ondisk]); err != nil {
+	if err := s.readAt(s.open.fd.Int(), e.off, buf[:ondisk]); err != nil {
 		return err
 	}
 	if end > s.bufBase {
@@ -1161,7 +1160,7 @@ func (s *Store) GetBatch(keys []uint64, dst [][]byte, n []int, errs []error) err
 		padded := bucketAlignUp(e.size, b.align)
 		chunks := int((padded + bucketIOChunk - 1) / bucketIOChunk)
 		single := !b.sealed || padded > int64(len(s.rbuf)) || chunks > len(s.ops)
-		if single || b.fd < 0 || int64(used)+padded > int64(len(s.rbuf)) || nops+chunks > len(s.ops) {
+		if single || !b.fd.Valid() || int64(used)+padded > int64(len(s.rbuf)) || nops+chunks > len(s.ops) {
 			// Run what is queued first: the open bucket and big blocks take
 			// Get's path, a new fd may close one in use, and a full buffer
 			// or queue must drain. Draining may drop a corrupt block, so
