@@ -14,6 +14,7 @@ import (
 
 	"kvsim/core"
 	"kvsim/hw"
+	"kvsim/hw/bucket"
 	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -34,7 +35,7 @@ type ReplayOptions struct {
 	HugepageSize string // 2MB or 1GB
 	Engine       string // SSD I/O: auto, io_uring or pread
 	// Faults, if set, makes storage tiers fail I/O as planned (tests).
-	Faults *hw.FaultPlan
+	Faults *bucket.FaultPlan
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same

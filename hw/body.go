@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"kvsim/core"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
+	"kvsim/hw/payload"
 )
 
 // LinkStat is what really happened on one logical link (from->to tier).
@@ -53,7 +56,7 @@ type LostCopy struct {
 
 // BodyOptions configure a real body.
 type BodyOptions struct {
-	Stores []Store // one per tier, tier 0 being HBM
+	Stores []hostmem.Store // one per tier, tier 0 being HBM
 	// RealBytes maps a block's model size to the bytes really moved
 	// (replays scale blocks down so real traces fit the machine).
 	RealBytes func(modelBytes int64) int
@@ -82,7 +85,7 @@ type Body struct {
 	o       BodyOptions
 	core    *core.Core
 	buf     []byte
-	arena   *Arena
+	arena   *ioengine.Arena
 	links   [][]*LinkStat
 	lost    []LostCopy
 	Checked int64
@@ -124,7 +127,7 @@ func NewBody(o BodyOptions) (*Body, error) {
 	if len(o.Stores) == 0 || o.RealBytes == nil || o.MaxBytes <= 0 {
 		return nil, fmt.Errorf("hw: body needs stores and a block size")
 	}
-	a, err := NewArena(o.MaxBytes)
+	a, err := ioengine.NewArena(o.MaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +256,7 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	}
 	if err == nil && b.o.Verify {
 		b.Checked++
-		if !Verify(buf, blk) {
+		if !payload.Verify(buf, blk) {
 			b.Corrupt++
 			err = fmt.Errorf("payload does not verify")
 			b.o.Stores[to].Delete(blk)
@@ -265,7 +268,7 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		b.settle(blk, from)
 		b.fail(blk, from, err)
 		if to == 0 { // the request recomputes it
-			Fill(buf, blk)
+			payload.Fill(buf, blk)
 			_ = b.o.Stores[0].Put(blk, buf)
 		}
 		return
@@ -369,7 +372,7 @@ func (b *Body) Prefill(now int64, req core.ReqID, cached, compute int) {
 			continue
 		}
 		buf := b.buf[:b.o.RealBytes(b.core.BlockBytes(blk))]
-		Fill(buf, blk)
+		payload.Fill(buf, blk)
 		if err := hbm.Put(blk, buf); err != nil {
 			b.fail(blk, 0, err)
 		}
@@ -415,7 +418,7 @@ func (b *Body) VerifyStores(blocks int) {
 			n := b.o.RealBytes(b.core.BlockBytes(blk))
 			got, err := s.Get(blk, b.buf[:n])
 			b.Checked++
-			if err != nil || got != n || !Verify(b.buf[:n], blk) {
+			if err != nil || got != n || !payload.Verify(b.buf[:n], blk) {
 				b.Corrupt++
 				if err == nil {
 					err = fmt.Errorf("payload does not verify")

@@ -1,7 +1,18 @@
 // Package hw is the real-hardware body: it carries out the core's moves on
-// real memory and storage (memfd/hugepage DRAM pools, io_uring + O_DIRECT
-// bucket files, emulated HBM and pinned tiers where no GPU is present) and
-// measures what each move costs.
+// real memory and storage and measures what each move costs. It opens one
+// store per tier (OpenStores; each tier kind registers itself in a
+// tierkind_*.go file) and drives them (Body, Sequential). The stores
+// themselves live in hw's parts:
+//
+//   - hw/ioengine: io_uring with a pread/pwrite fallback, O_DIRECT files,
+//     arenas of unmoving memory, the raw-device I/O bench
+//   - hw/hostmem: memfd/hugepage DRAM pools and their sharing, the Store
+//     contract and MemStore
+//   - hw/bucket: the SSD tier's bucket store and its fault seams
+//   - hw/accel: CUDA/HIP via purego (emulated without a GPU), the pinned
+//     buffer pool, device stores
+//   - hw/doctor: what this machine has (doctor) and link calibration
+//   - hw/payload: the deterministic block payloads
 //
 // Every fd, mapping and ring is owned by a value with Close. Features are
 // probed once and fall back with a reported reason (io_uring -> pread/pwrite,

@@ -2,9 +2,11 @@ package hw
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+
+	"kvsim/hw/accel"
+	"kvsim/hw/bucket"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -33,7 +35,7 @@ type TierOptions struct {
 	Identity []StoreField
 	// Faults, for tests: storage tiers do their I/O through a FaultEngine
 	// with this plan over pread/pwrite.
-	Faults *FaultPlan
+	Faults *bucket.FaultPlan
 }
 
 // StoreMarker names the file that marks a storage tier's folder as one
@@ -59,11 +61,11 @@ type StoreOpen struct {
 
 // Stores are the real stores of a hierarchy and the device behind them.
 type Stores struct {
-	List   []Store
+	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
-	dev    AcceleratorDevice
-	pool   *PinnedBufferPool
+	dev    accel.Device
+	pool   *accel.PinnedBufferPool
 }
 
 // Close releases the pinned pool (unregistering DRAM while it is still
@@ -107,43 +109,24 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	}()
 	gpu := false
 	for _, t := range tiers {
-		gpu = gpu || t.Kind == "hbm" || t.Kind == "pinned"
+		gpu = gpu || tierKinds[t.Kind].gpu
 	}
 	if gpu && o.Device != "emulated" {
-		dev, probe := OpenDevice()
+		dev, probe := accel.OpenDevice()
 		if dev.Kind() == "emulated" {
 			dev.Close()
 			ss.Notes = append(ss.Notes, "GPU tiers emulated in host memory: "+probe.Why)
 		} else {
 			ss.dev = dev
-			ss.pool = NewPinnedBufferPool(dev, PinnedPoolOptions{})
+			ss.pool = accel.NewPinnedBufferPool(dev, accel.PinnedPoolOptions{})
 		}
 	}
 	for _, t := range tiers {
-		var s Store
+		var s hostmem.Store
 		var note string
-		switch t.Kind {
-		case "hbm", "pinned":
-			if ss.dev != nil {
-				s = NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool)
-			} else {
-				s = emulatedStore(t, o)
-			}
-		case "remote_dram":
-			s = emulatedStore(t, o)
-			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s)", t.Name, rdmaState()))
-		case "dram":
-			s, note, err = dramStore(t, o, ss.pool)
-		case "ssd", "nvmeof":
-			var op StoreOpen
-			s, note, op, err = diskStore(t, o)
-			if err == nil {
-				ss.Opened = append(ss.Opened, op)
-			}
-			if err == nil && t.Kind == "nvmeof" {
-				ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: NVMe-oF is a bucket store in %s (%s)", t.Name, o.Dir, fabricState()))
-			}
-		default:
+		if k, ok := tierKinds[t.Kind]; ok {
+			s, note, err = k.open(ss, t, o)
+		} else {
 			err = fmt.Errorf("tier %q: unknown kind %q", t.Name, t.Kind)
 		}
 		if err != nil {
@@ -160,38 +143,35 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 // slotsPerChunk sizes memory chunks at about 64 MiB.
 func slotsPerChunk(slot int) int { return max(1, (64<<20)/max(slot, 1)) }
 
-func emulatedStore(t TierSpec, o TierOptions) Store {
+func emulatedStore(t TierSpec, o TierOptions) hostmem.Store {
 	label := "emulated"
 	if t.Kind == "remote_dram" {
 		label = "emulated (no RDMA)"
 	}
-	return NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (Chunk, error) {
-		a, err := NewArena(n)
+	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (hostmem.Chunk, error) {
+		a, err := ioengine.NewArena(n)
 		if err != nil {
-			return Chunk{}, err
+			return hostmem.Chunk{}, err
 		}
-		return Chunk{Mem: a.Bytes(), Closer: a}, nil
+		return hostmem.Chunk{Mem: a.Bytes(), Closer: a}, nil
 	})
 }
 
 // rdmaState says what RDMA hardware there is for a remote DRAM tier.
-func rdmaState() string {
-	devs, _ := filepath.Glob("/sys/class/infiniband/*")
+func rdmaState(root string) string {
+	devs := ProbeRDMA(root)
 	if len(devs) == 0 {
 		return "no RDMA device in /sys/class/infiniband"
 	}
-	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", filepath.Base(devs[0]))
+	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", devs[0].Name)
 }
 
 // fabricState says whether NVMe-over-Fabrics controllers exist: the
 // replay writes wherever --dir is, so a real run puts it on one.
-func fabricState() string {
-	ctrls, _ := filepath.Glob("/sys/class/nvme/*/transport")
-	for _, c := range ctrls {
-		if b, err := os.ReadFile(c); err == nil {
-			if tr := strings.TrimSpace(string(b)); tr != "pcie" && tr != "" {
-				return fmt.Sprintf("an NVMe-oF controller (%s) is present: put --dir on its namespace", tr)
-			}
+func fabricState(root string) string {
+	for _, c := range ProbeNVMe(root) {
+		if c.Fabric() {
+			return fmt.Sprintf("an NVMe-oF controller (%s) is present: put --dir on its namespace", c.Transport)
 		}
 	}
 	return "no NVMe-oF controller here: a local disk stands in"

@@ -15,17 +15,22 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/accel"
+	"kvsim/hw/bucket"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
 // the way Mooncake's store holds its DRAM segment.
 // With a GPU, each pool is registered as pinned memory (cudaHostRegister)
 // so copies to and from HBM need no staging buffer.
-func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, string, error) {
+func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (hostmem.Store, string, error) {
 	per := slotsPerChunk(o.SlotBytes)
 	// Probe once so a hugepage shortage fails (require) or is reported (try)
 	// before the replay starts, not at the first demotion.
-	probe, err := NewPool(PoolOptions{Size: int64(o.SlotBytes * per), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
+	probe, err := hostmem.NewPool(hostmem.PoolOptions{Size: int64(o.SlotBytes * per), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
 	if err != nil {
 		return nil, "", err
 	}
@@ -42,23 +47,23 @@ func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, stri
 		}
 	}
 	first := true
-	s := NewMemStore(backend, o.SlotBytes, per, func(n int) (Chunk, error) {
+	s := hostmem.NewMemStore(backend, o.SlotBytes, per, func(n int) (hostmem.Chunk, error) {
 		if first {
 			first = false
-			return Chunk{Mem: probe.Bytes(), Closer: probe}, nil
+			return hostmem.Chunk{Mem: probe.Bytes(), Closer: probe}, nil
 		}
-		p, err := NewPool(PoolOptions{Size: int64(n), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
+		p, err := hostmem.NewPool(hostmem.PoolOptions{Size: int64(n), Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Name: "kvsim-" + t.Name})
 		if err != nil {
-			return Chunk{}, err
+			return hostmem.Chunk{}, err
 		}
 		clear(p.Bytes())
 		if pinned != nil {
 			if err := pinned.RegisterHost(p.Bytes()); err != nil {
 				p.Close()
-				return Chunk{}, err
+				return hostmem.Chunk{}, err
 			}
 		}
-		return Chunk{Mem: p.Bytes()[:n], Closer: p}, nil
+		return hostmem.Chunk{Mem: p.Bytes()[:n], Closer: p}, nil
 	})
 	if note != "" && probe.Fallback() != "" {
 		note = "hugepages: " + note
@@ -66,15 +71,15 @@ func dramStore(t TierSpec, o TierOptions, pinned *PinnedBufferPool) (Store, stri
 	return s, note, nil
 }
 
-// bucketTier adapts a BucketStore to Store. It holds the store folder's
+// bucketTier adapts a bucket.Store to hostmem.Store. It holds the store folder's
 // marker, locked, until Close.
 type bucketTier struct {
-	s       *BucketStore
+	s       *bucket.Store
 	backend string
 	lock    *os.File
-	eng     Engine // made here (the fault seam): closed after the store
-	lost    int64  // the store's LostBlocks already reported
-	evicted int64  // and its EvictedBlocks
+	eng     ioengine.Engine // made here (the fault seam): closed after the store
+	lost    int64           // the store's LostBlocks already reported
+	evicted int64           // and its EvictedBlocks
 }
 
 func (b *bucketTier) Backend() string                      { return b.backend }
@@ -250,14 +255,14 @@ func identityMismatch(have, want []StoreField) string {
 
 // diskStore opens the bucket store of tier t in o.Dir/tier-<name>: new,
 // reopened, or emptied (o.Fresh). See OpenStores for what is refused.
-func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err error) {
+func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOpen, err error) {
 	dir := filepath.Join(o.Dir, "tier-"+t.Name)
 	op = StoreOpen{Tier: t.Name, Dir: dir}
 	lock, have, damaged, err := claimStoreDir(dir)
 	if err != nil {
 		return nil, "", op, err
 	}
-	var eng Engine
+	var eng ioengine.Engine
 	defer func() {
 		if err != nil {
 			if eng != nil {
@@ -266,7 +271,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 			lock.Close()
 		}
 	}()
-	if fst, err := FSType(dir); err == nil && fst == "tmpfs" {
+	if fst, err := ioengine.FSType(dir); err == nil && fst == "tmpfs" {
 		return nil, "", op, fmt.Errorf("store directory %s is on tmpfs, which has no O_DIRECT; put --dir on a disk filesystem (ext4, xfs)", dir)
 	}
 	// Without an identity the blocks mean nothing beyond this run (kvsim
@@ -283,13 +288,13 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 			}
 		}
 	}
-	so := DefaultStoreOptions(dir)
+	so := bucket.DefaultStoreOptions(dir)
 	so.EngineMode = o.Engine
 	if o.QueueDepth > 0 {
 		so.QueueDepth = o.QueueDepth
 	}
 	if o.Faults != nil {
-		eng = NewFaultEngine(NewPreadEngine(), *o.Faults)
+		eng = bucket.NewFaultEngine(ioengine.NewPreadEngine(), *o.Faults)
 		so.Engine = eng
 	}
 	// Dead blocks hold their space until their whole bucket dies: leave
@@ -297,7 +302,7 @@ func diskStore(t TierSpec, o TierOptions) (_ Store, _ string, op StoreOpen, err 
 	if t.Capacity > 0 {
 		so.Capacity = 2*t.Capacity + 4*so.BucketBytes
 	}
-	s, rep, err := OpenBucketStore(so)
+	s, rep, err := bucket.Open(so)
 	if err != nil {
 		return nil, "", op, err
 	}

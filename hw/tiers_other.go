@@ -2,9 +2,15 @@
 
 package hw
 
-func dramStore(t TierSpec, o TierOptions, _ *PinnedBufferPool) (Store, string, error) {
-	return nil, "", ErrUnsupported
+import (
+	"kvsim/hw/accel"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
+)
+
+func dramStore(t TierSpec, o TierOptions, _ *accel.PinnedBufferPool) (hostmem.Store, string, error) {
+	return nil, "", ioengine.ErrUnsupported
 }
-func diskStore(t TierSpec, o TierOptions) (Store, string, StoreOpen, error) {
-	return nil, "", StoreOpen{}, ErrUnsupported
+func diskStore(t TierSpec, o TierOptions) (hostmem.Store, string, StoreOpen, error) {
+	return nil, "", StoreOpen{}, ioengine.ErrUnsupported
 }

@@ -7,12 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
+	"kvsim/hw/payload"
 )
 
 // tierTestDir is a fresh folder on a disk filesystem (O_DIRECT works).
 func tierTestDir(t *testing.T) string {
 	t.Helper()
-	if fs, err := FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
+	if fs, err := ioengine.FSType(os.TempDir()); err == nil && fs != "tmpfs" && fs != "ramfs" {
 		return t.TempDir()
 	}
 	parent, err := filepath.Abs("../..")
@@ -34,11 +38,11 @@ func openSSD(dir string, fresh bool, id []StoreField) (*Stores, error) {
 		TierOptions{Dir: dir, SlotBytes: 4096, Engine: "pread", Fresh: fresh, Identity: id})
 }
 
-func putBlocks(t *testing.T, s Store, n int) {
+func putBlocks(t *testing.T, s hostmem.Store, n int) {
 	t.Helper()
 	buf := make([]byte, 4096)
 	for k := range int32(n) {
-		Fill(buf, k)
+		payload.Fill(buf, k)
 		if err := s.Put(k, buf); err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +185,7 @@ func TestStoreReopen(t *testing.T) {
 		t.Errorf("reopen: %+v, keys %v", op, keys)
 	}
 	buf := make([]byte, 4096)
-	if n, err := ss.List[0].Get(7, buf); err != nil || n != 4096 || !Verify(buf, 7) {
+	if n, err := ss.List[0].Get(7, buf); err != nil || n != 4096 || !payload.Verify(buf, 7) {
 		t.Errorf("block 7 after reopen: %d, %v", n, err)
 	}
 	ss.Close()

@@ -10,22 +10,26 @@ import (
 	"time"
 
 	"kvsim/hw"
+	"kvsim/hw/accel"
+	"kvsim/hw/doctor"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 	"kvsim/results"
 	"kvsim/scenario"
 )
 
 // calibration is what `kvsim calibrate` measured.
 type calibration struct {
-	Machine    string                `json:"machine"`
-	Date       string                `json:"date"`
-	BlockBytes int                   `json:"block_bytes"`
-	Backends   map[string]string     `json:"backends"`
-	Links      map[string]hw.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
-	Extra      map[string]float64    `json:"measurements"`
-	GPU        string                `json:"gpu"`
+	Machine    string                    `json:"machine"`
+	Date       string                    `json:"date"`
+	BlockBytes int                       `json:"block_bytes"`
+	Backends   map[string]string         `json:"backends"`
+	Links      map[string]doctor.LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
+	Extra      map[string]float64        `json:"measurements"`
+	GPU        string                    `json:"gpu"`
 	// SSDMixed is what reads and writes at once did to each other.
-	SSDMixed *mixedIO        `json:"ssd_read_write_at_once,omitempty"`
-	Copies   []hw.CopyResult `json:"gpu_copies,omitempty"`
+	SSDMixed *mixedIO           `json:"ssd_read_write_at_once,omitempty"`
+	Copies   []accel.CopyResult `json:"gpu_copies,omitempty"`
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,7 +92,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "  ssd reads and writes at once: %.0f MiB/s in all (alone: read %.0f, write %.0f): %s\n", m.TotalMiBps, m.ReadAloneMiBps, m.WriteAloneMiBps, m.Verdict)
 	}
 	if len(cal.Copies) > 0 {
-		fmt.Fprint(stdout, hw.FormatCopyResults(cal.Copies))
+		fmt.Fprint(stdout, accel.FormatCopyResults(cal.Copies))
 	}
 	fmt.Fprintf(stdout, "wrote %s; use it with: profile = %q in a scenario, or kvsim replay --profile %s\n", *out, *out, *out)
 	return nil
@@ -97,7 +101,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func calibrate(ctx context.Context, dir string, blockBytes, count int, engine string) (*calibration, error) {
 	host, _ := os.Hostname()
 	cal := &calibration{Machine: host, Date: time.Now().UTC().Format(time.RFC3339), BlockBytes: blockBytes,
-		Backends: map[string]string{}, Links: map[string]hw.LinkFit{}, Extra: map[string]float64{}}
+		Backends: map[string]string{}, Links: map[string]doctor.LinkFit{}, Extra: map[string]float64{}}
 	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
 	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
 	if err != nil {
@@ -126,7 +130,7 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := hw.MeasureMoves(stores[p.a], stores[p.b], small, blockBytes, count, int32(i*count*4), p.hot)
+		f, err := doctor.MeasureMoves(stores[p.a], stores[p.b], small, blockBytes, count, int32(i*count*4), p.hot)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", p.name, err)
 		}
@@ -139,13 +143,13 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 		return nil, err
 	}
 	measurePopulate(cal)
-	dev, probe := hw.OpenDevice()
+	dev, probe := accel.OpenDevice()
 	defer dev.Close()
 	cal.GPU = dev.Name()
 	if dev.Kind() == "emulated" {
 		cal.GPU = "none (" + probe.Why + ")"
 	} else {
-		res, err := hw.MeasureCopies(dev, hw.DefaultCopySizes, 0)
+		res, err := accel.MeasureCopies(dev, accel.DefaultCopySizes, 0)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: GPU copies: %w", err)
 		}
@@ -167,7 +171,7 @@ func calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 func profile(c *calibration) *results.Profile {
 	p := &results.Profile{BlockBytes: c.BlockBytes, Machine: c.Machine, Date: c.Date,
 		Notes: "backends: " + fmt.Sprint(c.Backends), Measurements: c.Extra}
-	link := func(from, to string, fwd, rev hw.LinkFit) {
+	link := func(from, to string, fwd, rev doctor.LinkFit) {
 		p.Links = append(p.Links, results.ProfileLink{From: from, To: to, Bandwidth: bps(fwd.Bandwidth), ReverseBandwidth: bps(rev.Bandwidth),
 			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}
@@ -209,7 +213,7 @@ func measureIO(ctx context.Context, cal *calibration, dir, engine string) error 
 					if eng == "pread" && qd > 1 {
 						continue // one op at a time by construction
 					}
-					r, err := hw.IOBench(hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: bs, QueueDepth: qd,
+					r, err := ioengine.IOBench(ioengine.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: bs, QueueDepth: qd,
 						Write: rw, Engine: eng, Direct: true, Hugepages: true})
 					if err != nil {
 						if eng == "io_uring" {
@@ -260,27 +264,27 @@ func measureMixed(ctx context.Context, cal *calibration, dir, engine string) err
 	rf, wf := filepath.Join(dir, "mixed-read.dat"), filepath.Join(dir, "mixed-write.dat")
 	defer os.Remove(rf)
 	defer os.Remove(wf)
-	opt := func(file string, write bool) hw.IOBenchOptions {
-		return hw.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: 1 << 20, QueueDepth: 32, Write: write,
+	opt := func(file string, write bool) ioengine.IOBenchOptions {
+		return ioengine.IOBenchOptions{File: file, Size: 128 << 20, BlockSize: 1 << 20, QueueDepth: 32, Write: write,
 			Engine: eng, Direct: true, Hugepages: true}
 	}
 	// Alone, in the order that leaves both files full.
-	w, err := hw.IOBench(opt(wf, true))
+	w, err := ioengine.IOBench(opt(wf, true))
 	if err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	if _, err := hw.IOBench(opt(rf, true)); err != nil {
+	if _, err := ioengine.IOBench(opt(rf, true)); err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	r, err := hw.IOBench(opt(rf, false))
+	r, err := ioengine.IOBench(opt(rf, false))
 	if err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
 	}
-	var rr, ww hw.IOBenchResult
+	var rr, ww ioengine.IOBenchResult
 	var rerr, werr error
 	done := make(chan struct{})
-	go func() { rr, rerr = hw.IOBench(opt(rf, false)); close(done) }()
-	ww, werr = hw.IOBench(opt(wf, true))
+	go func() { rr, rerr = ioengine.IOBench(opt(rf, false)); close(done) }()
+	ww, werr = ioengine.IOBench(opt(wf, true))
 	<-done
 	if err := errors.Join(rerr, werr); err != nil {
 		return fmt.Errorf("calibrate: mixed I/O: %w", err)
@@ -304,7 +308,7 @@ func measureMixed(ctx context.Context, cal *calibration, dir, engine string) err
 func measurePopulate(cal *calibration) {
 	for _, mode := range []string{"off", "require"} {
 		t0 := time.Now()
-		p, err := hw.NewPool(hw.PoolOptions{Size: 256 << 20, Hugepages: mode, HugepageSize: "2MB", Name: "kvsim-calibrate"})
+		p, err := hostmem.NewPool(hostmem.PoolOptions{Size: 256 << 20, Hugepages: mode, HugepageSize: "2MB", Name: "kvsim-calibrate"})
 		if err != nil {
 			continue // no hugepages reserved: nothing to compare
 		}

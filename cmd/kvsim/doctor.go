@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"kvsim/hw"
+	"kvsim/hw/doctor"
 )
 
 // runDoctor prints what this machine offers for KV offload (kvsim doctor).
@@ -30,7 +30,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if !fi.IsDir() {
 		return badInputf("doctor: --dir %s: not a directory", *dir)
 	}
-	checks, err := hw.Doctor(hw.DoctorOptions{Dir: *dir})
+	checks, err := doctor.Run(doctor.Options{Dir: *dir})
 	if err != nil {
 		return fmt.Errorf("doctor: %w", err)
 	}
@@ -39,20 +39,20 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(struct {
-			Checks []hw.Check `json:"checks"`
+			Checks []doctor.Check `json:"checks"`
 		}{checks})
 	}
 	return printChecks(stdout, checks)
 }
 
-func printChecks(w io.Writer, checks []hw.Check) error {
+func printChecks(w io.Writer, checks []doctor.Check) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tCHECK\tFOUND")
 	counts := map[string]int{}
 	for _, c := range checks {
 		counts[c.Status]++
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Found)
-		if c.Fix != "" && c.Status != hw.StatusOK {
+		if c.Fix != "" && c.Status != doctor.StatusOK {
 			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
 		}
 	}
@@ -60,7 +60,7 @@ func printChecks(w io.Writer, checks []hw.Check) error {
 		return err
 	}
 	var sum []string
-	for _, s := range []string{hw.StatusOK, hw.StatusWarn, hw.StatusFail, hw.StatusAbsent} {
+	for _, s := range []string{doctor.StatusOK, doctor.StatusWarn, doctor.StatusFail, doctor.StatusAbsent} {
 		if counts[s] > 0 {
 			sum = append(sum, fmt.Sprintf("%d %s", counts[s], s))
 		}

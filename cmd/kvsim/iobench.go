@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"kvsim/hw"
+	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 )
 
@@ -20,7 +20,7 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	file := fs.String("file", "", "`file` to read or write (created if missing; put it on the SSD tier's filesystem)")
 	size := fs.String("size", "1GiB", "bytes to move")
 	bs := fs.String("bs", "1MiB", "bytes per I/O")
-	qd := fs.Int("qd", hw.DefaultQueueDepth, "I/Os kept in flight (io_uring)")
+	qd := fs.Int("qd", ioengine.DefaultQueueDepth, "I/Os kept in flight (io_uring)")
 	rw := fs.String("rw", "read", "read or write")
 	engine := fs.String("engine", "auto", "auto, io_uring or pread")
 	direct := fs.Bool("direct", true, "O_DIRECT (bypass the page cache)")
@@ -33,7 +33,7 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 0 {
 		return badInputf("iobench: unexpected argument %q", pos[0])
 	}
-	o := hw.IOBenchOptions{File: *file, QueueDepth: *qd, Engine: *engine, Direct: *direct, Hugepages: *huge}
+	o := ioengine.IOBenchOptions{File: *file, QueueDepth: *qd, Engine: *engine, Direct: *direct, Hugepages: *huge}
 	if o.File == "" {
 		return badInputf("iobench: --file is required")
 	}
@@ -54,8 +54,8 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return badInputf("iobench: --bs: must be between 1 B and 1 GiB")
 	}
 	o.BlockSize = int(n)
-	if *qd < 1 || *qd > hw.MaxQueueDepth {
-		return badInputf("iobench: --qd: must be between 1 and %d", hw.MaxQueueDepth)
+	if *qd < 1 || *qd > ioengine.MaxQueueDepth {
+		return badInputf("iobench: --qd: must be between 1 and %d", ioengine.MaxQueueDepth)
 	}
 	switch *rw {
 	case "read":
@@ -72,10 +72,10 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := hw.IOBench(o)
+	r, err := ioengine.IOBench(o)
 	if err != nil {
 		// A tmpfs file or a misaligned --bs/--size is the user's to fix.
-		if errors.Is(err, hw.ErrNoDirectIO) || errors.Is(err, hw.ErrMisaligned) {
+		if errors.Is(err, ioengine.ErrNoDirectIO) || errors.Is(err, ioengine.ErrMisaligned) {
 			return badInput(err)
 		}
 		return err

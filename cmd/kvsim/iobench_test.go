@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"kvsim/hw"
+	"kvsim/hw/ioengine"
 )
 
 // iobenchDir is a directory where O_DIRECT works, or "" to run buffered.
 func iobenchDir(t *testing.T) (string, bool) {
 	dir := t.TempDir()
-	_, _, err := hw.ProbeDirectIO(dir)
+	_, _, err := ioengine.ProbeDirectIO(dir)
 	return dir, err == nil
 }
 
@@ -34,7 +34,7 @@ func TestIobench(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
-		var r hw.IOBenchResult
+		var r ioengine.IOBenchResult
 		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 			t.Fatalf("%v:\n%s", err, stdout)
 		}
@@ -80,7 +80,7 @@ func TestIobenchBadInput(t *testing.T) {
 			t.Errorf("misaligned --bs: exit %d, %s", code, stderr)
 		}
 	}
-	if fs, _ := hw.FSType("/dev/shm"); fs == "tmpfs" {
+	if fs, _ := ioengine.FSType("/dev/shm"); fs == "tmpfs" {
 		_, stderr, code := runKvsim("iobench", "--file", "/dev/shm/kvsim-iobench-cli", "--size", "1MiB")
 		if code != 2 || !strings.Contains(stderr, "is on tmpfs, which has no O_DIRECT") {
 			t.Errorf("tmpfs: exit %d, %s", code, stderr)

@@ -13,9 +13,16 @@ import (
 	"syscall"
 
 	"kvsim/experiment"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 )
 
 func main() {
+	// hw reports what it works around (an io_uring that failed mid-run, a
+	// refused pool peer) through the program: here, one line on stderr.
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "kvsim: "+format+"\n", args...) }
+	ioengine.SetLogf(logf)
+	hostmem.SetLogf(logf)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

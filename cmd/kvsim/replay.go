@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"kvsim/experiment"
-	"kvsim/hw"
+	"kvsim/hw/bucket"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -55,7 +55,7 @@ eviction = "lru"
 `
 
 // replayFaults, set by tests, makes storage tiers fail I/O as planned.
-var replayFaults *hw.FaultPlan
+var replayFaults *bucket.FaultPlan
 
 type replayOptions struct {
 	real, verify, asJSON bool

@@ -5,14 +5,17 @@ import (
 
 	"kvsim/experiment"
 	"kvsim/hw"
+	"kvsim/hw/bucket"
+	"kvsim/hw/hostmem"
+	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
 	"kvsim/workload"
 )
 
-// faultyDisk adapts a bucket store whose engine fails writes to hw.Store.
-type faultyDisk struct{ s *hw.BucketStore }
+// faultyDisk adapts a bucket store whose engine fails writes to hostmem.Store.
+type faultyDisk struct{ s *bucket.Store }
 
 func (d faultyDisk) Backend() string                    { return "faulty" }
 func (d faultyDisk) Put(k int32, b []byte) error        { return d.s.Put(uint64(k), b) }
@@ -39,21 +42,21 @@ func TestReplayDiskFull(t *testing.T) {
 	}
 	const blockBytes = 16384
 	scale := float64(blockBytes) / float64(sc.Model.BytesPerBlock())
-	mem := func(kind string) hw.Store {
+	mem := func(kind string) hostmem.Store {
 		ss, err := hw.OpenStores([]hw.TierSpec{{Name: kind, Kind: kind}}, hw.TierOptions{SlotBytes: blockBytes, Hugepages: "off", Device: "emulated"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ss.List[0]
 	}
-	o := hw.DefaultStoreOptions(replayDir(t))
-	o.Engine = hw.NewFaultEngine(hw.NewPreadEngine(), hw.FaultPlan{FailAfter: 1 << 20, Sticky: true})
+	o := bucket.DefaultStoreOptions(replayDir(t))
+	o.Engine = bucket.NewFaultEngine(ioengine.NewPreadEngine(), bucket.FaultPlan{FailAfter: 1 << 20, Sticky: true})
 	o.BucketBytes, o.WriteBuffer = 256<<10, 256<<10
-	bs, _, err := hw.OpenBucketStore(o)
+	bs, _, err := bucket.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := []hw.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
+	stores := []hostmem.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
 	defer func() {
 		for _, s := range stores {
 			s.Close()

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"kvsim/hw"
+	"kvsim/hw/bucket"
+	"kvsim/hw/payload"
 )
 
 // TestMain lets the test binary act as a kvsim process for the kill test.
@@ -63,7 +64,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 
-		s, rep, err := hw.OpenBucketStore(hw.DefaultStoreOptions(tier))
+		s, rep, err := bucket.Open(bucket.DefaultStoreOptions(tier))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
@@ -79,7 +80,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 				t.Errorf("round %d: block %d: %v", round, k, err)
 				continue
 			}
-			if !hw.Verify(buf[:n], int32(k)) {
+			if !payload.Verify(buf[:n], int32(k)) {
 				t.Errorf("round %d: block %d served corrupt", round, k)
 			}
 			served++

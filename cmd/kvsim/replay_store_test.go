@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kvsim/hw"
+	"kvsim/hw/bucket"
 	"kvsim/results"
 )
 
@@ -194,7 +195,7 @@ func TestReplayStoreLocked(t *testing.T) {
 // run exits 3, or 0 with --allow-loss.
 func TestReplayLoss(t *testing.T) {
 	const full = 12 << 20 // the first bucket (500 blocks of 16 KiB) fits, the second does not
-	replayFaults = &hw.FaultPlan{FailAfter: full, Sticky: true}
+	replayFaults = &bucket.FaultPlan{FailAfter: full, Sticky: true}
 	defer func() { replayFaults = nil }()
 	for _, allow := range []bool{false, true} {
 		dir := replayDir(t)

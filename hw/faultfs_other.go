@@ -1,5 +1,0 @@
-//go:build !linux
-
-package hw
-
-func faultSync(fd int) error { return ErrUnsupported }

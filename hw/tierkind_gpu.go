@@ -1,0 +1,19 @@
+package hw
+
+import (
+	"kvsim/hw/accel"
+	"kvsim/hw/hostmem"
+)
+
+// hbm and pinned live on the accelerator when there is one, else in host
+// memory (OpenStores notes why).
+func init() {
+	for _, kind := range []string{"hbm", "pinned"} {
+		registerTierKind(kind, tierKind{gpu: true, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+			if ss.dev != nil {
+				return accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool), "", nil
+			}
+			return emulatedStore(t, o), "", nil
+		}})
+	}
+}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package hw
-
-import "fmt"
-
-func newUring(queueDepth int, arenas []*Arena) (Engine, string, error) {
-	return nil, "", fmt.Errorf("io_uring: %w", ErrUnsupported)
-}
