@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-populate.sh: time to create and populate a 1 GiB memfd DRAM pool
 # (mmap MAP_SHARED|MAP_POPULATE: fault and zero every page) on 4 KiB pages
-# and on 2 MiB hugetlb pages, from `go test ./hw -bench PoolPopulate`.
+# and on 2 MiB hugetlb pages, from `go test ./hw/hostmem -bench PoolPopulate`.
 #
 #   usage: scripts/bench-populate.sh        (env: RUNS, default 5 per case)
 #
@@ -21,7 +21,7 @@ if [ -d "$hp" ] && [ "$(cat "$hp/free_hugepages")" -lt 512 ] && [ "$(id -u)" = 0
 	echo "reserved 2 MiB hugepages: nr_hugepages $old_nr -> $(cat "$hp/nr_hugepages") (restored on exit)"
 fi
 
-out=$(go test ./hw -run '^$' -bench '^BenchmarkPoolPopulate$' -benchtime 1x -count "${RUNS:-5}" 2>&1) || { echo "$out" >&2; exit 1; }
+out=$(go test ./hw/hostmem -run '^$' -bench '^BenchmarkPoolPopulate$' -benchtime 1x -count "${RUNS:-5}" 2>&1) || { echo "$out" >&2; exit 1; }
 echo "$out" | grep -E '^\s+hugepages_test' || true # skip reasons
 echo "$out" | awk '
 	/^BenchmarkPoolPopulate\// {
