@@ -61,9 +61,10 @@ func CheckLoss(r *results.Replay) error {
 	return e
 }
 
-// pathErr strips the path from a file error whose path the message names
-// already.
-func pathErr(err error) error {
+// PathErr strips the path from a file error whose message names the path
+// already (or should name another: the file the user knows, not a
+// temporary one).
+func PathErr(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -229,7 +229,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	case ferr != nil:
 		// The disk, not the input: name the file the user will look for,
 		// not the temporary one, and the cause (ENOSPC, EIO) alone.
-		pr.err = fmt.Errorf("run: writing %s: %w", filepath.Join(dir, "requests.csv"), pathErr(ferr))
+		pr.err = fmt.Errorf("run: writing %s: %w", filepath.Join(dir, "requests.csv"), PathErr(ferr))
 	}
 	return
 }

@@ -47,7 +47,7 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 		}
 		defer f.Close()
 		if _, err := io.Copy(h, f); err != nil {
-			return "", BadInputf("%s: workload: trace %s: %v", sc.Path, sc.Workload.Trace, pathErr(err))
+			return "", BadInputf("%s: workload: trace %s: %v", sc.Path, sc.Workload.Trace, PathErr(err))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/hw/accel"
 	"kvsim/hw/doctor"
@@ -70,7 +71,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := results.WriteProfile(*out, profile(cal)); err != nil {
-		return fmt.Errorf("calibrate: write %s: %w", *out, pathErr(err))
+		return fmt.Errorf("calibrate: write %s: %w", *out, experiment.PathErr(err))
 	}
 	if *asJSON {
 		b, err := results.MarshalJSON(cal)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"kvsim/experiment"
 	"kvsim/trace"
 )
 
@@ -54,7 +55,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return badInputf("gen: --out %s: %v", path, pathErr(err))
+		return badInputf("gen: --out %s: %v", path, experiment.PathErr(err))
 	}
 	defer func() {
 		if err != nil {
@@ -63,16 +64,16 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		}
 	}()
 	if err := write(f); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
+		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
+		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
+		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, pathErr(err))
+		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	return nil
 }

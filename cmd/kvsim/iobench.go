@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"kvsim/experiment"
 	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 )
@@ -120,7 +121,7 @@ func checkBenchFile(path string) error {
 	case err == nil:
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return badInputf("iobench: --file %s: %v", path, pathErr(err))
+		return badInputf("iobench: --file %s: %v", path, experiment.PathErr(err))
 	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

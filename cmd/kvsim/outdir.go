@@ -9,37 +9,25 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"kvsim/experiment"
 )
 
 // Output paths are checked before any work starts, so that a bad one costs
 // nothing and is reported as bad input (exit 2) with the user's own path,
 // never the name of a temporary file.
 
-// pathErr is err without the path an *os.PathError carries, which may be
-// that of a temporary file rather than the one the user gave.
-func pathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
-
 // probeWritable creates and removes a file in dir: the only check of
 // write permission that holds for every user, root included.
 func probeWritable(dir string) error {
 	f, err := os.CreateTemp(dir, probePrefix+"*")
 	if err != nil {
-		return pathErr(err)
+		return experiment.PathErr(err)
 	}
 	f.Close()
 	// Another kvsim cleaning the folder may have removed it already.
 	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return pathErr(err)
+		return experiment.PathErr(err)
 	}
 	return nil
 }
@@ -51,7 +39,7 @@ func prepareOutDir(what, dir string) error {
 		return badInputf("%s %s: exists and is not a folder", what, dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return badInputf("%s %s: cannot make the folder: %v", what, dir, pathErr(err))
+		return badInputf("%s %s: cannot make the folder: %v", what, dir, experiment.PathErr(err))
 	}
 	if err := probeWritable(dir); err != nil {
 		return badInputf("%s %s: cannot write in the folder: %v", what, dir, err)
@@ -72,7 +60,7 @@ func checkOutFile(what, path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return badInputf("%s %s: folder %s does not exist", what, path, dir)
 	case err != nil:
-		return badInputf("%s %s: %v", what, path, pathErr(err))
+		return badInputf("%s %s: %v", what, path, experiment.PathErr(err))
 	case !st.IsDir():
 		return badInputf("%s %s: %s is not a folder", what, path, dir)
 	}
@@ -149,7 +137,7 @@ func lockDirs(ctx context.Context, dirs []string, wait bool) (unlock func(), err
 func lockDir(ctx context.Context, dir string, wait bool) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, badInputf("%s: cannot lock the folder: %v", dir, pathErr(err))
+		return nil, badInputf("%s: cannot lock the folder: %v", dir, experiment.PathErr(err))
 	}
 	for {
 		err := tryLockFile(f)

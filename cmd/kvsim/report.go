@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kvsim/experiment"
 	"kvsim/report"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -192,7 +193,7 @@ func writeReportPage(dir string, page []byte, assets string) error {
 		return err
 	}
 	if err := results.WriteFileAtomic(filepath.Join(dir, "report.html"), page); err != nil {
-		return fmt.Errorf("report: %s: %w", filepath.Join(dir, "report.html"), pathErr(err))
+		return fmt.Errorf("report: %s: %w", filepath.Join(dir, "report.html"), experiment.PathErr(err))
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func writeIndex(outDir string, ss []*results.Summary, assets string) error {
 		return err
 	}
 	if err := results.WriteFileAtomic(filepath.Join(outDir, "index.html"), b.Bytes()); err != nil {
-		return fmt.Errorf("report: %s: %w", filepath.Join(outDir, "index.html"), pathErr(err))
+		return fmt.Errorf("report: %s: %w", filepath.Join(outDir, "index.html"), experiment.PathErr(err))
 	}
 	return nil
 }
