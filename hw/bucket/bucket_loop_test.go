@@ -10,17 +10,13 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/internal/testenv"
 )
 
-// skipOrFail skips with why, or fails when KVSIM_REQUIRE_ALL=1 says that
+// skipOrFail skips with why, or fails when KVSIM_REQUIRE_ALL says that
 // every test must really run.
-func skipOrFail(t *testing.T, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
-		t.Fatalf(format, a...)
-	}
-	t.Skipf(format, a...)
-}
+var skipOrFail = testenv.Missing
 
 // smallExt4 mounts a fresh ext4 filesystem of size bytes (a loop-mounted
 // image) and returns its mount point; it needs root.

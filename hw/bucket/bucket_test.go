@@ -19,6 +19,7 @@ import (
 
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/internal/testenv"
 )
 
 // bucketTestDir is a fresh directory on a disk filesystem, so O_DIRECT is
@@ -154,7 +155,7 @@ func TestBucketRoundTrip(t *testing.T) {
 			o.EngineMode = mode
 			s, rep, err := Open(o)
 			if err != nil {
-				if mode == "io_uring" && os.Getenv("KVSIM_REQUIRE_ALL") != "1" {
+				if mode == "io_uring" && !testenv.RequireAll() {
 					t.Skipf("io_uring: %v", err)
 				}
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 
 // The shared test helpers, under the names this package's tests use.
 var (
-	probeUnmappedExcept = hwtest.UnmappedExcept
-	must                = hwtest.Must
-	bufAddr             = hwtest.Addr
+	must    = hwtest.Must
+	bufAddr = hwtest.Addr
 )

@@ -31,7 +31,18 @@ func freeHugepages(t *testing.T, size string, n int64) int64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, got, err := SetHugepages(size, prev); err != nil || got != prev {
+		// A page another test process still maps (go test runs hw's
+		// packages at once, and their arenas try hugetlb) is given back
+		// only when it is unmapped: retry for a while before calling
+		// the restore failed.
+		var got int64
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, got, err = SetHugepages(size, prev); (err == nil && got == prev) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || got != prev {
 			t.Errorf("restoring %s nr_hugepages to %d: got %d, %v", size, prev, got, err)
 		}
 	})

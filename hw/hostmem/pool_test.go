@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kvsim/hw/internal/hwtest"
 	"kvsim/hw/ioengine"
 )
 
@@ -22,11 +23,7 @@ func newTestPool(t *testing.T, o PoolOptions) *Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		addr, n := bufAddr(p.Bytes()), len(p.Bytes())
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-		probeUnmapped(t, addr, n)
+		hwtest.Released(t, bufAddr(p.Bytes()), len(p.Bytes()), p.Close)
 	})
 	return p
 }

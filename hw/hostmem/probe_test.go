@@ -11,13 +11,12 @@ import (
 
 // The shared test helpers, under the names this package's tests use.
 var (
-	probeNeed     = hwtest.Need
-	probeLacks    = hwtest.Lacks
-	probeRoot     = hwtest.Root
-	probeLeaks    = hwtest.Leaks
-	probeUnmapped = hwtest.Unmapped
-	must          = hwtest.Must
-	bufAddr       = hwtest.Addr
+	probeNeed  = hwtest.Need
+	probeLacks = hwtest.Lacks
+	probeRoot  = hwtest.Root
+	probeLeaks = hwtest.Leaks
+	must       = hwtest.Must
+	bufAddr    = hwtest.Addr
 )
 
 func probeDiskDir(t testing.TB) string {

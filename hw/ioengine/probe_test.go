@@ -10,12 +10,11 @@ import (
 
 // The shared test helpers, under the names this package's tests use.
 var (
-	probeNeed     = hwtest.Need
-	probeLacks    = hwtest.Lacks
-	probeRoot     = hwtest.Root
-	probeLeaks    = hwtest.Leaks
-	probeUnmapped = hwtest.Unmapped
-	must          = hwtest.Must
+	probeNeed  = hwtest.Need
+	probeLacks = hwtest.Lacks
+	probeRoot  = hwtest.Root
+	probeLeaks = hwtest.Leaks
+	must       = hwtest.Must
 )
 
 func probeDiskDir(t testing.TB) string {

@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/hw/internal/hwtest"
 )
 
 func TestUringABI(t *testing.T) {
@@ -87,11 +89,7 @@ func newTestArena(t *testing.T, size int) *Arena {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		addr, n := bufAddr(a.Bytes()), len(a.Bytes())
-		if err := a.Close(); err != nil {
-			t.Error(err)
-		}
-		probeUnmapped(t, addr, n)
+		hwtest.Released(t, hwtest.Addr(a.Bytes()), len(a.Bytes()), a.Close)
 	})
 	return a
 }

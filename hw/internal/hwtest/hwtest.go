@@ -9,24 +9,24 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"kvsim/internal/testenv"
 )
 
 // Need skips a test whose prerequisite (root, io_uring) this machine
-// lacks; with KVSIM_REQUIRE_ALL=1, as in CI, it fails instead.
+// lacks; under KVSIM_REQUIRE_ALL, as in CI, it fails instead (the one rule
+// of internal/testenv).
 func Need(t testing.TB, ok bool, format string, args ...any) {
 	t.Helper()
-	if ok {
-		return
+	if !ok {
+		testenv.Missing(t, format, args...)
 	}
-	if os.Getenv("KVSIM_REQUIRE_ALL") == "1" {
-		t.Fatalf("KVSIM_REQUIRE_ALL=1 but "+format, args...)
-	}
-	t.Skipf("skipping: "+format+" (set KVSIM_REQUIRE_ALL=1 to fail instead)", args...)
 }
 
 // Lacks skips for hardware a machine may simply not have (1 GB pages,
@@ -102,22 +102,42 @@ func Leaks(t *testing.T) {
 	})
 }
 
-// Unmapped fails if any mapping still overlaps [addr, addr+n).
-func Unmapped(t testing.TB, addr uintptr, n int) {
+// Released closes what maps [addr, addr+n) and fails if a mapping it
+// had is still there. Only the mappings seen before the close count: the
+// kernel may give a freed range at once to another mapping (the Go
+// runtime's, or the next buffer's), which is no leak. A mapping counts as
+// still there when a line of /proc/self/maps overlapping the range is
+// identical to one seen before (same bounds, permissions, offset, device
+// and inode: a memfd's inode is its own).
+func Released(t testing.TB, addr uintptr, n int, close func() error) {
 	t.Helper()
-	UnmappedExcept(t, addr, n)
+	before := Mapped(t, addr, n)
+	if err := close(); err != nil {
+		t.Error(err)
+	}
+	Gone(t, addr, n, before)
 }
 
-// UnmappedExcept is Unmapped ignoring the parts of [addr,
-// addr+n) that lie inside the live buffers keep (a freed range may be
-// reused at once by the next mapping).
-func UnmappedExcept(t testing.TB, addr uintptr, n int, keep ...[]byte) {
+// Gone fails if a mapping of [addr, addr+n) that Mapped saw before a
+// release is still there (see Released).
+func Gone(t testing.TB, addr uintptr, n int, before []string) {
+	t.Helper()
+	for _, l := range Mapped(t, addr, n) {
+		if slices.Contains(before, l) {
+			t.Errorf("range %#x+%d still mapped after release: %s", addr, n, l)
+		}
+	}
+}
+
+// Mapped lists the lines of /proc/self/maps that overlap [addr, addr+n).
+func Mapped(t testing.TB, addr uintptr, n int) []string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
 	}
 	lo0, hi0 := uint64(addr), uint64(addr)+uint64(n)
+	var out []string
 	for l := range strings.SplitSeq(string(b), "\n") {
 		lo, rest, ok := strings.Cut(l, "-")
 		if !ok {
@@ -126,26 +146,11 @@ func UnmappedExcept(t testing.TB, addr uintptr, n int, keep ...[]byte) {
 		hi, _, _ := strings.Cut(rest, " ")
 		a, err1 := strconv.ParseUint(lo, 16, 64)
 		z, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		// The overlap of this mapping with the probed range, less the
-		// live buffers (each one contiguous range).
-		a, z = max(a, lo0), min(z, hi0)
-		for _, k := range keep {
-			if cap(k) == 0 {
-				continue
-			}
-			ka := uint64(Addr(k))
-			kz := ka + uint64(cap(k))
-			if ka <= a && z <= kz {
-				a = z // wholly inside a live buffer
-			}
-		}
-		if a < z {
-			t.Errorf("range %#x+%d still mapped after release: %s", addr, n, l)
+		if err1 == nil && err2 == nil && a < hi0 && lo0 < z {
+			out = append(out, l)
 		}
 	}
+	return out
 }
 
 // DiskDir is a temporary directory on a filesystem where direct reports
