@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/hw/doctor"
 	"kvsim/scenario"
 )
 
@@ -85,13 +86,13 @@ eviction = "lru"
 	var cal struct {
 		BlockBytes int                        `json:"block_bytes"`
 		Links      map[string]json.RawMessage `json:"links"`
-		Mixed      *mixedIO                   `json:"ssd_read_write_at_once"`
+		Mixed      *doctor.MixedIO            `json:"ssd_read_write_at_once"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &cal) != nil || cal.BlockBytes != 8192 || len(cal.Links) != 9 {
 		t.Errorf("--json: status %d, %d links, stderr %s", code, len(cal.Links), stderr)
 	}
 	if m := cal.Mixed; m == nil || m.TotalMiBps <= 0 || m.ReadMiBps <= 0 || m.WriteMiBps <= 0 || m.ReadAloneMiBps <= 0 ||
-		m.Shared != (m.TotalMiBps < sharedBelow*max(m.ReadAloneMiBps, m.WriteAloneMiBps)) || m.Verdict == "" {
+		m.Shared != (m.TotalMiBps < doctor.SharedBelow*max(m.ReadAloneMiBps, m.WriteAloneMiBps)) || m.Verdict == "" {
 		t.Errorf("mixed I/O: %+v", m)
 	}
 	for _, bad := range [][]string{
