@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 
+	"kvsim/hw"
 	"kvsim/hw/doctor"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -18,18 +19,23 @@ func Profile(c *doctor.Calibration) *results.Profile {
 		p.Links = append(p.Links, results.ProfileLink{From: from, To: to, Bandwidth: bps(fwd.Bandwidth), ReverseBandwidth: bps(rev.Bandwidth),
 			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}
-	// Each pair of kinds gets the path the replay's stores use for it;
-	// remote DRAM is emulated in host memory like the pinned tier.
-	L := c.Links
-	link("hbm", "pinned", L["hbm->pinned"], L["pinned->hbm"])
-	link("hbm", "remote_dram", L["hbm->pinned"], L["pinned->hbm"])
-	link("pinned", "remote_dram", L["pinned->pinned"], L["pinned->pinned"])
-	link("hbm", "dram", L["hbm->dram"], L["dram->hbm"])
-	link("pinned", "dram", L["pinned->dram"], L["dram->pinned"])
-	link("remote_dram", "dram", L["pinned->dram"], L["dram->pinned"])
-	for _, a := range []string{"hbm", "pinned", "dram", "remote_dram"} {
-		for _, d := range []string{"ssd", "nvmeof"} {
-			link(a, d, L["dram->ssd"], L["ssd->dram"])
+	// Each pair of kinds gets the moves between the stores the replay
+	// implements them with (hw.CalibratedAs: remote DRAM is emulated in
+	// host memory like the pinned tier); a disk's moves were measured from
+	// DRAM, and two disks never meet in one move.
+	kinds := scenario.Kinds()
+	for i, a := range kinds {
+		for _, b := range kinds[i+1:] {
+			ca, cb := hw.CalibratedAs(a), hw.CalibratedAs(b)
+			switch {
+			case ca == "" || cb == "" || ca == "ssd" && cb == "ssd":
+			case cb == "ssd":
+				link(a, b, c.Links["dram->ssd"], c.Links["ssd->dram"])
+			case ca == "ssd":
+				link(a, b, c.Links["ssd->dram"], c.Links["dram->ssd"])
+			default:
+				link(a, b, c.Links[ca+"->"+cb], c.Links[cb+"->"+ca])
+			}
 		}
 	}
 	return p

@@ -10,6 +10,9 @@ import (
 // (tierkind_*.go): adding a kind to the real body is adding such a file.
 type tierKind struct {
 	gpu bool // uses the accelerator device when there is one
+	// calibrated is the calibrate store whose moves stand for this kind's
+	// ("hbm", "pinned", "dram" or "ssd"): the same store implementation.
+	calibrated string
 	// open makes the tier's store; it may add notes and StoreOpens to ss
 	// before it returns, and returns a note of its own ("" for none).
 	open func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error)
@@ -33,3 +36,8 @@ func TierKinds() []string {
 	slices.Sort(names)
 	return names
 }
+
+// CalibratedAs is the store kvsim calibrate measures for tier kind k: a
+// profile gives k the figures measured for that store ("" for an unknown
+// kind).
+func CalibratedAs(k string) string { return tierKinds[k].calibrated }
