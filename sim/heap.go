@@ -5,9 +5,10 @@ type evKind uint8
 const (
 	evArrival evKind = iota
 	evPrefillDone
-	evDecodeDone
+	evDecodeDone // a decode event (simple engine: a block of tokens out, block holds the epoch)
 	evMoveDone
 	evWake
+	evGPUFree // simple engine: a queued prefill's loads allow it to start
 )
 
 type event struct {
