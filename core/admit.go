@@ -169,7 +169,9 @@ func (c *Core) chooseSources(r *reqState, cut int) {
 	for i, b := range r.Blocks {
 		if i == cut && prefix {
 			prefix = false
-			c.Stats.RecomputeCuts++
+			if !r.resumed { // a request counts once
+				c.Stats.RecomputeCuts++
+			}
 		}
 		if !c.first(p, b) { // repeated id inside one request
 			if prefix {
