@@ -83,6 +83,12 @@ type reqTiming struct {
 	loadStart, loadDone int64
 	loads               bool
 	timing              core.Timing
+	pending             int32 // load moves not yet landed (move.go)
+	// A prefill issued while its loads were on the links, started by
+	// loadsLanded.
+	held                    bool
+	heldAt                  int64
+	heldCached, heldCompute int
 }
 
 // Sim is the virtual-time body.
@@ -97,7 +103,11 @@ type Sim struct {
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
 	req     []reqTiming
-	landed  []int64 // [block*nt+tier]: when that copy finished arriving
+	landed  []int64                                       // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
+	xfers   []xfer                                        // moves in flight (move.go)
+	freeX   int32                                         // free xfers slots (index + 1, linked through next)
+	xseq    uint64                                        // hops queued so far
+	onHop   func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
 	obs     core.Observer
 	moved   [4]int64 // bytes by core.MoveKind
 	res     Result
@@ -328,11 +338,25 @@ func (g *GPUSpec) decodeNs(tokens int) int64 {
 // Prefill implements core.Mover. The GPU runs one prefill at a time. With
 // serial loading, compute starts once every load landed; layer-wise, layer
 // i computes as soon as its share of the KV arrived (a two-stage pipeline).
+// A prefill whose loads are still on the links is held until they land
+// (loadsLanded): only then is their end known.
 func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if s.err != nil {
 		return
 	}
-	rt := s.timing(req)
+	if rt := s.timing(req); rt.pending > 0 {
+		rt.held, rt.heldAt, rt.heldCached, rt.heldCompute = true, now, cached, compute
+	} else {
+		s.startPrefill(now, req, cached, compute)
+	}
+	if s.err == nil && s.cfg.Tee != nil {
+		s.cfg.Tee.Prefill(now, req, cached, compute)
+	}
+}
+
+// startPrefill schedules a prefill issued at now whose loads have landed.
+func (s *Sim) startPrefill(now int64, req core.ReqID, cached, compute int) {
+	rt := &s.req[req]
 	g := &s.cfg.GPU
 	cn := g.ComputeNs(cached, compute)
 	ld := now
@@ -366,9 +390,6 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	}
 	rt.loads = false
 	s.heap.push(end, evPrefillDone, req)
-	if s.cfg.Tee != nil {
-		s.cfg.Tee.Prefill(now, req, cached, compute)
-	}
 }
 
 // Decode implements core.Mover: decoding runs beside prefills at a fixed
@@ -514,8 +535,10 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
 			s.core.DecodeDone(s.now, e.req)
-		case evMoveDone:
-			s.core.MoveDone(s.now, e.req, e.block)
+		case evHop:
+			s.hopDone(s.now, e.req)
+		case evKick:
+			s.dispatch(s.now)
 		case evWake:
 			s.core.Wake(s.now, e.req)
 		}
