@@ -7,7 +7,7 @@ const (
 	evPrefillDone
 	evDecodeDone
 	evWake
-	evHop  // a hop of a move ends (req: the move, see move.go)
+	evHop  // a hop of a move ends (req: the move's index, block: its block; see move.go)
 	evKick // a link's or a device's wait ends: start what can move
 )
 

@@ -54,8 +54,12 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		rt := s.timing(req)
 		if !rt.loads {
 			rt.loads, rt.loadStart, rt.loadDone = true, now, now
+			rt.loadBytes, rt.landedBytes = 0, 0
 		}
 		rt.pending++
+		if to == 0 {
+			rt.loadBytes += bytes
+		}
 	}
 	i := s.newXfer()
 	s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind}
@@ -69,12 +73,24 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 	s.dispatch(now)
 }
 
-// loadsLanded is the engines' hook: Move calls it (from the event of the
-// landing, so an engine may push events and call the core) when the last
-// pending load move of request req has landed in HBM, that is when
-// s.req[req].pending drops to 0; s.req[req].loadDone is then now. An
-// engine that issued req's prefill while its KV was still on the links
-// schedules it from here: the loads' end is not known before.
+// loadLanded is the engines' hook for a request's loads: it is called (from
+// the event of the landing, so an engine may push events and call the
+// core) each time a load move of request req lands, with s.req[req]
+// updated: pending is the number still on the links, loadDone is now,
+// landedBytes of loadBytes (the bytes the loads bring into HBM) have
+// landed. An engine overlapping compute with loads layer by layer may
+// start req's prefill once landedBytes x layers >= loadBytes; when pending
+// is 0 every load has landed and loadsLanded follows.
+func (s *Sim) loadLanded(now int64, req core.ReqID) {
+	if s.req[req].pending == 0 {
+		s.loadsLanded(now, req)
+	}
+}
+
+// loadsLanded is called when the last pending load move of request req has
+// landed (s.req[req].pending dropped to 0; loadDone is now). Only then is
+// the end of req's loads known: an engine that holds req's prefill until
+// its KV is in HBM schedules it from here.
 func (s *Sim) loadsLanded(now int64, req core.ReqID) {
 	rt := &s.req[req]
 	if rt.held {
@@ -222,7 +238,7 @@ func (s *Sim) start(now int64, l *link) {
 	if s.onHop != nil {
 		s.onHop(hopStart, l, x, now)
 	}
-	s.heap.push(done, evHop, i)
+	s.heap.add(event{t: done, kind: evHop, req: i, block: x.block}) // block tells a reader of the heap what moves
 }
 
 // hopDone ends the current hop of move i (its evHop): the lane goes to the
@@ -263,9 +279,11 @@ func (s *Sim) land(now int64, i int32) {
 	case x.req >= 0:
 		rt := &s.req[x.req]
 		rt.loadDone = max(rt.loadDone, now)
-		if rt.pending--; rt.pending == 0 {
-			s.loadsLanded(now, x.req)
+		rt.pending--
+		if x.to == 0 {
+			rt.landedBytes += x.bytes
 		}
+		s.loadLanded(now, x.req)
 	}
 }
 

@@ -153,6 +153,7 @@ func checkLinksRandom(t *testing.T, seed uint64) {
 	var now int64
 	perHop := make([]int64, len(s.links))
 	wantLoads := map[core.ReqID]int{}
+	intoHBM := map[core.ReqID]int64{}
 	add := func(m mv) {
 		moves = append(moves, m)
 		for _, li := range s.route[m.from][m.to] {
@@ -160,6 +161,9 @@ func checkLinksRandom(t *testing.T, seed uint64) {
 		}
 		if m.req >= 0 {
 			wantLoads[m.req]++
+			if m.to == 0 {
+				intoHBM[m.req] += m.bytes
+			}
 		}
 	}
 	for range 200 + rng.IntN(200) {
@@ -334,8 +338,9 @@ func checkLinksRandom(t *testing.T, seed uint64) {
 		t.Errorf("%d of %d transfer slots free at the end", free, len(s.xfers))
 	}
 	for req, n := range wantLoads {
-		if rt := s.req[req]; rt.pending != 0 || rt.loadDone != lastLoad[req] {
-			t.Errorf("request %d (%d loads): %d pending, loads done at %d, last landed at %d", req, n, rt.pending, rt.loadDone, lastLoad[req])
+		if rt := s.req[req]; rt.pending != 0 || rt.loadDone != lastLoad[req] || rt.loadBytes != intoHBM[req] || rt.landedBytes != intoHBM[req] {
+			t.Errorf("request %d (%d loads): %d pending, loads done at %d, last landed at %d; %d of %d bytes landed in HBM, want %d",
+				req, n, rt.pending, rt.loadDone, lastLoad[req], rt.landedBytes, rt.loadBytes, intoHBM[req])
 		}
 	}
 	if hops == 0 {

@@ -84,6 +84,8 @@ type reqTiming struct {
 	loads               bool
 	timing              core.Timing
 	pending             int32 // load moves not yet landed (move.go)
+	loadBytes           int64 // bytes the loads bring into HBM
+	landedBytes         int64 // of which landed
 	// A prefill issued while its loads were on the links, started by
 	// loadsLanded.
 	held                    bool
