@@ -34,8 +34,9 @@ type xfer struct {
 // Move implements core.Mover. The move starts at once if the source copy
 // has landed, else when the move bringing it there lands; either way its
 // completion is reported when its last hop lands: a prefetch through
-// Core.MoveDone, a request's load through loadsLanded once all of that
-// request's loads have landed. The Tee gets the command now, as issued.
+// Core.MoveDone, a request's load through loadLanded (and loadsLanded once
+// all of that request's loads have landed). The Tee gets the command now,
+// as issued.
 func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
 	need := (int(b) + 1) * s.nt
 	if len(s.landed) < need {
