@@ -108,6 +108,67 @@ func TestPrefillWaitsForLoads(t *testing.T) {
 	}
 }
 
+// teeLog records the commands a Tee receives, with their times.
+type teeLog struct{ got []string }
+
+func (l *teeLog) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
+	l.got = append(l.got, fmt.Sprintf("%d move %d %d->%d", now, b, from, to))
+}
+func (l *teeLog) Drop(int64, core.Block, int) {}
+func (l *teeLog) Prefill(now int64, req core.ReqID, cached, compute int) {
+	l.got = append(l.got, fmt.Sprintf("%d prefill %d", now, req))
+}
+func (l *teeLog) Decode(int64, core.ReqID, int) {}
+func (l *teeLog) Wake(int64, core.ReqID)        {}
+func (l *teeLog) Preempted(int64, core.ReqID)   {}
+
+// TestTeeGetsCommandsAsIssued: the real driver layer gets every command
+// when the core issues it, not when the simulated links get to it: a move
+// out of host memory waiting for its block to land there, and a prefill
+// held for its loads, are both passed on at 0.
+func TestTeeGetsCommandsAsIssued(t *testing.T) {
+	cfg := quickLinks()
+	tee := &teeLog{}
+	cfg.Tee = tee
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Move(0, 2, 0, 64<<20, 2, 1, core.Load)
+	s.Move(0, 2, 0, 64<<20, 1, 0, core.Load)
+	s.Prefill(0, 2, 512, 1)
+	runLinks(t, s, 12281436, nil)
+	if got := fmt.Sprint(tee.got); got != "[0 move 0 2->1 0 move 0 1->0 0 prefill 2]" {
+		t.Errorf("tee got %s", got)
+	}
+	if s.req[2].pending != 0 || s.req[2].held || landedAt(s, 0, 0) != 12281436 {
+		t.Errorf("block in HBM at %d, want 12281436 (9596981 + 2684455)", landedAt(s, 0, 0))
+	}
+}
+
+// TestEstimateLoadIsBacklog: the core's cost model gets the wait a
+// transfer issued now would have. Three 64 MiB blocks from host memory are
+// queued at 0 on host->hbm (one lane, 2684455 ns each with its 100 ns
+// latency); at 1 ms a fourth would wait for the lane until 8053365 ns, so
+// its bytes would start at 8053465 ns: 7053365 ns after 1 ms + its own
+// latency. Issued, it lands at 8053365 + 2684455 = 10737820 ns.
+func TestEstimateLoadIsBacklog(t *testing.T) {
+	s, err := New(quickLinks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range core.Block(3) {
+		s.Move(0, core.Background, b, 64<<20, 1, 0, core.Demote)
+	}
+	runLinks(t, s, 1_000_000, nil)
+	backlog, service := s.EstimateLoad(1_000_000, 1, 64<<20)
+	s.Move(1_000_000, core.Background, 3, 64<<20, 1, 0, core.Demote)
+	runLinks(t, s, core.MaxTime, nil)
+	if backlog != 7053365 || service != 2684455 || landedAt(s, 3, 0) != 10737820 {
+		t.Errorf("estimate %d + %d ns, landed at %d; want 7053365 + 2684455, 10737820", backlog, service, landedAt(s, 3, 0))
+	}
+}
+
 // TestLinksWorkConserving replays random move sequences on random
 // hierarchies (chains with a shortcut, lanes, latencies, shared devices,
 // moves staged through a tier that is still receiving the block) and
