@@ -96,7 +96,7 @@ func (s *Sim) loadsLanded(now int64, req core.ReqID) {
 	rt := &s.req[req]
 	if rt.held {
 		rt.held = false
-		s.startPrefill(rt.heldAt, req, rt.heldCached, rt.heldCompute)
+		s.schedulePrefill(rt.heldAt, req, rt.heldCached, rt.heldCompute)
 	}
 }
 

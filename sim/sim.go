@@ -349,15 +349,15 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if rt := s.timing(req); rt.pending > 0 {
 		rt.held, rt.heldAt, rt.heldCached, rt.heldCompute = true, now, cached, compute
 	} else {
-		s.startPrefill(now, req, cached, compute)
+		s.schedulePrefill(now, req, cached, compute)
 	}
 	if s.err == nil && s.cfg.Tee != nil {
 		s.cfg.Tee.Prefill(now, req, cached, compute)
 	}
 }
 
-// startPrefill schedules a prefill issued at now whose loads have landed.
-func (s *Sim) startPrefill(now int64, req core.ReqID, cached, compute int) {
+// schedulePrefill schedules a prefill issued at now whose loads have landed.
+func (s *Sim) schedulePrefill(now int64, req core.ReqID, cached, compute int) {
 	rt := &s.req[req]
 	g := &s.cfg.GPU
 	cn := g.ComputeNs(cached, compute)
