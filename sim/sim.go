@@ -83,9 +83,14 @@ type reqTiming struct {
 	loadStart, loadDone int64
 	loads               bool
 	timing              core.Timing
+	pending             int32 // load moves not yet landed (move.go)
+	loadBytes           int64 // bytes the loads bring into HBM
+	landedBytes         int64 // of which landed
 
 	// simple engine (simple.go)
-	issued, ready, landed int64 // prefill issued; earliest start; its loads landed
+	issued, ready, landed int64 // prefill issued; earliest start; its loads landed (unknown: not yet)
+	start                 int64 // prefill started on the GPU
+	phase                 uint8 // phaseIdle, phaseQueued, phaseRunning
 	hadLoads              bool
 	cached, compute       int
 	gen                   int   // output tokens generated, kept across a preemption
@@ -108,7 +113,11 @@ type Sim struct {
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
 	req     []reqTiming
-	landed  []int64 // [block*nt+tier]: when that copy finished arriving
+	landed  []int64                                       // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
+	xfers   []xfer                                        // moves in flight (move.go)
+	freeX   int32                                         // free xfers slots (index + 1, linked through next)
+	xseq    uint64                                        // hops queued so far
+	onHop   func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
 	obs     core.Observer
 	moved   [4]int64 // bytes by core.MoveKind
 	res     Result
@@ -300,45 +309,6 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 		s.req = append(s.req, reqTiming{})
 	}
 	return &s.req[id]
-}
-
-// Move implements core.Mover: store-and-forward over the route, starting
-// once the source copy has landed.
-func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
-	need := (int(b) + 1) * s.nt
-	if len(s.landed) < need {
-		t := make([]int64, max(need, 2*len(s.landed))) // one exact allocation per doubling
-		copy(t, s.landed)
-		s.landed = t
-	}
-	if s.err != nil {
-		return
-	}
-	t := max(now, s.landed[int(b)*s.nt+from])
-	for _, li := range s.route[from][to] {
-		l := s.links[li]
-		if t = l.transfer(t, bytes); t > core.MaxTime {
-			s.fail(req, "bandwidth of link "+l.name, "transfers queued on it end past the simulated-time limit of %s: %s (%s per %d-byte block) is too slow for this trace",
-				limit, fmtRate(l.rate()), span(float64(bytes)*1e9/l.rate()), bytes)
-			return
-		}
-	}
-	s.landed[int(b)*s.nt+to] = t
-	s.moved[kind] += bytes
-	if s.cfg.Tee != nil {
-		s.cfg.Tee.Move(now, req, b, bytes, from, to, kind)
-	}
-	if kind == core.PrefetchMove {
-		s.heap.pushMove(t, req, b)
-		return
-	}
-	if req >= 0 {
-		rt := s.timing(req)
-		if !rt.loads {
-			rt.loads, rt.loadStart, rt.loadDone = true, now, now
-		}
-		rt.loadDone = max(rt.loadDone, t)
-	}
 }
 
 // Drop implements core.Mover; dropping costs nothing in the model.
@@ -534,8 +504,10 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
 			s.decodeStep(s.now, e.req, e.block)
-		case evMoveDone:
-			s.core.MoveDone(s.now, e.req, e.block)
+		case evHop:
+			s.hopDone(s.now, e.req)
+		case evKick:
+			s.dispatch(s.now)
 		case evWake:
 			s.core.Wake(s.now, e.req)
 		}

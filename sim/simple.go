@@ -14,14 +14,26 @@ import (
 // issued prefills wait in a FIFO, and when the GPU is free the first one
 // whose loads allow it to start runs, so a request ready now goes before
 // an earlier one still loading. Serial loading allows a start once every
-// load landed; layer-wise, once the first layer's share landed (loads are
-// taken to arrive evenly over their span).
+// load landed; layer-wise, once the first layer's share of the bytes landed
+// (landed bytes x layers >= the load's bytes). A layer-wise prefill started
+// before its last load landed ends at the later of its start + compute and
+// that landing + one layer's compute, known when the landing is.
 //
 // Decoding allocates KV a block at a time: one event per block of
 // generated tokens, at which the core grows the request's HBM (Core.Grow)
 // and may preempt. A preempted request's pending event is stale (its epoch
 // moved on); it keeps the tokens it generated and recomputes them in its
 // next prefill.
+
+// Phases of a request's prefill in the simple engine.
+const (
+	phaseIdle    uint8 = iota // no prefill issued, or it has been scheduled to end
+	phaseQueued               // issued, waiting in s.pq for the GPU
+	phaseRunning              // on the GPU, its end waiting for its last load to land
+)
+
+// unknown is a time not known yet (a load still on the links).
+const unknown = core.MaxTime + 1
 
 // simplePrefill queues an issued prefill for the GPU.
 func (s *Sim) simplePrefill(now int64, req core.ReqID, cached, compute int) {
@@ -31,26 +43,67 @@ func (s *Sim) simplePrefill(now int64, req core.ReqID, cached, compute int) {
 	rt.ready, rt.landed = now, now
 	rt.hadLoads = rt.loads
 	if rt.loads {
-		rt.landed = max(now, rt.loadDone)
-		rt.timing.LoadNs = rt.loadDone - rt.loadStart
-		rt.timing.LoadWaitNs = rt.landed - now
-		if s.cfg.GPU.Serial {
-			rt.ready = rt.landed
-		} else {
-			rt.ready = max(now, rt.loadStart+(rt.loadDone-rt.loadStart)/int64(s.cfg.GPU.Layers))
+		rt.landed, rt.ready = unknown, unknown
+		if rt.pending == 0 { // landed while the request waited for other requests' blocks
+			s.loadsDone(now, rt)
+		} else if s.firstLayerLanded(rt) {
+			rt.ready = now
 		}
 	}
 	rt.loads = false // the next admission's loads start afresh
+	rt.phase = phaseQueued
 	s.pq = append(s.pq, req)
+	s.kickSimple(now)
+}
+
+// firstLayerLanded says whether a layer-wise prefill may start: the first
+// layer's share of its loads' bytes is in HBM.
+func (s *Sim) firstLayerLanded(rt *reqTiming) bool {
+	return !s.cfg.GPU.Serial && rt.landedBytes*int64(s.cfg.GPU.Layers) >= rt.loadBytes
+}
+
+// loadsDone records that a queued or running prefill's loads have all
+// landed, the last at rt.loadDone.
+func (s *Sim) loadsDone(now int64, rt *reqTiming) {
+	rt.landed = rt.loadDone
+	rt.ready = min(rt.ready, now)
+	rt.timing.LoadNs = rt.loadDone - rt.loadStart
+	rt.timing.LoadWaitNs = max(rt.loadDone-rt.issued, 0)
+}
+
+// simpleLoadLanded is the simple engine's side of loadLanded: a layer-wise
+// prefill may start once the first layer's share has landed.
+func (s *Sim) simpleLoadLanded(req core.ReqID) {
+	if rt := &s.req[req]; rt.phase == phaseQueued && rt.ready == unknown && s.firstLayerLanded(rt) {
+		rt.ready = s.now
+		s.kickSimple(s.now)
+	}
+}
+
+// simpleLoadsLanded is the simple engine's side of loadsLanded: a queued
+// prefill may start; a running one now knows its end.
+func (s *Sim) simpleLoadsLanded(now int64, req core.ReqID) {
+	rt := &s.req[req]
+	switch rt.phase {
+	case phaseQueued:
+		s.loadsDone(now, rt)
+		s.kickSimple(now)
+	case phaseRunning:
+		s.loadsDone(now, rt)
+		s.endPrefill(now, req, rt)
+	}
 }
 
 // kickSimple starts the next prefill if the GPU is free: the first in
-// issue order whose loads allow it now, else a wake when the first can.
+// issue order whose loads allow it now, else a wake when the first can
+// (only a prefill waiting for its loads to land has no time yet: the
+// landing kicks). It is called when a prefill is issued, when loads land,
+// and after every event (a prefill's end, a wake).
 func (s *Sim) kickSimple(now int64) {
 	if s.gpu > now || s.err != nil {
 		return
 	}
-	next := core.MaxTime + 1
+	next := unknown
 	for i, id := range s.pq {
 		rt := &s.req[id]
 		if rt.ready > now {
@@ -67,13 +120,28 @@ func (s *Sim) kickSimple(now int64) {
 	}
 }
 
-// startPrefill runs request req's prefill on the GPU from now. Layer-wise,
-// layer i computes once its share of the KV landed: the prefill ends at
-// the later of now + compute and the last load + one layer's compute.
+// startPrefill runs request req's prefill on the GPU from now. Its end is
+// scheduled at once, or, layer-wise with loads still on the links, when the
+// last of them lands (the GPU is held meanwhile).
 func (s *Sim) startPrefill(now int64, req core.ReqID, rt *reqTiming) {
+	rt.start = now
+	rt.timing.ComputeNs = s.cfg.GPU.ComputeNs(rt.cached, rt.compute)
+	rt.phase = phaseRunning
+	if rt.landed == unknown {
+		s.gpu = unknown
+		return
+	}
+	s.endPrefill(now, req, rt)
+}
+
+// endPrefill schedules the end of req's running prefill, its loads all
+// landed (at rt.landed). Layer-wise, layer i computes once its share of
+// the KV landed: the prefill ends at the later of start + compute and the
+// last load + one layer's compute.
+func (s *Sim) endPrefill(now int64, req core.ReqID, rt *reqTiming) {
 	g := &s.cfg.GPU
-	cn := g.ComputeNs(rt.cached, rt.compute)
-	end := now + cn // both at most MaxTime+1: no wrap
+	cn := rt.timing.ComputeNs
+	end := rt.start + cn // both at most MaxTime+1: no wrap
 	if !g.Serial && rt.hadLoads {
 		end = max(end, rt.landed+toNs(float64(cn)/float64(g.Layers)))
 	}
@@ -87,8 +155,8 @@ func (s *Sim) startPrefill(now int64, req core.ReqID, rt *reqTiming) {
 		}
 		return
 	}
+	rt.phase = phaseIdle
 	s.gpu = end
-	rt.timing.ComputeNs = cn
 	s.heap.push(end, evPrefillDone, req)
 }
 
