@@ -1,6 +1,8 @@
 // Package sim is the virtual-time body: it carries out the core's commands
-// on models of links (latency + size/bandwidth, FIFO queues with parallel
-// lanes, optionally one pipe per tier that all its links share), a GPU (prefill and decode rates, layer-wise or serial KV loading)
+// on models of links (latency + size/bandwidth, work-conserving FIFO queues
+// with parallel lanes that take a transfer only once its data is ready,
+// optionally one pipe per tier that all its links share; see move.go and
+// docs/links.md), a GPU (prefill and decode rates, layer-wise or serial KV loading)
 // and an integer-nanosecond event heap ordered by (time, sequence), so the
 // same inputs always give the same outputs. Every event time stays within
 // 0..core.MaxTime: a run that would pass it (a rate too slow or a trace too

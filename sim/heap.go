@@ -5,9 +5,11 @@ type evKind uint8
 const (
 	evArrival evKind = iota
 	evPrefillDone
-	evDecodeDone
-	evMoveDone
+	evDecodeDone // a decode event (simple engine: a block of tokens out, block holds the epoch)
 	evWake
+	evHop     // a hop of a move ends (req: the move's index, block: its block; see move.go)
+	evKick    // a link's or a device's wait ends: start what can move
+	evGPUFree // simple engine: a queued prefill's loads allow it to start
 )
 
 type event struct {
@@ -31,10 +33,6 @@ type evHeap struct {
 
 func (h *evHeap) push(t int64, kind evKind, req int32) {
 	h.add(event{t: t, kind: kind, req: req})
-}
-
-func (h *evHeap) pushMove(t int64, req, block int32) {
-	h.add(event{t: t, kind: evMoveDone, req: req, block: block})
 }
 
 func (h *evHeap) add(e event) {

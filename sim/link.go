@@ -6,21 +6,38 @@ import (
 	"kvsim/core"
 )
 
-// link is one direction of a connection between two tiers. Up to `lanes`
-// transfers are in flight at once; each first waits out the link's
-// latency (a device's access time, a DMA setup), then moves its bytes
-// through the one pipe of the link's full bandwidth, in arrival order. So
-// lanes hide latency (queue depth), never multiply bandwidth, and a lone
-// transfer gets the whole pipe. With one lane a transfer takes latency +
-// bytes/bandwidth after the previous one ends.
+// link is one direction of a connection between two tiers: a
+// work-conserving first-come-first-served queue. A transfer joins it only
+// once its data is ready (the source copy has landed, the previous hop has
+// ended: see move.go), so the link never waits for data that is not there
+// while ready transfers queue. Up to len(lanes) transfers are in flight at
+// once; each first waits out the link's latency (a device's access time, a
+// DMA setup), then moves its bytes through the one pipe of the link's full
+// bandwidth, in the order they took their lanes. So lanes hide latency
+// (queue depth), never multiply bandwidth, and a lone transfer gets the
+// whole pipe. With one lane a transfer takes latency + bytes/bandwidth
+// after the previous one ends.
 type link struct {
 	name     string
 	from, to int
 	bw       float64 // bytes/s of the pipe
 	latency  int64
-	lanes    []int64    // when each in-flight slot frees up
-	pipe     int64      // when the pipe finishes the bytes queued so far
 	dev      [2]*device // the end tiers' shared pipes (from, to), nil where not shared
+
+	// The queue as it runs (move.go). Queues hold transfer indices + 1.
+	inFlight int   // lanes taken
+	waiting  fifo  // ready transfers waiting for a lane
+	laned    fifo  // transfers holding a lane: in their latency, or waiting for the pipe
+	pipeFree int64 // when the pipe ends the bytes it is moving
+	kickAt   int64 // time of this link's pending evKick, if any
+
+	// The queue projected forward from what has joined it, as if nothing
+	// else would: when each lane and the pipe will be free. EstimateLoad
+	// reads it (backlog). For a link without a shared device it is exactly
+	// what the queue will do; with one, the device's other links may make
+	// it earlier or later.
+	lanes []int64
+	pipe  int64
 
 	bytes     int64
 	transfers int64
@@ -29,20 +46,29 @@ type link struct {
 
 // device is a tier's own pipe, shared by every transfer into or out of the
 // tier over any link and in either direction (an SSD whose reads and writes
-// share the flash). A transfer through it starts when both its link and the
-// device are free, moves at the slower of the two, and holds the device
-// for its bytes at the device's rate.
+// share the flash). A transfer through it starts when both its link's pipe
+// and the device are free, moves at the slower of the two, and holds the
+// device for its bytes at the device's rate. When the device frees, the
+// transfer that has waited longest among those whose links are free takes
+// it.
 type device struct {
 	name      string
 	bw        float64
-	free      int64 // when the device finishes what was queued so far
+	free      int64 // when the device ends the bytes it is moving
+	plan      int64 // the projection's free (see link.lanes)
+	kickAt    int64
 	bytes     int64
 	transfers int64
 	busy      int64
 }
 
-// transfer enqueues bytes at time t and returns when they arrive.
-func (l *link) transfer(t int64, bytes int64) int64 {
+// fifo is an intrusive queue of transfers (indices + 1, 0: none) linked
+// through xfer.next.
+type fifo struct{ head, tail int32 }
+
+// project adds a transfer ready at t to the projection and returns when
+// it would arrive.
+func (l *link) project(t int64, bytes int64) int64 {
 	lane := 0
 	for i, f := range l.lanes {
 		if f < l.lanes[lane] {
@@ -53,25 +79,17 @@ func (l *link) transfer(t int64, bytes int64) int64 {
 	ready := max(core.AddTime(start, l.latency), l.pipe) // sums saturate past core.MaxTime: the caller fails the run
 	for _, d := range l.dev {
 		if d != nil {
-			ready = max(ready, d.free)
+			ready = max(ready, d.plan)
 		}
 	}
-	move := nsFor(bytes, l.rate())
-	done := core.AddTime(ready, move)
+	done := core.AddTime(ready, nsFor(bytes, l.rate()))
 	for _, d := range l.dev {
 		if d != nil {
-			held := nsFor(bytes, d.bw)
-			d.free = core.AddTime(ready, held)
-			d.busy += held
-			d.bytes += bytes
-			d.transfers++
+			d.plan = core.AddTime(ready, nsFor(bytes, d.bw))
 		}
 	}
 	l.pipe = done
 	l.lanes[lane] = done
-	l.bytes += bytes
-	l.transfers++
-	l.busy += move
 	return done
 }
 
@@ -96,9 +114,9 @@ func (l *link) rate() float64 {
 	return bw
 }
 
-// backlog is how long a transfer issued at now waits for the pipe, a free
-// slot or a shared device before its own bytes start moving, beyond its
-// latency.
+// backlog is how long a transfer ready at now would wait for the pipe, a
+// free lane or a shared device before its own bytes start moving, beyond
+// its latency, by the projection.
 func (l *link) backlog(now int64) int64 {
 	free := l.lanes[0]
 	for _, f := range l.lanes[1:] {
@@ -108,7 +126,7 @@ func (l *link) backlog(now int64) int64 {
 	ready := max(core.AddTime(start, l.latency), l.pipe)
 	for _, d := range l.dev {
 		if d != nil {
-			ready = max(ready, d.free)
+			ready = max(ready, d.plan)
 		}
 	}
 	return ready - core.AddTime(now, l.latency)

@@ -83,6 +83,22 @@ type reqTiming struct {
 	loadStart, loadDone int64
 	loads               bool
 	timing              core.Timing
+	pending             int32 // load moves not yet landed (move.go)
+	loadBytes           int64 // bytes the loads bring into HBM
+	landedBytes         int64 // of which landed
+
+	// simple engine (simple.go)
+	issued, ready, landed int64 // prefill issued; earliest start; its loads landed (unknown: not yet)
+	start                 int64 // prefill started on the GPU
+	phase                 uint8 // phaseIdle, phaseQueued, phaseRunning
+	hadLoads              bool
+	cached, compute       int
+	gen                   int   // output tokens generated, kept across a preemption
+	resume                int   // generated tokens the next prefill recomputes
+	out                   int   // output tokens in all
+	epoch                 int32 // bumped by a preemption: older decode events are stale
+	run0                  int64 // this decode run's start
+	base0, segEnd         int   // gen at run0; gen when the pending decode event fires
 }
 
 // Sim is the virtual-time body.
@@ -97,13 +113,19 @@ type Sim struct {
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
 	req     []reqTiming
-	landed  []int64 // [block*nt+tier]: when that copy finished arriving
+	landed  []int64                                       // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
+	xfers   []xfer                                        // moves in flight (move.go)
+	freeX   int32                                         // free xfers slots (index + 1, linked through next)
+	xseq    uint64                                        // hops queued so far
+	onHop   func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
 	obs     core.Observer
 	moved   [4]int64 // bytes by core.MoveKind
 	res     Result
 	hook    func(s *Sim)
 	sampler *sampler
-	err     *LimitError // the first value that left the representable range
+	err     *LimitError  // the first value that left the representable range
+	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
+	gpuWake int64        // simple engine: time of the latest GPU wake queued
 }
 
 // LimitError is a run that would leave the representable range of
@@ -289,45 +311,6 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 	return &s.req[id]
 }
 
-// Move implements core.Mover: store-and-forward over the route, starting
-// once the source copy has landed.
-func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
-	need := (int(b) + 1) * s.nt
-	if len(s.landed) < need {
-		t := make([]int64, max(need, 2*len(s.landed))) // one exact allocation per doubling
-		copy(t, s.landed)
-		s.landed = t
-	}
-	if s.err != nil {
-		return
-	}
-	t := max(now, s.landed[int(b)*s.nt+from])
-	for _, li := range s.route[from][to] {
-		l := s.links[li]
-		if t = l.transfer(t, bytes); t > core.MaxTime {
-			s.fail(req, "bandwidth of link "+l.name, "transfers queued on it end past the simulated-time limit of %s: %s (%s per %d-byte block) is too slow for this trace",
-				limit, fmtRate(l.rate()), span(float64(bytes)*1e9/l.rate()), bytes)
-			return
-		}
-	}
-	s.landed[int(b)*s.nt+to] = t
-	s.moved[kind] += bytes
-	if s.cfg.Tee != nil {
-		s.cfg.Tee.Move(now, req, b, bytes, from, to, kind)
-	}
-	if kind == core.PrefetchMove {
-		s.heap.pushMove(t, req, b)
-		return
-	}
-	if req >= 0 {
-		rt := s.timing(req)
-		if !rt.loads {
-			rt.loads, rt.loadStart, rt.loadDone = true, now, now
-		}
-		rt.loadDone = max(rt.loadDone, t)
-	}
-}
-
 // Drop implements core.Mover; dropping costs nothing in the model.
 func (s *Sim) Drop(now int64, b core.Block, tier int) {
 	if s.cfg.Tee != nil {
@@ -364,65 +347,25 @@ func (g *GPUSpec) decodeNs(tokens int) int64 {
 	return toNs(float64(tokens) / g.DecodeTokensPerSec * 1e9)
 }
 
-// Prefill implements core.Mover. The GPU runs one prefill at a time. With
-// serial loading, compute starts once every load landed; layer-wise, layer
-// i computes as soon as its share of the KV arrived (a two-stage pipeline).
+// Prefill implements core.Mover: the simple engine queues the prefill for
+// the GPU (simple.go).
 func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if s.err != nil {
 		return
 	}
-	rt := s.timing(req)
-	g := &s.cfg.GPU
-	cn := g.ComputeNs(cached, compute)
-	ld := now
-	if rt.loads {
-		ld = max(now, rt.loadDone)
-	}
-	start := max(now, s.gpu)
-	var end int64
-	if g.Serial {
-		end = max(start, ld) + cn
-	} else {
-		L := float64(g.Layers)
-		tl := float64(ld - now)
-		c := float64(cn) / L
-		end = max(start+cn, now+toNs(tl/L+float64(cn)), now+toNs(tl+c))
-	}
-	if end > core.MaxTime { // every term is at most 2 x MaxTime + 1: no wrap
-		if s.gpu <= now && ld <= now {
-			s.fail(req, "timestamp", "the trace reaches the end of simulated time: a prefill starting at %s ends past the limit of %s",
-				span(float64(now)), limit)
-		} else {
-			s.fail(req, "gpu.prefill_tokens_per_s", "prefills and loads queued for the GPU end past the simulated-time limit of %s: the prefill rate (%g tokens/s) or the links are too slow for this trace",
-				limit, g.PrefillTokensPerSec)
-		}
-		return
-	}
-	s.gpu = end
-	rt.timing = core.Timing{ComputeNs: cn}
-	if rt.loads {
-		rt.timing.LoadNs = rt.loadDone - rt.loadStart
-	}
-	rt.loads = false
-	s.heap.push(end, evPrefillDone, req)
+	s.simplePrefill(now, req, cached, compute)
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Prefill(now, req, cached, compute)
 	}
 }
 
-// Decode implements core.Mover: decoding runs beside prefills at a fixed
-// per-request rate and holds the request's HBM until it ends.
+// Decode implements core.Mover: the simple engine decodes each request at
+// a fixed rate beside the prefills, growing its KV a block at a time.
 func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 	if s.err != nil {
 		return
 	}
-	end := now + s.cfg.GPU.decodeNs(tokens) // checked at arrival: at most MaxTime
-	if end > core.MaxTime {
-		s.fail(req, "timestamp", "the trace reaches the end of simulated time: decoding %d tokens from %s ends past the limit of %s",
-			tokens, span(float64(now)), limit)
-		return
-	}
-	s.heap.push(end, evDecodeDone, req)
+	s.simpleDecode(now, req, tokens)
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Decode(now, req, tokens)
 	}
@@ -434,6 +377,14 @@ func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 func (s *Sim) Wake(at int64, req core.ReqID) {
 	if at <= core.MaxTime {
 		s.heap.push(at, evWake, req)
+	}
+}
+
+// Preempted implements core.Mover.
+func (s *Sim) Preempted(now int64, req core.ReqID) {
+	s.simplePreempted(now, req)
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Preempted(now, req)
 	}
 }
 
@@ -552,11 +503,16 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		case evPrefillDone:
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
-			s.core.DecodeDone(s.now, e.req)
-		case evMoveDone:
-			s.core.MoveDone(s.now, e.req, e.block)
+			s.decodeStep(s.now, e.req, e.block)
+		case evHop:
+			s.hopDone(s.now, e.req)
+		case evKick:
+			s.dispatch(s.now)
 		case evWake:
 			s.core.Wake(s.now, e.req)
+		}
+		if len(s.pq) > 0 {
+			s.kickSimple(s.now)
 		}
 		if s.err != nil {
 			return nil, s.err
