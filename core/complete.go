@@ -58,3 +58,10 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 		c.observer(rec)
 	}
 }
+
+// Grow makes request id hold HBM for the KV of tokens generated tokens
+// (whole blocks). The body calls it before a decode step whose new token
+// needs a new block. ok is false when id itself was preempted.
+func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
+	return true // first version: admission still reserves the whole output
+}

@@ -39,6 +39,8 @@ type Stats struct {
 	Lost             []int64 // copies a body reported unusable (failed write, corrupt read), by tier
 	RecomputeCuts    int64   // requests that recomputed part of their prefix rather than load it
 	PeakUsed         []int64 // bytes
+	Preemptions      int64   // running requests that lost their HBM (recompute)
+	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 }
 
 // reqState is a request slot: queued, running, or free for reuse (its

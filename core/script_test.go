@@ -41,6 +41,9 @@ func (r *recorder) Decode(now int64, req ReqID, tokens int) {
 	fmt.Fprintf(r.out, "decode %s %d\n", r.req(req), tokens)
 }
 func (r *recorder) Wake(at int64, req ReqID) { fmt.Fprintf(r.out, "wake %s at %d\n", r.req(req), at) }
+func (r *recorder) Preempted(now int64, req ReqID) {
+	fmt.Fprintf(r.out, "preempted %s\n", r.req(req))
+}
 
 // fixedCost is a CostModel with per-byte load and per-token compute costs.
 type fixedCost struct {

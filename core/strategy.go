@@ -41,6 +41,28 @@ const (
 	PrefetchTimeout
 )
 
+// Stage says what a hit below tier 1 leaves in tier 1 on its way to HBM.
+type Stage uint8
+
+const (
+	// StageCopy loads it through tier 1 and keeps a copy there (LMCache,
+	// Mooncake: a storage hit is staged in host memory).
+	StageCopy Stage = iota
+	// StagePass moves it straight into HBM, leaving tier 1 as it was.
+	StagePass
+)
+
+// ParseStage reads "copy" or "pass" ("" is copy).
+func ParseStage(s string) (Stage, error) {
+	switch s {
+	case "", "copy":
+		return StageCopy, nil
+	case "pass":
+		return StagePass, nil
+	}
+	return 0, fmt.Errorf("unknown stage %q (want \"copy\" or \"pass\")", s)
+}
+
 // Strategy gathers the admission, write, promotion and prefetch choices
 // of one policy entry. The zero value is Mooncake/vLLM-like defaults:
 // admit always, write back on eviction, promote always, no prefetch.
@@ -62,6 +84,8 @@ type Strategy struct {
 	// Config.Cost with the links' current backlog. Only a suffix of the
 	// prefix can be dropped: block k's KV needs every block before it.
 	RecomputeWhenCheaper bool
+	// Stage: whether a hit below tier 1 leaves a copy in tier 1.
+	Stage Stage
 }
 
 // ParseRecompute reads "never" or "when-cheaper".

@@ -24,6 +24,9 @@ type Config struct {
 	// Cost estimates loads and compute for Strategy.RecomputeWhenCheaper;
 	// bodies that can estimate set it (the simulator does).
 	Cost CostModel
+	// MaxRunning bounds the admitted, unfinished requests (vLLM's
+	// max_num_seqs); 0: no limit.
+	MaxRunning int
 }
 
 // CostModel is a body's estimate of what loading and computing cost now.
@@ -97,12 +100,18 @@ type Mover interface {
 	Decode(now int64, req ReqID, tokens int)
 	// Wake asks for Core.Wake(at, req) at time at (prefetch timeouts).
 	Wake(at int64, req ReqID)
+	// Preempted tells the body that running request req lost its HBM
+	// (Core.Grow found no room): forget its pending decode work but keep
+	// the count of tokens it generated; the core re-queues it and later
+	// issues Prefill for it again.
+	Preempted(now int64, req ReqID)
 }
 
 // Timing is what a body reports about a finished prefill.
 type Timing struct {
-	LoadNs    int64 // time spent bringing cached KV into HBM
-	ComputeNs int64 // time spent computing the uncached tokens
+	LoadNs     int64 // time spent bringing cached KV into HBM
+	ComputeNs  int64 // time spent computing the uncached tokens
+	LoadWaitNs int64 // from Prefill issued until the request's loads had landed
 }
 
 // Record describes one finished (or rejected) request. Slices are owned by
@@ -122,7 +131,9 @@ type Record struct {
 	HitBlocks        []int64 // usable-prefix hits per tier
 	BlockHits        int     // blocks resident anywhere, prefix or not
 	RecomputedTokens int
-	Rejected         bool // larger than HBM: never runs
+	Rejected         bool  // larger than HBM: never runs
+	Preemptions      int   // times it lost its HBM and was re-queued
+	LoadWaitNs       int64 // of its first prefill: issued until its loads landed
 }
 
 // QueueNs is the wait for HBM space.

@@ -96,6 +96,7 @@ type Body struct {
 	Lost         []int64
 	StoreEvicted []int64
 	Warmed       []Warmed
+	Preemptions  int64 // requests the core preempted (see Preempted)
 
 	pending  []pendingMove
 	lastPend [][]int32 // per tier, per block: index+1 in pending of its last move there
@@ -392,6 +393,12 @@ func (b *Body) Wake(_ int64, req core.ReqID) {
 		b.events = append(b.events, completion{kind: doneWake, req: req})
 	}
 }
+
+// Preempted implements core.Mover. The body only notes it: its HBM store
+// holds prompt blocks only, and in its sequential mode decode is not
+// modelled (Decode completes at once), so the core never preempts there; as
+// the simulator's tee it follows the simulator's decisions.
+func (b *Body) Preempted(_ int64, _ core.ReqID) { b.Preemptions++ }
 
 // Links returns the links that carried traffic, in (from, to) order.
 func (b *Body) Links() []*LinkStat {

@@ -441,6 +441,13 @@ func (s *Sim) Wake(at int64, req core.ReqID) {
 	}
 }
 
+// Preempted implements core.Mover (no-op for now).
+func (s *Sim) Preempted(now int64, req core.ReqID) {
+	if s.cfg.Tee != nil {
+		s.cfg.Tee.Preempted(now, req)
+	}
+}
+
 // EstimateLoad implements core.CostModel: the first hop's backlog (its
 // earliest lane) and the idle time of the whole route into HBM.
 func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service int64) {

@@ -410,6 +410,7 @@ func (k *tracker) Prefill(now int64, req core.ReqID, cached, compute int) {
 }
 func (k *tracker) Decode(int64, core.ReqID, int) {}
 func (k *tracker) Wake(int64, core.ReqID)        {}
+func (k *tracker) Preempted(int64, core.ReqID)   {}
 
 // check compares the commands with the core's residency after an event.
 func (k *tracker) check(now int64) {
