@@ -57,9 +57,11 @@ type engine struct {
 	batch  []core.ReqID // the step under way
 	busy   bool
 	b      StepBatch // the step under way
+	tmp    StepBatch // scratch for estimates
 	start  int64     // when it started
 
-	steps, prefillSum, decodeSum int64 // totals over the run (samples, Result)
+	steps, prefillSum, decodeSum int64                           // totals over the run (samples, Result)
+	onStep                       func(start int64, b *StepBatch) // tests: each step as it starts
 	preempted                    bool
 }
 
@@ -171,7 +173,10 @@ func (e *engine) kick(now int64) {
 	if e.preempted {
 		e.compact()
 	}
-	b := StepBatch{}
+	// The batch lives in the engine: a pointer to a local, passed to the
+	// step model's interface method, would escape to the heap every step.
+	b := &e.b
+	*b = StepBatch{}
 	budget := e.budget
 	e.batch = e.batch[:0]
 	for _, id := range e.run {
@@ -179,7 +184,7 @@ func (e *engine) kick(now int64) {
 			break
 		}
 		q := &e.seqs[id]
-		e.schedule(id, q, &b, &budget)
+		e.schedule(id, q, b, &budget)
 	}
 	for budget > 0 && e.rh < len(e.ready) {
 		id := e.ready[e.rh]
@@ -187,7 +192,7 @@ func (e *engine) kick(now int64) {
 		q := &e.seqs[id]
 		q.state = seqPrefill
 		e.run = append(e.run, id)
-		e.schedule(id, q, &b, &budget)
+		e.schedule(id, q, b, &budget)
 	}
 	if e.rh == len(e.ready) {
 		e.ready, e.rh = e.ready[:0], 0
@@ -195,14 +200,17 @@ func (e *engine) kick(now int64) {
 	if len(e.batch) == 0 {
 		return
 	}
-	ns := toNs(e.model.StepNs(&b))
+	ns := toNs(e.model.StepNs(b))
 	end := now + ns
 	if ns > core.MaxTime || end > core.MaxTime {
 		e.s.fail(e.batch[0], "gpu.step_model", "a step starting at %s (%d prefill tokens, %d decodes) ends past the simulated-time limit of %s",
 			span(float64(now)), b.PrefillTokens, b.DecodeSeqs, limit)
 		return
 	}
-	e.busy, e.b, e.start = true, b, now
+	e.busy = true
+	if e.onStep != nil {
+		e.onStep(now, b)
+	}
 	e.steps++
 	e.prefillSum += int64(b.PrefillTokens)
 	e.decodeSum += int64(b.DecodeSeqs)
@@ -296,8 +304,8 @@ func (e *engine) computeNs(c, n int) int64 {
 	for n > 0 {
 		k := min(n, e.budget)
 		fk := float64(k)
-		b := StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: ctx, AttnPairs: fk*float64(ctx) + fk*(fk+1)/2}
-		t += e.model.StepNs(&b)
+		e.tmp = StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: ctx, AttnPairs: fk*float64(ctx) + fk*(fk+1)/2}
+		t += e.model.StepNs(&e.tmp)
 		ctx += int64(k)
 		n -= k
 	}
@@ -309,10 +317,11 @@ func (e *engine) computeNs(c, n int) int64 {
 func (e *engine) admissible(r *core.Request) error {
 	n := min(max(r.InputTokens, 1), e.budget)
 	fn := float64(n)
-	pre := StepBatch{PrefillTokens: n, PrefillSeqs: 1, AttnPairs: fn * (fn + 1) / 2}
+	e.tmp = StepBatch{PrefillTokens: n, PrefillSeqs: 1, AttnPairs: fn * (fn + 1) / 2}
+	a := e.model.StepNs(&e.tmp)
 	ctx := int64(r.InputTokens) + int64(r.OutputTokens)
-	dec := StepBatch{DecodeSeqs: 1, ContextTokens: ctx, AttnPairs: float64(ctx + 1)}
-	if a, b := e.model.StepNs(&pre), e.model.StepNs(&dec); !(a < float64(core.MaxTime)) || !(b < float64(core.MaxTime)) {
+	e.tmp = StepBatch{DecodeSeqs: 1, ContextTokens: ctx, AttnPairs: float64(ctx + 1)}
+	if b := e.model.StepNs(&e.tmp); !(a < float64(core.MaxTime)) || !(b < float64(core.MaxTime)) {
 		return &LimitError{Key: "gpu.step_model", Line: r.Line, Msg: fmt.Sprintf(
 			"request %d (%d input, %d output tokens): one step takes %s, past the simulated-time limit of %s",
 			r.Seq, r.InputTokens, r.OutputTokens, span(max(a, b)), limit)}
