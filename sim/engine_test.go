@@ -383,3 +383,31 @@ func TestBatchedLoneTTFT(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchedSeries: the per-step means land in the interval their step
+// started in, and merging two points weighs each by its steps.
+func TestBatchedSeries(t *testing.T) {
+	reqs := []core.Request{{Seq: 0, InputTokens: 20, OutputTokens: 3, Blocks: []core.Block{0, 1, 2, 3, 4}}}
+	s, err := New(batchedTiny(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SampleEvery(2500)
+	if _, err := s.Run(&sliceSource{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	// Steps start at 0 (P8), 1080 (P8), 2160 (P4), 3200 (D1), 4300 (D1);
+	// points at 2500 (sampled by the event at 3200) and 5000 (at 5400):
+	// 20/3 prompt tokens a step, then 1 decode a step.
+	se := s.Series()
+	got := fmt.Sprint(se.Times, se.PrefillTokens, se.DecodeSeqs, se.Preemptions)
+	if want := "[2500 5000] [6.666666666666667 0] [0 1] [0 0]"; got != want {
+		t.Errorf("series %s, want %s", got, want)
+	}
+	// Merged, weighed by steps (3 and 2): 20/5 = 4 prompt tokens, 2/5
+	// decodes a step (not the plain means 3.33 and 0.5).
+	s.sampler.halve()
+	if got, want := fmt.Sprint(se.Times, se.PrefillTokens, se.DecodeSeqs, se.Preemptions), "[5000] [4] [0.4] [0]"; got != want {
+		t.Errorf("halved %s, want %s", got, want)
+	}
+}
