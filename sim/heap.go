@@ -5,11 +5,12 @@ type evKind uint8
 const (
 	evArrival evKind = iota
 	evPrefillDone
-	evDecodeDone
+	evDecodeDone // a decode event (simple engine: a block of tokens out, block holds the epoch)
 	evMoveDone
 	evWake
-	evStep   // the batched engine's step ends
-	evLoaded // a request's loads landed (batched engine)
+	evGPUFree // simple engine: a queued prefill's loads allow it to start
+	evStep    // the batched engine's step ends
+	evLoaded  // a request's loads landed (batched engine)
 )
 
 type event struct {

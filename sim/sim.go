@@ -93,6 +93,17 @@ type reqTiming struct {
 	loadStart, loadDone int64
 	loads               bool
 	timing              core.Timing
+
+	// simple engine (simple.go)
+	issued, ready, landed int64 // prefill issued; earliest start; its loads landed
+	hadLoads              bool
+	cached, compute       int
+	gen                   int   // output tokens generated, kept across a preemption
+	resume                int   // generated tokens the next prefill recomputes
+	out                   int   // output tokens in all
+	epoch                 int32 // bumped by a preemption: older decode events are stale
+	run0                  int64 // this decode run's start
+	base0, segEnd         int   // gen at run0; gen when the pending decode event fires
 }
 
 // Sim is the virtual-time body.
@@ -113,8 +124,10 @@ type Sim struct {
 	res     Result
 	hook    func(s *Sim)
 	sampler *sampler
-	err     *LimitError // the first value that left the representable range
-	eng     *engine     // the batched engine; nil: the simple one
+	err     *LimitError  // the first value that left the representable range
+	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
+	gpuWake int64        // simple engine: time of the latest GPU wake queued
+	eng     *engine      // the batched engine; nil: the simple one
 }
 
 // LimitError is a run that would leave the representable range of
@@ -387,79 +400,33 @@ func (g *GPUSpec) decodeNs(tokens int) int64 {
 	return toNs(float64(tokens) / g.DecodeTokensPerSec * 1e9)
 }
 
-// Prefill implements core.Mover. The GPU runs one prefill at a time. With
-// serial loading, compute starts once every load landed; layer-wise, layer
-// i computes as soon as its share of the KV arrived (a two-stage pipeline).
+// Prefill implements core.Mover: the simple engine queues the prefill for
+// the GPU (simple.go).
 func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if s.err != nil {
 		return
 	}
 	if s.eng != nil {
 		s.eng.prefill(now, req, cached, compute)
-		if s.cfg.Tee != nil {
-			s.cfg.Tee.Prefill(now, req, cached, compute)
-		}
-		return
-	}
-	rt := s.timing(req)
-	g := &s.cfg.GPU
-	cn := g.ComputeNs(cached, compute)
-	ld := now
-	if rt.loads {
-		ld = max(now, rt.loadDone)
-	}
-	start := max(now, s.gpu)
-	var end int64
-	if g.Serial {
-		end = max(start, ld) + cn
 	} else {
-		L := float64(g.Layers)
-		tl := float64(ld - now)
-		c := float64(cn) / L
-		end = max(start+cn, now+toNs(tl/L+float64(cn)), now+toNs(tl+c))
+		s.simplePrefill(now, req, cached, compute)
 	}
-	if end > core.MaxTime { // every term is at most 2 x MaxTime + 1: no wrap
-		if s.gpu <= now && ld <= now {
-			s.fail(req, "timestamp", "the trace reaches the end of simulated time: a prefill starting at %s ends past the limit of %s",
-				span(float64(now)), limit)
-		} else {
-			s.fail(req, "gpu.prefill_tokens_per_s", "prefills and loads queued for the GPU end past the simulated-time limit of %s: the prefill rate (%g tokens/s) or the links are too slow for this trace",
-				limit, g.PrefillTokensPerSec)
-		}
-		return
-	}
-	s.gpu = end
-	rt.timing = core.Timing{ComputeNs: cn}
-	if rt.loads {
-		rt.timing.LoadNs = rt.loadDone - rt.loadStart
-	}
-	rt.loads = false
-	s.heap.push(end, evPrefillDone, req)
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Prefill(now, req, cached, compute)
 	}
 }
 
-// Decode implements core.Mover: decoding runs beside prefills at a fixed
-// per-request rate and holds the request's HBM until it ends.
+// Decode implements core.Mover: the simple engine decodes each request at
+// a fixed rate beside the prefills, growing its KV a block at a time.
 func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 	if s.err != nil {
 		return
 	}
 	if s.eng != nil {
 		s.eng.decode(now, req, tokens)
-		if s.cfg.Tee != nil {
-			s.cfg.Tee.Decode(now, req, tokens)
-		}
-		return
+	} else {
+		s.simpleDecode(now, req, tokens)
 	}
-	end := now + s.cfg.GPU.decodeNs(tokens) // checked at arrival: at most MaxTime
-	if end > core.MaxTime {
-		s.fail(req, "timestamp", "the trace reaches the end of simulated time: decoding %d tokens from %s ends past the limit of %s",
-			tokens, span(float64(now)), limit)
-		return
-	}
-	s.heap.push(end, evDecodeDone, req)
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Decode(now, req, tokens)
 	}
@@ -474,10 +441,12 @@ func (s *Sim) Wake(at int64, req core.ReqID) {
 	}
 }
 
-// Preempted implements core.Mover (no-op for now).
+// Preempted implements core.Mover.
 func (s *Sim) Preempted(now int64, req core.ReqID) {
 	if s.eng != nil {
 		s.eng.preemptedBy(req)
+	} else {
+		s.simplePreempted(now, req)
 	}
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Preempted(now, req)
@@ -607,7 +576,7 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		case evPrefillDone:
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
-			s.core.DecodeDone(s.now, e.req)
+			s.decodeStep(s.now, e.req, e.block)
 		case evMoveDone:
 			s.core.MoveDone(s.now, e.req, e.block)
 		case evWake:
@@ -619,6 +588,9 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		}
 		if s.eng != nil && s.err == nil {
 			s.eng.kick(s.now)
+		}
+		if len(s.pq) > 0 {
+			s.kickSimple(s.now)
 		}
 		if s.err != nil {
 			return nil, s.err

@@ -134,7 +134,7 @@ func TestTinyByHand(t *testing.T) {
 // TestWaitsByHand pins dependency waits, a rejection and a queue wait on
 // the tiny system (serial loading).
 func TestWaitsByHand(t *testing.T) {
-	const A, B, C, D, E, F, G, H, I = 0, 1, 2, 3, 4, 5, 6, 7, 8
+	const A, B, C, D, E, F, G, H, I, J = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 	reqs := []core.Request{
 		// R0 computes A, B (2 ms); R1 arrives at 1 ms and needs them: it
 		// waits for R0's prefill (2 ms) instead of recomputing, then computes C.
@@ -142,10 +142,11 @@ func TestWaitsByHand(t *testing.T) {
 		{Seq: 1, Arrival: 1 * ms, InputTokens: 30, Blocks: []core.Block{A, B, C}},
 		// 40 input + 20 output tokens = 60 kB > 50 kB of HBM: never runs.
 		{Seq: 2, Arrival: 10 * ms, InputTokens: 40, OutputTokens: 20, Blocks: []core.Block{D, E, F, G}},
-		// R3 pins 40 kB until 23 ms (3 ms prefill + 10 ms decode); R4 needs
-		// 20 kB with only 10 kB unpinned, so it queues 13 ms.
+		// R3 pins its 30 kB prompt from 10 ms, and one 10 kB block of output
+		// KV from 13 ms, until 23 ms (3 ms prefill + 10 ms decode); R4 needs
+		// 30 kB with 20 kB unpinned, so it queues 13 ms, then prefills 3 ms.
 		{Seq: 3, Arrival: 10 * ms, InputTokens: 30, OutputTokens: 10, Blocks: []core.Block{D, E, F}},
-		{Seq: 4, Arrival: 10 * ms, InputTokens: 20, Blocks: []core.Block{H, I}},
+		{Seq: 4, Arrival: 10 * ms, InputTokens: 30, Blocks: []core.Block{H, I, J}},
 	}
 	res, recs := runTiny(t, tiny(true, 1, "lru"), reqs)
 	type row struct{ seq, queue, dep, ttft int64 }
@@ -156,7 +157,7 @@ func TestWaitsByHand(t *testing.T) {
 			t.Errorf("request 2 should be rejected")
 		}
 	}
-	want := []row{{0, 0, 0, 2 * ms}, {1, 0, 1 * ms, 2 * ms}, {2, 0, 0, 0}, {3, 0, 0, 3 * ms}, {4, 13 * ms, 0, 15 * ms}}
+	want := []row{{0, 0, 0, 2 * ms}, {1, 0, 1 * ms, 2 * ms}, {2, 0, 0, 0}, {3, 0, 0, 3 * ms}, {4, 13 * ms, 0, 16 * ms}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("(seq queue dep ttft)\n got %v\nwant %v", got, want)
 	}
@@ -164,9 +165,9 @@ func TestWaitsByHand(t *testing.T) {
 	if st.Rejected != 1 || st.Requests != 4 || st.DepWaits != 1 || st.Hits[0] != 2 {
 		t.Errorf("stats %+v", st)
 	}
-	// A and B were demoted to make room for R3; C (10 kB of 40 kB used,
-	// 20 kB needed) for R4.
-	if fmt.Sprint(st.Demotions) != "[3 0]" {
+	// A was demoted to make room for R3's prompt, B for its first output
+	// block; C and D (40 kB used, 30 kB needed) for R4.
+	if fmt.Sprint(st.Demotions) != "[4 0]" {
 		t.Errorf("demotions %v", st.Demotions)
 	}
 }

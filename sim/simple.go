@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"math"
+
+	"kvsim/core"
+)
+
+// The simple engine (GPUSpec.Engine's zero value): one prefill at a time at
+// the token rate, loads overlapped layer by layer (or serial), and each
+// running request decoding at its own fixed rate beside the prefills.
+//
+// The GPU is never held by a prefill whose KV has not started arriving:
+// issued prefills wait in a FIFO, and when the GPU is free the first one
+// whose loads allow it to start runs, so a request ready now goes before
+// an earlier one still loading. Serial loading allows a start once every
+// load landed; layer-wise, once the first layer's share landed (loads are
+// taken to arrive evenly over their span).
+//
+// Decoding allocates KV a block at a time: one event per block of
+// generated tokens, at which the core grows the request's HBM (Core.Grow)
+// and may preempt. A preempted request's pending event is stale (its epoch
+// moved on); it keeps the tokens it generated and recomputes them in its
+// next prefill.
+
+// simplePrefill queues an issued prefill for the GPU.
+func (s *Sim) simplePrefill(now int64, req core.ReqID, cached, compute int) {
+	rt := s.timing(req)
+	rt.issued, rt.cached, rt.compute = now, cached, compute+rt.resume
+	rt.timing = core.Timing{ResumeTokens: rt.resume}
+	rt.ready, rt.landed = now, now
+	rt.hadLoads = rt.loads
+	if rt.loads {
+		rt.landed = max(now, rt.loadDone)
+		rt.timing.LoadNs = rt.loadDone - rt.loadStart
+		rt.timing.LoadWaitNs = rt.landed - now
+		if s.cfg.GPU.Serial {
+			rt.ready = rt.landed
+		} else {
+			rt.ready = max(now, rt.loadStart+(rt.loadDone-rt.loadStart)/int64(s.cfg.GPU.Layers))
+		}
+	}
+	rt.loads = false // the next admission's loads start afresh
+	s.pq = append(s.pq, req)
+}
+
+// kickSimple starts the next prefill if the GPU is free: the first in
+// issue order whose loads allow it now, else a wake when the first can.
+func (s *Sim) kickSimple(now int64) {
+	if s.gpu > now || s.err != nil {
+		return
+	}
+	next := core.MaxTime + 1
+	for i, id := range s.pq {
+		rt := &s.req[id]
+		if rt.ready > now {
+			next = min(next, rt.ready)
+			continue
+		}
+		s.pq = append(s.pq[:i], s.pq[i+1:]...)
+		s.startPrefill(now, id, rt)
+		return
+	}
+	if next <= core.MaxTime && (s.gpuWake <= now || next < s.gpuWake) {
+		s.gpuWake = next
+		s.heap.push(next, evGPUFree, -1)
+	}
+}
+
+// startPrefill runs request req's prefill on the GPU from now. Layer-wise,
+// layer i computes once its share of the KV landed: the prefill ends at
+// the later of now + compute and the last load + one layer's compute.
+func (s *Sim) startPrefill(now int64, req core.ReqID, rt *reqTiming) {
+	g := &s.cfg.GPU
+	cn := g.ComputeNs(rt.cached, rt.compute)
+	end := now + cn // both at most MaxTime+1: no wrap
+	if !g.Serial && rt.hadLoads {
+		end = max(end, rt.landed+toNs(float64(cn)/float64(g.Layers)))
+	}
+	if end > core.MaxTime {
+		if rt.issued == now && !rt.hadLoads {
+			s.fail(req, "timestamp", "the trace reaches the end of simulated time: a prefill starting at %s ends past the limit of %s",
+				span(float64(now)), limit)
+		} else {
+			s.fail(req, "gpu.prefill_tokens_per_s", "prefills and loads queued for the GPU end past the simulated-time limit of %s: the prefill rate (%g tokens/s) or the links are too slow for this trace",
+				limit, g.PrefillTokensPerSec)
+		}
+		return
+	}
+	s.gpu = end
+	rt.timing.ComputeNs = cn
+	s.heap.push(end, evPrefillDone, req)
+}
+
+// simpleDecode starts (or resumes) request req's decoding: its first
+// event, now, grows its KV for the next token.
+func (s *Sim) simpleDecode(now int64, req core.ReqID, tokens int) {
+	rt := s.timing(req)
+	rt.out, rt.resume = tokens, 0
+	rt.run0, rt.base0, rt.segEnd = now, rt.gen, rt.gen
+	s.heap.add(event{t: now, kind: evDecodeDone, req: req, block: rt.epoch})
+}
+
+// decodeStep is a decode event: the tokens up to segEnd are out. It ends
+// the request, or grows its KV by a block and schedules the block's end.
+// Token k of a run ends at run0 + decodeNs(k - base0), so a run's
+// duration rounds once, whatever its number of blocks.
+func (s *Sim) decodeStep(now int64, req core.ReqID, epoch int32) {
+	rt := &s.req[req]
+	if epoch != rt.epoch {
+		return // preempted since: a stale event
+	}
+	rt.gen = rt.segEnd
+	if rt.gen >= rt.out {
+		rt.gen = 0 // the slot may be reused at once
+		s.core.DecodeDone(now, req)
+		return
+	}
+	if !s.core.Grow(now, req, rt.gen+1) {
+		return // preempted itself (Preempted saw it)
+	}
+	bt := s.cfg.Core.BlockTokens
+	rt.segEnd = rt.gen + min(bt-rt.gen%bt, rt.out-rt.gen)
+	end := rt.run0 + s.cfg.GPU.decodeNs(rt.segEnd-rt.base0) // each at most MaxTime: no wrap
+	if end > core.MaxTime {
+		s.fail(req, "timestamp", "the trace reaches the end of simulated time: decoding %d tokens from %s ends past the limit of %s",
+			rt.out, span(float64(rt.run0)), limit)
+		return
+	}
+	s.heap.add(event{t: end, kind: evDecodeDone, req: req, block: rt.epoch})
+}
+
+// simplePreempted forgets req's pending decode event and keeps the tokens
+// it generated by now, which its next prefill recomputes.
+func (s *Sim) simplePreempted(now int64, req core.ReqID) {
+	rt := s.timing(req)
+	rt.epoch++
+	g := &s.cfg.GPU
+	lo, hi := rt.gen, rt.segEnd
+	k := rt.base0 + int(min(float64(now-rt.run0)*g.DecodeTokensPerSec/1e9, math.MaxInt32))
+	k = min(max(k, lo), hi)
+	for k < hi && rt.run0+g.decodeNs(k+1-rt.base0) <= now {
+		k++
+	}
+	for k > lo && rt.run0+g.decodeNs(k-rt.base0) > now {
+		k--
+	}
+	rt.gen, rt.segEnd, rt.resume = k, k, k
+}
