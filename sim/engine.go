@@ -100,31 +100,38 @@ func (e *engine) prefill(now int64, id core.ReqID, cached, compute int) {
 	if q.state != seqPreempted {
 		*q = seq{}
 	}
-	rt := e.s.timing(id)
 	q.resume = q.gen
 	q.left = compute + q.gen
 	q.ctx = int64(cached)
 	q.chunk = 0
 	q.issued, q.first, q.loadNs = now, -1, 0
-	at := now
-	if rt.loads {
-		at = max(now, rt.loadDone)
-		q.loadNs = rt.loadDone - rt.loadStart
-		rt.loads = false
-	}
-	if at > now {
+	if e.loading(now, id) {
 		q.state = seqLoading
-		e.s.heap.push(at, evLoaded, id)
 		return
 	}
 	e.loaded(now, id)
 }
 
-// loaded moves a loading request to the ready queue.
+// loading says whether request id's loads are still on the links; if so,
+// loaded is called when the last one lands.
+func (e *engine) loading(now int64, id core.ReqID) bool {
+	rt := e.s.timing(id)
+	if rt.loads && rt.loadDone > now {
+		e.s.heap.push(rt.loadDone, evLoaded, id)
+		return true
+	}
+	return false
+}
+
+// loaded moves a request whose loads landed to the ready queue.
 func (e *engine) loaded(now int64, id core.ReqID) {
 	q := &e.seqs[id]
 	if q.state != seqLoading && q.state != seqPreempted && q.state != seqIdle {
 		return
+	}
+	if rt := &e.s.req[id]; rt.loads {
+		q.loadNs = rt.loadDone - rt.loadStart
+		rt.loads = false // the next admission's loads start afresh
 	}
 	q.state, q.ready = seqReady, now
 	e.ready = append(e.ready, id)
