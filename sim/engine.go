@@ -109,7 +109,7 @@ func (e *engine) prefill(now int64, id core.ReqID, cached, compute int) {
 		q.state = seqLoading
 		return
 	}
-	e.loaded(now, id)
+	e.toReady(now, id, q)
 }
 
 // loading says whether request id's loads are still on the links; if so,
@@ -123,12 +123,17 @@ func (e *engine) loading(now int64, id core.ReqID) bool {
 	return false
 }
 
-// loaded moves a request whose loads landed to the ready queue.
+// loaded is told that request id's loads landed. Loads may also land
+// before the core issues the request's Prefill (it waits for blocks other
+// requests produce): then Prefill finds nothing pending.
 func (e *engine) loaded(now int64, id core.ReqID) {
-	q := &e.seqs[id]
-	if q.state != seqLoading && q.state != seqPreempted && q.state != seqIdle {
-		return
+	if int(id) < len(e.seqs) && e.seqs[id].state == seqLoading {
+		e.toReady(now, id, &e.seqs[id])
 	}
+}
+
+// toReady moves request id, whose loads landed, to the ready queue.
+func (e *engine) toReady(now int64, id core.ReqID, q *seq) {
 	if rt := &e.s.req[id]; rt.loads {
 		q.loadNs = rt.loadDone - rt.loadStart
 		rt.loads = false // the next admission's loads start afresh
