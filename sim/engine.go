@@ -203,6 +203,9 @@ func (e *engine) kick(now int64) {
 		id := e.ready[e.rh]
 		e.rh++
 		q := &e.seqs[id]
+		if q.state != seqReady {
+			continue // cannot happen: only decoding requests are preempted
+		}
 		q.state = seqPrefill
 		e.run = append(e.run, id)
 		e.schedule(id, q, b, &budget)
