@@ -39,7 +39,7 @@ type seq struct {
 	ctx    int64 // tokens whose KV it holds: attention context of its next token
 	gen    int   // output tokens produced so far; survives a preemption
 	target int   // output tokens to produce
-	held   int   // generated tokens whose KV the core holds (last Grow; given back on resume)
+	room   int   // generated tokens the KV blocks the core holds cover (kept: given back on resume)
 	resume int   // generated tokens this prefill recomputes (resumed after a preemption)
 	issued int64 // Prefill issued
 	ready  int64 // loads landed
@@ -162,9 +162,6 @@ func (e *engine) preemptedBy(id core.ReqID) {
 	e.preempted = true
 }
 
-// blocks is how many KV blocks n generated tokens fill.
-func (e *engine) blocks(n int) int { return (n + e.bt - 1) / e.bt }
-
 // kick starts a step if the GPU is idle and anything can run.
 func (e *engine) kick(now int64) {
 	if e.busy || (len(e.run) == 0 && e.rh == len(e.ready)) {
@@ -177,9 +174,9 @@ func (e *engine) kick(now int64) {
 	e.preempted = false
 	for _, id := range e.run {
 		q := &e.seqs[id]
-		if q.state == seqDecode && e.blocks(q.gen) > e.blocks(q.held) {
+		if q.state == seqDecode && q.gen > q.room {
 			if g := q.gen; c.Grow(now, id, g) {
-				e.seqs[id].held = g // the core may have grown e.seqs meanwhile
+				e.seqs[id].room = (g + e.bt - 1) / e.bt * e.bt // the core may have grown e.seqs meanwhile
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -409,5 +410,55 @@ func TestBatchedSeries(t *testing.T) {
 	s.sampler.halve()
 	if got, want := fmt.Sprint(se.Times, se.PrefillTokens, se.DecodeSeqs, se.Preemptions), "[5000] [4] [0.4] [0]"; got != want {
 		t.Errorf("halved %s, want %s", got, want)
+	}
+}
+
+// TestBatchedConfigErrors: a step model that could give negative, NaN or
+// infinite times, a negative budget, or no model and no rates is refused.
+func TestBatchedConfigErrors(t *testing.T) {
+	for name, g := range map[string]GPUSpec{
+		"negative coefficient": {Step: LinearStep{C0: 1, CDecode: -1}},
+		"NaN coefficient":      {Step: &LinearStep{CPrefill: math.NaN()}},
+		"zero peak":            {Step: RooflineStep{HBMBandwidth: 1, ComputeEff: 1, MemoryEff: 1}},
+		"efficiency > 0":       {Step: RooflineStep{PeakFLOPs: 1, HBMBandwidth: 1, ComputeEff: 1}},
+		"infinite overhead":    {Step: RooflineStep{PeakFLOPs: 1, HBMBandwidth: 1, ComputeEff: 1, MemoryEff: 1, OverheadNs: math.Inf(1)}},
+		"negative budget":      {Step: flat, MaxBatchedTokens: -1},
+		"no model, no rates":   {},
+	} {
+		cfg := batchedTiny()
+		g.Engine = EngineBatched
+		cfg.GPU = g
+		if _, err := New(cfg, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	cfg := batchedTiny()
+	cfg.GPU.MaxBatchedTokens = 0 // the default budget
+	s, err := New(cfg, nil)
+	if err != nil || s.eng.budget != DefaultMaxBatchedTokens {
+		t.Errorf("budget 0: %v", err)
+	}
+}
+
+// TestBatchedLimits: steps that would end past the simulated-time limit
+// stop the run with a LimitError naming the step model and the trace line
+// of a request involved, never wrap.
+func TestBatchedLimits(t *testing.T) {
+	for _, c0 := range []float64{
+		1e18, // each step fits, the fifth ends past 4.6e18 ns
+		1e19, // one step alone is too long: refused at arrival
+	} {
+		cfg := batchedTiny()
+		cfg.GPU.Step = LinearStep{C0: c0}
+		s, err := New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := []core.Request{{Seq: 0, Line: 7, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{0}}}
+		_, err = s.Run(&sliceSource{reqs: reqs})
+		var le *LimitError
+		if !errors.As(err, &le) || le.Key != "gpu.step_model" || le.Line != 7 {
+			t.Errorf("c0 %g: %v", c0, err)
+		}
 	}
 }
