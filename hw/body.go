@@ -394,10 +394,11 @@ func (b *Body) Wake(_ int64, req core.ReqID) {
 	}
 }
 
-// Preempted implements core.Mover. The body only notes it: its HBM store
-// holds prompt blocks only, and in its sequential mode decode is not
-// modelled (Decode completes at once), so the core never preempts there; as
-// the simulator's tee it follows the simulator's decisions.
+// Preempted implements core.Mover. The body only counts it: its HBM store
+// holds prompt blocks only (generated tokens are not materialised), and in
+// its sequential mode decoding is instantaneous and one request runs at a
+// time, so the core never needs to preempt there; as the simulator's tee
+// it follows the simulator's decisions, whose Prefill it is sent again.
 func (b *Body) Preempted(_ int64, _ core.ReqID) { b.Preemptions++ }
 
 // Links returns the links that carried traffic, in (from, to) order.

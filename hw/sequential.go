@@ -7,10 +7,22 @@ import (
 	"kvsim/core"
 )
 
+// growOutput has the core hold HBM for request id's generated tokens, one
+// block after another; false if it was preempted (it is queued again).
+func growOutput(c *core.Core, now int64, id core.ReqID, blockTokens int) bool {
+	for k := 1; k <= c.Request(id).OutputTokens; k += blockTokens {
+		if !c.Grow(now, id, k) {
+			return false
+		}
+	}
+	return true
+}
+
 // RunSequential drives a core of its own on the real clock, without the
 // simulator: requests are replayed one at a time, each running to
 // completion (its moves really done, its KV written, its decode
-// instantaneous) before the next arrives. Completions are delivered in the
+// instantaneous, though its output KV takes HBM block by block) before the
+// next arrives. Completions are delivered in the
 // order the real work finished. It is the body standing alone, so that the
 // same policies can be checked against the simulator by their decisions,
 // not only their timings; compute time is not emulated. The core starts
@@ -53,7 +65,12 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 				}
 				c.PrefillDone(now(), e.req, t)
 			case doneDecode:
-				c.DecodeDone(now(), e.req)
+				// Decoding is instantaneous, but its KV still takes HBM a
+				// block at a time, as in the simulator, so the cache sees
+				// the same evictions.
+				if growOutput(c, now(), e.req, cfg.BlockTokens) {
+					c.DecodeDone(now(), e.req)
+				}
 			case doneMove:
 				c.MoveDone(now(), e.req, e.blk)
 			case doneWake:

@@ -47,6 +47,14 @@ func TestConversationInvariants(t *testing.T) {
 			}
 			events := 0
 			s.OnEvent(func(s *Sim) {
+				// The GPU never idles while a queued prefill could start.
+				if s.gpu <= s.now {
+					for _, id := range s.pq {
+						if s.req[id].ready <= s.now {
+							t.Fatalf("t=%d: the GPU is idle while a prefill is ready", s.now)
+						}
+					}
+				}
 				if events++; events%5000 == 0 {
 					if err := s.Core().Check(); err != nil {
 						t.Fatal(err)
