@@ -10,6 +10,8 @@ import (
 
 	"kvsim/core"
 	"kvsim/policy"
+	"kvsim/trace"
+	"kvsim/workload"
 )
 
 // flat is the hand-checked step model: 1 us per step, 10 ns per prompt
@@ -460,5 +462,66 @@ func TestBatchedLimits(t *testing.T) {
 		if !errors.As(err, &le) || le.Key != "gpu.step_model" || le.Line != 7 {
 			t.Errorf("c0 %g: %v", c0, err)
 		}
+	}
+}
+
+// TestConversationBatched replays the Mooncake conversation trace on the
+// batched engine with a small HBM and a tight seat limit, so requests
+// queue, KV grows and requests are preempted, and checks the invariants at
+// scale: the GPU never idles while a request is ready, the core's
+// accounting holds, every request finishes once.
+func TestConversationBatched(t *testing.T) {
+	path := needTrace(t)
+	cfg := conversationConfig("lru")
+	cfg.GPU.Engine = EngineBatched
+	cfg.GPU.MaxBatchedTokens = 2048
+	cfg.Core.Tiers[0].Capacity = 12 << 30
+	cfg.Core.Tiers[1].Capacity = 96 << 30
+	cfg.Core.MaxRunning = 64
+	seen := map[int64]bool{}
+	s, err := New(cfg, func(r *core.Record) {
+		if seen[r.Seq] {
+			t.Errorf("request %d finished twice", r.Seq)
+		}
+		seen[r.Seq] = true
+		if !r.Rejected && !(r.Arrival < r.FirstToken && r.FirstToken <= r.Done) {
+			t.Errorf("request %d: arrival %d, first token %d, done %d", r.Seq, r.Arrival, r.FirstToken, r.Done)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := 0
+	s.OnEvent(func(s *Sim) {
+		e := s.eng
+		if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
+			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.run), len(e.ready)-e.rh)
+		}
+		if events++; events%20000 == 0 {
+			if err := s.Core().Check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	r, err := trace.Open(path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(workload.NewSource(r, trace.NewDict()))
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Stats
+	t.Logf("%d steps, %d preemptions, %d resume tokens, %d rejected", res.Steps, st.Preemptions, st.ResumeTokens, st.Rejected)
+	if len(seen) != 12031 || st.Requests+st.Rejected != 12031 || s.Core().Running() != 0 || s.Core().Queued() != 0 {
+		t.Errorf("%d requests seen, %d finished + %d rejected; %d running, %d queued", len(seen), st.Requests, st.Rejected,
+			s.Core().Running(), s.Core().Queued())
+	}
+	if st.Preemptions == 0 || st.ResumeTokens == 0 {
+		t.Error("the check should exercise preemption")
+	}
+	if err := s.Core().Check(); err != nil {
+		t.Error(err)
 	}
 }
