@@ -10,6 +10,7 @@ const (
 	evHop     // a hop of a move ends (req: the move's index, block: its block; see move.go)
 	evKick    // a link's or a device's wait ends: start what can move
 	evGPUFree // simple engine: a queued prefill's loads allow it to start
+	evStep    // the batched engine's step ends
 )
 
 type event struct {

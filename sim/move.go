@@ -83,7 +83,9 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 // start req's prefill once landedBytes x layers >= loadBytes; when pending
 // is 0 every load has landed and loadsLanded follows.
 func (s *Sim) loadLanded(now int64, req core.ReqID) {
-	s.simpleLoadLanded(req)
+	if s.eng == nil {
+		s.simpleLoadLanded(req)
+	}
 	if s.req[req].pending == 0 {
 		s.loadsLanded(now, req)
 	}
@@ -94,6 +96,10 @@ func (s *Sim) loadLanded(now int64, req core.ReqID) {
 // the end of req's loads known: an engine that holds req's prefill until
 // its KV is in HBM schedules it from here.
 func (s *Sim) loadsLanded(now int64, req core.ReqID) {
+	if s.eng != nil {
+		s.eng.loaded(now, req)
+		return
+	}
 	s.simpleLoadsLanded(now, req)
 }
 
