@@ -21,15 +21,15 @@ import (
 type typ uint8
 
 const (
-	tString    typ = iota
-	tInt           // integer
-	tNumber        // integer or finite float
-	tTokenRate     // tokens/s: a number; one token must take less than the time limit
-	tBool          // true or false
-	tBytes         // "60GiB" or an integer byte count
-	tBandwidth     // "25GB/s" or a number of bytes/s; one block must move within the time limit
-	tDuration      // "10us"; a bare integer only as 0; within the time limit
-	tFineDuration  // a tDuration that keeps fractions of a ns (float64 ns): step-time coefficients
+	tString       typ = iota
+	tInt              // integer
+	tNumber           // integer or finite float
+	tTokenRate        // tokens/s: a number; one token must take less than the time limit
+	tBool             // true or false
+	tBytes            // "60GiB" or an integer byte count
+	tBandwidth        // "25GB/s" or a number of bytes/s; one block must move within the time limit
+	tDuration         // "10us"; a bare integer only as 0; within the time limit
+	tFineDuration     // a tDuration that keeps fractions of a ns (float64 ns): step-time coefficients
 )
 
 // bound is a key's lower limit.
@@ -127,7 +127,7 @@ var schema = []*section{
 			doc: "running (admitted) requests at most, either engine (vLLM's max_num_seqs)"},
 		{key: "step_model", typ: tString, enum: func() []string { return []string{"roofline", "linear"} }, example: `"roofline"`,
 			defDoc: `"roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";` + "\n" + `"linear" whenever a c_ key is set`,
-			doc: "time of one batched step"},
+			doc:    "time of one batched step"},
 		{key: "preset", typ: tString, defDoc: "none", enum: GPUPresets, example: `"h100"`,
 			doc: "peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet; each key overrides"},
 		{key: "tp", typ: tInt, def: int64(1), min: atLeast1, max: 1 << 16, example: "1",
@@ -450,6 +450,7 @@ func (t *table) numberOr(key string, def float64) (float64, error) {
 	x, _ := v.(float64)
 	return x, err
 }
+
 // optNumber is numberOr for a key whose absence (def 0) means "unknown":
 // def is returned unchecked when the key is not given.
 func (t *table) optNumber(key string, def float64) (float64, error) {
