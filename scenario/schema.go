@@ -406,7 +406,7 @@ func (t *table) check(f *field, v any) error {
 		switch f.typ {
 		case tFineDuration:
 			if !(n < float64(core.MaxTime)) {
-				return t.errf(key, "%s is past %s", FormatDuration(int64(min(n, math.MaxInt64/2))), timeLimit)
+				return t.errf(key, "%s is past %s", FormatDuration(int64(min(n, 9e18))), timeLimit)
 			}
 		case tBandwidth:
 			return t.perBlock(key, n)
