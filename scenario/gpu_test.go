@@ -3,8 +3,11 @@ package scenario
 import (
 	"errors"
 	"maps"
+	"math"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -327,3 +330,44 @@ func TestParseFineDuration(t *testing.T) {
 }
 
 func policyNames() []string { return policy.Names() }
+
+// The README's preset tables say what the presets hold.
+func TestPresetsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.Trim(l, "| "), " | ")
+		if len(f) < 5 || !strings.HasPrefix(f[0], "`") {
+			continue
+		}
+		name := strings.Trim(f[0], "`")
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Errorf("README preset row %q: %v", l, err)
+			}
+			return v
+		}
+		if g, ok := LookupGPU(name); ok {
+			seen++
+			bw, err1 := ParseBandwidth(strings.ReplaceAll(f[2], " ", ""))
+			c, err2 := ParseBytes(strings.ReplaceAll(f[3], " ", ""))
+			if num(f[1]) != g.PeakTFLOPs || err1 != nil || math.Abs(bw-g.HBMBandwidth) > 1e-9*g.HBMBandwidth || err2 != nil || c != g.HBMCapacity {
+				t.Errorf("README row %q differs from preset %+v", l, g)
+			}
+		}
+		if m, ok := LookupModel(name); ok && len(f) == 6 {
+			seen++
+			if int(num(f[1])) != m.Layers || int(num(f[2])) != m.Heads || int(num(f[3])) != m.KVHeads || int(num(f[4])) != m.HeadDim ||
+				math.Abs(num(f[5])-m.Params)/m.Params > 0.002 { // three figures
+				t.Errorf("README row %q differs from preset %+v", l, m)
+			}
+		}
+	}
+	if want := len(GPUPresets()) + len(ModelPresets()); seen != want {
+		t.Errorf("README documents %d presets, want %d", seen, want)
+	}
+}
