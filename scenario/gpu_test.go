@@ -284,6 +284,8 @@ func TestNewKeyErrors(t *testing.T) {
 		{"eviction missing tier", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", ssd = \"fifo\" }\n"), `scenarios/x.toml:9: policy "p": eviction: no policy for tier "dram": name it in the table or add default = "..."`},
 		{"eviction table unknown policy", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", default = \"nope\" }\n"), `scenarios/x.toml:9: policy "p": eviction: default: unknown policy "nope" (known: ` + strings.Join(policyNames(), ", ") + `)`},
 		{"eviction table value type", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = 1, default = \"lru\" }\n"), `scenarios/x.toml:9: policy "p": eviction: hbm: must be a policy name, got integer 1`},
+		{"eviction sub-table of the second policy", doc(tiers3 + "[[policy]]\nname = \"a\"\n[policy.eviction]\ndefault = \"lru\"\n[[policy]]\nname = \"b\"\n[policy.eviction]\nhbm = \"lru\"\n"),
+			`scenarios/x.toml:13: policy "b": eviction: no policy for tier "dram": name it in the table or add default = "..."`},
 		{"eviction table needs a name", doc(tiers3 + "[[policy]]\neviction = { hbm = \"lru\", default = \"fifo\" }\n"), `scenarios/x.toml:7: policy 1: name: required when tiers differ in eviction (hbm=lru,dram=fifo,ssd=fifo): it labels the results and --set`},
 		{"eviction table parameter nobody takes", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", default = \"fifo\" }\nalpha = 1\n"), `scenarios/x.toml:10: unknown key "alpha" in [[policy]] "p" (eviction "hbm=lru,dram=fifo,ssd=fifo" takes no parameters)`},
 
