@@ -20,7 +20,8 @@ import (
 //	access x y:3 ...               reference blocks (":3" = size 3, default 1): a hit
 //	                               calls Access, a miss evicts while it does not fit, then Insert
 //	                               (a Batcher's batch is drained after each Evict, and one
-//	                               batch is evicted after an Insert that leaves it Overfull)
+//	                               batch is evicted after an Insert that leaves it Overfull,
+//	                               sparing the block inserted)
 //	at T | at                      use now = T for what follows | back to now = access number
 //	pin x ... | unpin x ...        the caller marks blocks in use
 //	remove x ...                   the caller drops resident blocks
@@ -235,7 +236,12 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 				resident[b] = size
 				used += size
 				if batcher != nil && batcher.Overfull(used, cfg.Capacity) {
-					evict(l)
+					was := pins[b] // the core spares the block just put
+					pins[b] = true
+					if !evict(l) { // ahead of need: nothing to take is no failure
+						victims = victims[:len(victims)-1]
+					}
+					pins[b] = was
 				}
 			}
 		case "at":

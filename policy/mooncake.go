@@ -134,8 +134,8 @@ func init() {
 		New: func(c Config) (Policy, error) {
 			f := c.Params.Get("evict_fraction", MooncakeEvictRatio)
 			hi := c.Params.Get("high_watermark", MooncakeHighWatermark)
-			if f <= 0 || f > 1 || hi <= 0 || hi > 1 {
-				return nil, fmt.Errorf("mooncake: need 0 < evict_fraction <= 1 and 0 < high_watermark <= 1 (got %g, %g)", f, hi)
+			if f <= 0 || f > 1 || hi < 0 || hi > 1 {
+				return nil, fmt.Errorf("mooncake: need 0 < evict_fraction <= 1 and 0 <= high_watermark <= 1 (got %g, %g)", f, hi)
 			}
 			return NewMooncake(c.Capacity, f, hi), nil
 		}})
