@@ -117,6 +117,7 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if !fits {
 		return false
 	}
+	c.setSeq(r.Seq)
 	cut := len(r.Blocks)
 	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil {
 		cut = c.cheapestCut(now, r)
@@ -202,6 +203,7 @@ func (c *Core) freeHBM(now int64, need int64) {
 			panic("core: HBM accounting out of step with the policy")
 		}
 		c.evicted(now, 0, v)
+		c.takeBatch(now, 0)
 	}
 }
 

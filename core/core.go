@@ -80,6 +80,7 @@ type Core struct {
 	used      []int64         // per tier, bytes
 	pinnedHBM int64           // HBM bytes not evictable: pinned blocks + scratch
 	pinViews  []tierPins      // per tier: what its policy sees as pinned
+	phooks    policyHooks     // batches and request order for policies that want them (offline.go)
 
 	// per block
 	size         []int64

@@ -78,6 +78,7 @@ func (c *Core) insert(now int64, t int, b Block) {
 		}
 	}
 	c.peak(t)
+	c.evictAhead(now, t, b)
 }
 
 // remove forgets b's copy in tier t (the policy already let go of it).
@@ -112,6 +113,7 @@ func (c *Core) makeRoom(now int64, t int, need int64) bool {
 			return false
 		}
 		c.evicted(now, t, v)
+		c.takeBatch(now, t)
 	}
 	return true
 }

@@ -118,6 +118,8 @@ func newPolicy(sp Spec, size int, fut func() *Future) (policy.Policy, error) {
 type sim struct {
 	p        policy.Policy
 	exp      policy.Expecter // p, if it wants to know the incoming block first
+	bat      policy.Batcher  // p, if it evicts in batches (drained at once, and ahead of need)
+	spare    onePin          // what an eviction ahead of need spares: the block just inserted
 	resident []bool
 	used     int
 	capacity int
@@ -126,7 +128,27 @@ type sim struct {
 
 func newSim(p policy.Policy, size, distinct int) *sim {
 	exp, _ := p.(policy.Expecter)
-	return &sim{p: p, exp: exp, resident: make([]bool, distinct), capacity: size}
+	bat, _ := p.(policy.Batcher)
+	return &sim{p: p, exp: exp, bat: bat, resident: make([]bool, distinct), capacity: size}
+}
+
+// onePin pins one block.
+type onePin struct{ b policy.Block }
+
+func (o *onePin) Pinned(b policy.Block) bool { return b == o.b }
+
+// evict takes one victim and, from a Batcher, the rest of its batch, as
+// the core does.
+func (s *sim) evict(now int64, pins policy.Pinned) bool {
+	for first := true; first || (s.bat != nil && s.bat.Pending()); first = false {
+		v, ok := s.p.Evict(now, pins)
+		if !ok {
+			return !first
+		}
+		s.resident[v] = false
+		s.used--
+	}
+	return true
 }
 
 // run replays requests [from, to) of t; now is the reference's position
@@ -160,16 +182,17 @@ func (s *sim) run(ctx context.Context, t *Trace, from, to int, base int64) error
 				s.exp.Expect(b)
 			}
 			for s.used >= s.capacity {
-				v, ok := p.Evict(now, policy.NoPins)
-				if !ok {
+				if !s.evict(now, policy.NoPins) {
 					return fmt.Errorf("policy evicted nothing from a full cache of %d blocks", s.capacity)
 				}
-				res[v] = false
-				s.used--
 			}
 			p.Insert(b, 1, now)
 			res[b] = true
 			s.used++
+			if s.bat != nil && s.bat.Overfull(int64(s.used), int64(s.capacity)) {
+				s.spare.b = b
+				s.evict(now, &s.spare)
+			}
 		}
 		s.c.Accesses += int64(hi - lo)
 	}

@@ -71,13 +71,24 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 		t.Fatal(err)
 	}
 	hold, isHolder := p.(Holder) // the core's pins reach a Holder as Acquire/Release
+	batcher, _ := p.(Batcher)    // drained and evicted ahead of need, as the core does
 	resident := make([]bool, n)
 	size := make([]int64, n)
 	pins := make(pinCount, n)
 	var used int64
 	count := 0
-	evict := func(i int) bool {
+	var evict func(i int) bool
+	evict = func(i int) bool {
 		v, ok := p.Evict(int64(i), pins)
+		if ok && batcher != nil {
+			defer func() {
+				for batcher.Pending() {
+					if !evict(i) {
+						t.Fatalf("%s step %d: a batch is pending but Evict fails", name, i)
+					}
+				}
+			}()
+		}
 		if !ok {
 			for b := range resident {
 				if resident[b] && !pins[b] {
@@ -126,6 +137,9 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 				resident[b], size[b] = true, o.size
 				used += o.size
 				count++
+				if batcher != nil && batcher.Overfull(used, capacity) {
+					evict(i)
+				}
 			}
 		case 'p':
 			pins[b] = !pins[b]

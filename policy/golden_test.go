@@ -19,6 +19,9 @@ import (
 //	new NAME cap=N [key=value...]  start a cache of N size units (params go to the policy)
 //	access x y:3 ...               reference blocks (":3" = size 3, default 1): a hit
 //	                               calls Access, a miss evicts while it does not fit, then Insert
+//	                               (a Batcher's batch is drained after each Evict, and one
+//	                               batch is evicted after an Insert that leaves it Overfull,
+//	                               sparing the block inserted)
 //	at T | at                      use now = T for what follows | back to now = access number
 //	pin x ... | unpin x ...        the caller marks blocks in use
 //	remove x ...                   the caller drops resident blocks
@@ -185,12 +188,18 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 	hits, acc := 0, int64(0)
 	var victims []string
 	fixed, now := false, int64(0)
-	evict := func(l gline) bool {
+	batcher, _ := p.(Batcher)
+	var evict func(l gline) bool
+	evict = func(l gline) bool {
 		v, ok := p.Evict(now, pins)
 		if !ok {
 			victims = append(victims, "none")
 			return false
 		}
+		defer func() { // as the core does: the rest of the batch goes too
+			for batcher != nil && batcher.Pending() && evict(l) {
+			}
+		}()
 		sz, res := resident[v]
 		if !res {
 			fail(l, "victim %d is not resident", v)
@@ -226,6 +235,14 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 				p.Insert(b, size, now)
 				resident[b] = size
 				used += size
+				if batcher != nil && batcher.Overfull(used, cfg.Capacity) {
+					was := pins[b] // the core spares the block just put
+					pins[b] = true
+					if !evict(l) { // ahead of need: nothing to take is no failure
+						victims = victims[:len(victims)-1]
+					}
+					pins[b] = was
+				}
 			}
 		case "at":
 			fixed = len(args) > 0

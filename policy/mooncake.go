@@ -5,34 +5,48 @@ import (
 	"math"
 )
 
-// Mooncake models Mooncake Store's DRAM eviction (kvcache-ai/Mooncake,
-// FAST'25): approximate LRU by last access time, evicting in batches. When
-// Evict finds no batch pending it selects one: the evictable (unpinned)
-// blocks with the oldest access times, at least evict_fraction of them, and
-// if use is above high_watermark of Config.Capacity, enough to bring it down
-// to low_watermark. The batch is then handed out one block per Evict call.
-// Mooncake evicts above the high watermark "or when a put cannot get
-// space"; the core calls Evict exactly when a put does not fit, which is the
-// second trigger (it never evicts ahead of need, so use can stay above the
-// high watermark between puts).
+// Mooncake models Mooncake Store's memory eviction (kvcache-ai/Mooncake,
+// mooncake-store/src/master_service.cpp: EvictionThreadFunc, BatchEvict).
+// The store evicts in batches, counted in objects: when use passes
+// eviction_high_watermark_ratio (checked every 10 ms), or after a put could
+// not allocate, one BatchEvict removes
 //
-// Batch members are doomed when selected: a later hit refreshes their place
-// in the LRU order but does not save them, as Mooncake would already have
-// dropped them. One that is pinned or gone by its turn is skipped.
+//	ceil(evictable x max(eviction_ratio, used/capacity - high + eviction_ratio))
+//
+// objects (evictable: not pinned, not in use), those whose lease ran out
+// first. The lease is set to the put time at PutEnd and to the read time
+// plus a TTL on every read, so the order is approximately LRU by last
+// access; kvsim orders by last access (put or read) exactly and models no
+// lease TTL (its pins keep blocks in use). Evicted objects are gone at once.
+//
+// Here a batch is chosen by Evict when none is pending, or at once after an
+// insert that leaves use above high_watermark (Overfull); a caller that
+// drains the batch (Batcher) removes every member at once. One that does
+// not gets one member per Evict: members are doomed when selected, so a hit
+// meanwhile does not save them, and one pinned by its turn is skipped.
 type Mooncake struct {
-	l         *List
-	size      []int64
-	doomed    []bool
-	batch     []Block
-	next      int // first batch entry not yet handed out
-	used, c   int64
-	frac      float64
-	high, low float64
+	l       *List
+	size    []int64
+	doomed  []bool
+	batch   []Block
+	next    int // first batch entry not yet handed out
+	used, c int64
+	frac    float64
+	high    float64
 }
 
-// NewMooncake returns an empty Mooncake policy for capacity c.
-func NewMooncake(c int64, frac, high, low float64) *Mooncake {
-	return &Mooncake{l: NewList(), c: c, frac: frac, high: high, low: low}
+// Mooncake Store's defaults (mooncake-store/include/types.h:
+// DEFAULT_EVICTION_RATIO, DEFAULT_EVICTION_HIGH_WATERMARK_RATIO).
+const (
+	MooncakeEvictRatio    = 0.05
+	MooncakeHighWatermark = 0.90
+)
+
+// NewMooncake returns an empty Mooncake policy for capacity c that evicts
+// at least frac of the evictable blocks per batch and evicts ahead of need
+// above high x c.
+func NewMooncake(c int64, frac, high float64) *Mooncake {
+	return &Mooncake{l: NewList(), c: c, frac: frac, high: high}
 }
 
 func (p *Mooncake) Len() int { return p.l.Len() }
@@ -53,6 +67,20 @@ func (p *Mooncake) Remove(b Block) {
 	p.l.Remove(b)
 }
 
+// Overfull implements Batcher: Mooncake's eviction thread runs a batch
+// whenever use is above the high watermark.
+func (p *Mooncake) Overfull(used, capacity int64) bool {
+	return float64(used) > p.high*float64(capacity)
+}
+
+// Pending implements Batcher: members of the chosen batch not yet handed out.
+func (p *Mooncake) Pending() bool {
+	for p.next < len(p.batch) && !p.doomed[p.batch[p.next]] {
+		p.next++ // removed since it was chosen
+	}
+	return p.next < len(p.batch)
+}
+
 func (p *Mooncake) Evict(_ int64, pinned Pinned) (Block, bool) {
 	for pass := 0; pass < 2; pass++ {
 		for p.next < len(p.batch) {
@@ -63,7 +91,7 @@ func (p *Mooncake) Evict(_ int64, pinned Pinned) (Block, bool) {
 			}
 			p.doomed[b] = false
 			if pinned.Pinned(b) {
-				continue // in use: its lease keeps it
+				continue // in use since: it stays
 			}
 			p.Remove(b)
 			return b, true
@@ -73,7 +101,8 @@ func (p *Mooncake) Evict(_ int64, pinned Pinned) (Block, bool) {
 	return None, false
 }
 
-// selectBatch dooms the oldest evictable blocks.
+// selectBatch dooms the least recently used evictable blocks, as many as
+// BatchEvict's evict_ratio_target asks of the evictable count.
 func (p *Mooncake) selectBatch(pinned Pinned) {
 	p.batch, p.next = p.batch[:0], 0
 	evictable := p.l.Len()
@@ -85,34 +114,29 @@ func (p *Mooncake) selectBatch(pinned Pinned) {
 			}
 		}
 	}
-	want := int(math.Ceil(p.frac * float64(evictable)))
-	target := int64(math.MaxInt64) // use to get down to
-	if float64(p.used) > p.high*float64(p.c) {
-		target = int64(p.low * float64(p.c))
+	target := p.frac
+	if p.c > 0 {
+		target = max(target, float64(p.used)/float64(p.c)-p.high+p.frac)
 	}
-	left := p.used
-	for b := p.l.Back(); b != None; b = p.l.Prev(b) {
-		if len(p.batch) >= want && left <= target {
-			break
-		}
+	want := int(math.Ceil(min(target, 1) * float64(evictable)))
+	for b := p.l.Back(); b != None && len(p.batch) < want; b = p.l.Prev(b) {
 		if pinned.Pinned(b) {
 			continue
 		}
 		p.batch = append(p.batch, b)
 		p.doomed[b] = true
-		left -= p.size[b]
 	}
 }
 
 func init() {
-	Register(Spec{Name: "mooncake", Brief: "Mooncake Store: approximate LRU, batch eviction between watermarks",
-		Params: []string{"evict_fraction", "high_watermark", "low_watermark"},
+	Register(Spec{Name: "mooncake", Brief: "Mooncake Store: LRU evicted in batches (5% of objects) above a 0.90 high watermark or when full",
+		Params: []string{"evict_fraction", "high_watermark"},
 		New: func(c Config) (Policy, error) {
-			f := c.Params.Get("evict_fraction", 0.05)
-			hi, lo := c.Params.Get("high_watermark", 0.90), c.Params.Get("low_watermark", 0.80)
-			if f <= 0 || f > 1 || lo < 0 || lo > hi || hi > 1 {
-				return nil, fmt.Errorf("mooncake: need 0 < evict_fraction <= 1 and 0 <= low_watermark <= high_watermark <= 1 (got %g, %g, %g)", f, lo, hi)
+			f := c.Params.Get("evict_fraction", MooncakeEvictRatio)
+			hi := c.Params.Get("high_watermark", MooncakeHighWatermark)
+			if f <= 0 || f > 1 || hi < 0 || hi > 1 {
+				return nil, fmt.Errorf("mooncake: need 0 < evict_fraction <= 1 and 0 <= high_watermark <= 1 (got %g, %g)", f, hi)
 			}
-			return NewMooncake(c.Capacity, f, hi, lo), nil
+			return NewMooncake(c.Capacity, f, hi), nil
 		}})
 }

@@ -70,6 +70,28 @@ type Expecter interface {
 	Expect(b Block)
 }
 
+// Batcher is implemented by policies that, like Mooncake Store, evict a
+// batch of blocks at once and also evict ahead of need, when use passes a
+// watermark. The caller keeps calling Evict while Pending is true, so a
+// chosen batch leaves the tier at once (a member is never left resident to
+// be hit); after it inserts a block it asks Overfull with the tier's use and
+// capacity, in bytes, and if true evicts one batch (Evict, then Evict while
+// Pending). Callers that ignore Batcher get the batch one block per Evict.
+type Batcher interface {
+	Overfull(used, capacity int64) bool
+	Pending() bool
+}
+
+// Sequencer is implemented by offline policies whose clock is the order of
+// requests rather than time: the caller calls SetSeq with the position of
+// the request it serves (its index in the trace) before it inserts,
+// accesses or evicts on that request's behalf, and the policy asks Future
+// for references after that position. Callers that never call it (one
+// reference per position, as mrc feeds them) key the future by now.
+type Sequencer interface {
+	SetSeq(seq int64)
+}
+
 // Params are the numeric knobs of one policy (keys of its [[policy]] entry).
 type Params map[string]float64
 
@@ -82,11 +104,12 @@ type Config struct {
 	Future Future
 }
 
-// Future answers "when is b referenced next after now" for offline
+// Future answers "when is b referenced next after at" for offline
 // policies; math.MaxInt64 means never. The caller that feeds accesses
-// builds it from the trace, on the same clock it passes as now.
+// builds it from the trace on its own clock: the position of the request
+// it serves when it calls SetSeq (see Sequencer), else the now it passes.
 type Future interface {
-	NextUse(b Block, now int64) int64
+	NextUse(b Block, at int64) int64
 }
 
 // Get returns p[key] or def.

@@ -62,11 +62,14 @@ func (s *Source) Skipped() int { return s.r.Skipped() }
 // FirstSkipped is the error of the first skipped line, or nil.
 func (s *Source) FirstSkipped() error { return s.r.FirstSkipped() }
 
-// Future knows, for every block, the arrival times of the requests that
-// reference it: what Belady needs when the clock is the trace's.
+// Future knows, for every block, the positions in the trace (Request.Seq)
+// of the requests that reference it: Belady's future in reference order.
+// The core tells Belady which request it serves (policy.Sequencer), so a
+// reference by a request already queued is still ahead of it; keyed by
+// arrival time and asked at admission time it would be in the past.
 type Future struct {
 	start []int32 // CSR offsets per block
-	times []int64
+	seqs  []int64 // per block, ascending
 }
 
 // BuildFuture reads src to the end. Memory is proportional to the number of
@@ -74,8 +77,8 @@ type Future struct {
 func BuildFuture(src core.Source) (*Future, error) {
 	var r core.Request
 	type ref struct {
-		b core.Block
-		t int64
+		b   core.Block
+		seq int64
 	}
 	var refs []ref
 	nb := 0
@@ -88,15 +91,16 @@ func BuildFuture(src core.Source) (*Future, error) {
 			return nil, err
 		}
 		for _, b := range r.Blocks {
-			refs = append(refs, ref{b, r.Arrival})
+			refs = append(refs, ref{b, r.Seq})
 			nb = max(nb, int(b)+1)
 		}
 	}
+	// Stable: each block's references stay in trace order.
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].b < refs[j].b })
-	f := &Future{start: make([]int32, nb+1), times: make([]int64, len(refs))}
+	f := &Future{start: make([]int32, nb+1), seqs: make([]int64, len(refs))}
 	for i, x := range refs {
 		f.start[x.b+1]++
-		f.times[i] = x.t
+		f.seqs[i] = x.seq
 	}
 	for b := 0; b < nb; b++ {
 		f.start[b+1] += f.start[b]
@@ -104,15 +108,16 @@ func BuildFuture(src core.Source) (*Future, error) {
 	return f, nil
 }
 
-// NextUse implements policy.Future: the first reference of b after now.
-func (f *Future) NextUse(b policy.Block, now int64) int64 {
+// NextUse implements policy.Future: the position of the first request
+// after seq that references b.
+func (f *Future) NextUse(b policy.Block, seq int64) int64 {
 	if int(b)+1 >= len(f.start) {
 		return math.MaxInt64
 	}
-	ts := f.times[f.start[b]:f.start[b+1]]
-	i := sort.Search(len(ts), func(i int) bool { return ts[i] > now })
-	if i == len(ts) {
+	ss := f.seqs[f.start[b]:f.start[b+1]]
+	i := sort.Search(len(ss), func(i int) bool { return ss[i] > seq })
+	if i == len(ss) {
 		return math.MaxInt64
 	}
-	return ts[i]
+	return ss[i]
 }

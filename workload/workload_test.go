@@ -41,16 +41,17 @@ func TestSourceAndFuture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Keyed by the requests' positions (Seq 0, 1, 2), not their arrivals.
 	for _, c := range []struct {
 		b    core.Block
-		now  int64
+		seq  int64
 		want int64
 	}{
-		{0, -1, 0}, {0, 0, 5e6}, {0, 5e6, 9e6}, {0, 9e6, math.MaxInt64},
-		{1, 0, 9e6}, {2, 0, 5e6}, {2, 5e6, math.MaxInt64}, {7, 0, math.MaxInt64},
+		{0, -1, 0}, {0, 0, 1}, {0, 1, 2}, {0, 2, math.MaxInt64},
+		{1, 0, 2}, {2, 0, 1}, {2, 1, math.MaxInt64}, {7, 0, math.MaxInt64},
 	} {
-		if got := f.NextUse(c.b, c.now); got != c.want {
-			t.Errorf("NextUse(%d, %d) = %d, want %d", c.b, c.now, got, c.want)
+		if got := f.NextUse(c.b, c.seq); got != c.want {
+			t.Errorf("NextUse(%d, %d) = %d, want %d", c.b, c.seq, got, c.want)
 		}
 	}
 }
