@@ -28,6 +28,10 @@ type GPUSpec struct {
 	DecodeTokensPerSec   float64 // per running request
 	Layers               int     // pipeline depth of layer-wise loading
 	Serial               bool    // load all cached KV before computing
+
+	Engine           Engine    // EngineSimple (zero value) or EngineBatched
+	MaxBatchedTokens int       // batched: tokens computed per step at most, > 0
+	Step             StepModel // batched: time of one step; nil: LegacyStep of the rates
 }
 
 // Config is a whole simulated system.

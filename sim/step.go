@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"errors"
+	"math"
+)
+
+// Engine selects the GPU model.
+type Engine uint8
+
+const (
+	// EngineSimple runs one prefill at a time at a token rate and decodes
+	// each request beside it at a fixed per-request rate.
+	EngineSimple Engine = iota
+	// EngineBatched runs steps: each step decodes one token of every
+	// running request and computes prefill chunks under a token budget.
+	EngineBatched
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineSimple:
+		return "simple"
+	case EngineBatched:
+		return "batched"
+	}
+	return "engine?"
+}
+
+// StepBatch is what one step of the batched engine does.
+type StepBatch struct {
+	PrefillTokens int     // prompt (or recomputed) tokens computed this step, all chunks
+	PrefillSeqs   int     // sequences with a prefill chunk
+	DecodeSeqs    int     // sequences generating one token
+	ContextTokens int64   // KV tokens attention reads (each sequence's context before its new tokens)
+	AttnPairs     float64 // sum over new tokens of the tokens each attends to (itself included)
+}
+
+// StepModel is the time of one step.
+type StepModel interface {
+	StepNs(b *StepBatch) float64 // ns
+}
+
+// LinearStep is a fitted step-time profile: C0 + CPrefill x prefill tokens
+// + CDecode x decode sequences + CCtx x context tokens read + CAttn x
+// attention pairs. All in ns (per unit).
+type LinearStep struct {
+	C0       float64 // ns per step
+	CPrefill float64 // ns per prefill token
+	CDecode  float64 // ns per decode sequence
+	CCtx     float64 // ns per context token read
+	CAttn    float64 // ns per (new token, attended token) pair
+}
+
+// StepNs implements StepModel.
+func (l LinearStep) StepNs(b *StepBatch) float64 {
+	return l.C0 + l.CPrefill*float64(b.PrefillTokens) + l.CDecode*float64(b.DecodeSeqs) +
+		l.CCtx*float64(b.ContextTokens) + l.CAttn*b.AttnPairs
+}
+
+// RooflineStep times a step as the slower of its compute and its memory
+// traffic, plus a fixed overhead (kernel launches, scheduling, sampling).
+type RooflineStep struct {
+	PeakFLOPs        float64 // FLOP/s of the tp GPUs together (dense bf16)
+	HBMBandwidth     float64 // bytes/s of the tp GPUs together
+	ComputeEff       float64 // 0..1 share of PeakFLOPs reached
+	MemoryEff        float64 // 0..1 share of HBMBandwidth reached
+	OverheadNs       float64 // fixed per step
+	Params           float64 // model parameters
+	WeightBytes      float64 // bytes of weights read per step (Params x dtype bytes)
+	AttnFLOPsPerPair float64 // 4 x layers x query heads x head dim
+	KVBytesPerToken  float64
+}
+
+// StepNs implements StepModel: every new token costs 2 FLOPs per parameter
+// plus attention over its context; the weights are read once per step and
+// each sequence's KV once.
+func (r RooflineStep) StepNs(b *StepBatch) float64 {
+	tok := float64(b.PrefillTokens + b.DecodeSeqs)
+	flops := 2*r.Params*tok + r.AttnFLOPsPerPair*b.AttnPairs
+	bytes := r.WeightBytes + r.KVBytesPerToken*(float64(b.ContextTokens)+tok)
+	return max(flops/(r.PeakFLOPs*r.ComputeEff), bytes/(r.HBMBandwidth*r.MemoryEff))*1e9 + r.OverheadNs
+}
+
+// LegacyStep maps the simple engine's rates onto a LinearStep, for
+// scenarios that give only prefill_tokens_per_s / decode_tokens_per_s: a
+// step costs one token of the old per-request decode rate (every running
+// request gains a token per step, as it did at that rate when alone),
+// each prefill token 1/prefill rate, and each attention pair what the old
+// quadratic term charged.
+func LegacyStep(prefillTokensPerSec, decodeTokensPerSec, attentionNsPerToken2 float64) LinearStep {
+	return LinearStep{
+		C0:       1e9 / decodeTokensPerSec,
+		CPrefill: 1e9 / prefillTokensPerSec,
+		CAttn:    attentionNsPerToken2,
+	}
+}
+
+// stepModel is the batched engine's step model: g.Step, or the legacy
+// mapping of the rates.
+func (g *GPUSpec) stepModel() StepModel {
+	if g.Step != nil {
+		return g.Step
+	}
+	return LegacyStep(g.PrefillTokensPerSec, g.DecodeTokensPerSec, g.AttentionNsPerToken2)
+}
+
+// checkStep rejects step models whose times could be negative, NaN or
+// infinite.
+func checkStep(m StepModel) error {
+	fin := func(v ...float64) bool {
+		for _, x := range v {
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	switch m := m.(type) {
+	case LinearStep:
+		if !fin(m.C0, m.CPrefill, m.CDecode, m.CCtx, m.CAttn) {
+			return errors.New("sim: linear step coefficients must be finite and >= 0")
+		}
+	case *LinearStep:
+		return checkStep(*m)
+	case RooflineStep:
+		if !(m.PeakFLOPs > 0) || !(m.HBMBandwidth > 0) || !(m.ComputeEff > 0) || !(m.MemoryEff > 0) ||
+			!fin(m.PeakFLOPs, m.HBMBandwidth, m.ComputeEff, m.MemoryEff) {
+			return errors.New("sim: roofline peak FLOP/s, HBM bandwidth and efficiencies must be finite and > 0")
+		}
+		if !fin(m.OverheadNs, m.Params, m.WeightBytes, m.AttnFLOPsPerPair, m.KVBytesPerToken) {
+			return errors.New("sim: roofline overhead and model sizes must be finite and >= 0")
+		}
+	case *RooflineStep:
+		return checkStep(*m)
+	}
+	return nil
+}
