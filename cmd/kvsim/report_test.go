@@ -298,6 +298,20 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("quickstart report has %d charts, want at least 8", n)
 	}
 	checkDrawn(t, chromium, filepath.Join(out, "index.html"))
+	// The batched engine's charts (TPOT, E2E, batch composition,
+	// preemptions) draw, from the report package's fixture.
+	bat := filepath.Join(t.TempDir(), "batched")
+	reportFixture(t, "batched", bat)
+	if _, stderr, code := reportCLI("report", "--quiet", "--assets", dist, bat); code != 0 {
+		t.Fatalf("kvsim report: status %d: %s", code, stderr)
+	}
+	html := reportReadFile(t, filepath.Join(bat, "report.html"))
+	for _, id := range []string{"tpot_cdf", "tpot_quantiles", "e2e_quantiles", "batch_prefill", "batch_decode", "preemptions"} {
+		if !strings.Contains(html, `id="kvsim_`+id+`"`) {
+			t.Errorf("the batched fixture's report lacks chart %s", id)
+		}
+	}
+	checkDrawn(t, chromium, filepath.Join(bat, "report.html"))
 	// A sweep's index (its across-the-values charts) and a report with a
 	// shared tier's pipe draw too.
 	sw := t.TempDir()
