@@ -34,7 +34,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 	r.Request = *in
 	r.Blocks = blocks
 	r.produced, r.prefetched, r.waiters, r.waitingOn, r.prefetching = r.produced[:0], r.prefetched[:0], r.waiters[:0], 0, 0
-	r.scratch = int64(in.OutputTokens) * c.cfg.BytesPerToken
+	r.scratch, r.held, r.decoding, r.prefilled, r.resumed = 0, 0, false, false, false
 	p := c.newPass()
 	for i, b := range r.Blocks {
 		c.growBlocks(b)
@@ -45,11 +45,13 @@ func (c *Core) Arrive(now int64, in *Request) {
 			c.refs[b]++
 		}
 	}
-	if c.Queued() == 0 && c.tryAdmit(now, id) {
-		return
-	}
+	// A request that could never finish (its prompt and whole output do not
+	// fit an empty HBM) is rejected, though its prompt alone might fit.
 	if c.footprint(r) > c.capacity[0] {
 		c.reject(now, id)
+		return
+	}
+	if c.Queued() == 0 && c.tryAdmit(now, id) {
 		return
 	}
 	r.queuedAt = now
@@ -60,9 +62,10 @@ func (c *Core) Arrive(now int64, in *Request) {
 	}
 }
 
-// footprint is the HBM a request needs with nothing else resident.
+// footprint is the HBM a request needs with nothing else resident: its
+// prompt and the KV of its whole output, which it holds by its last token.
 func (c *Core) footprint(r *reqState) int64 {
-	n := r.scratch
+	n := c.outBytes(r.OutputTokens)
 	for b := range c.distinct(r.Blocks) {
 		n += c.size[b]
 	}
@@ -101,8 +104,14 @@ func (c *Core) keepPromoted(b Block) bool {
 	return true
 }
 
-// tryAdmit admits request id if HBM can hold it now, evicting as needed.
+// tryAdmit admits request id if HBM can hold it now, evicting as needed,
+// and MaxRunning allows one more. HBM is reserved for the prompt only (and,
+// for a preempted request, the output KV it had): generated tokens' KV
+// comes block by block through Grow.
 func (c *Core) tryAdmit(now int64, id ReqID) bool {
+	if c.cfg.MaxRunning > 0 && c.nrun >= c.cfg.MaxRunning {
+		return false
+	}
 	r := &c.reqs[id]
 	need, fits := c.hbmNeed(r)
 	if !fits {
@@ -116,10 +125,14 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	c.endPrefetch(id, r)    // r's pins now hold what was prefetched for it
 	c.freeHBM(now, need)
 	c.takeBlocks(now, id, r)
-	// Scratch for the KV of the tokens r generates.
+	// A resumed request gets back the output KV it held (recomputed).
+	r.scratch, r.held = r.held, 0
 	c.used[0] += r.scratch
 	c.pinnedHBM += r.scratch
 	c.peak(0)
+	c.nrun++
+	c.admissions++
+	r.admitted = c.admissions
 	if r.waitingOn == 0 {
 		c.startPrefill(now, id)
 	}
@@ -127,10 +140,10 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 }
 
 // hbmNeed is the HBM bytes admitting r brings in (its blocks not there, and
-// its scratch), and whether they fit beside the pinned bytes once r pins
-// its blocks already there.
+// the output KV a resumed request gets back), and whether they fit beside
+// the pinned bytes once r pins its blocks already there.
 func (c *Core) hbmNeed(r *reqState) (need int64, fits bool) {
-	need = r.scratch
+	need = r.held
 	var pinNow int64
 	for b := range c.distinct(r.Blocks) {
 		if c.where[b]&1 != 0 {
@@ -192,11 +205,18 @@ func (c *Core) freeHBM(now int64, need int64) {
 
 // takeBlocks carries out r's sources, in block order, and starts r's
 // record: hits count in their tier's policy, lower-tier hits are loaded
-// into HBM, the rest is computed there.
+// into HBM, the rest is computed there. A resumed request's record keeps
+// its first admission's figures; its blocks are taken the same way.
 func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 	rec := &r.rec
-	*rec = Record{Seq: r.Seq, Arrival: r.Arrival, Admitted: now, InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, Blocks: len(r.Blocks), HitBlocks: c.hitSlice(r)}
+	var scratch Record // a resumed request counts into this, then drops it
+	if r.resumed {
+		scratch.HitBlocks = make([]int64, c.nt) // rare: preemptions only
+		rec = &scratch
+	} else {
+		*rec = Record{Seq: r.Seq, Arrival: r.Arrival, Admitted: now, InputTokens: r.InputTokens,
+			OutputTokens: r.OutputTokens, Blocks: len(r.Blocks), HitBlocks: c.hitSlice(r)}
+	}
 	for i, b := range r.Blocks {
 		src := r.sources[i]
 		if t, hit := src.tier(); hit {
@@ -229,6 +249,7 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 	// the first output token: a fully cached prompt still runs one (vLLM v1
 	// caps a prefix hit at prompt length - 1 for this reason).
 	rec.RecomputedTokens = max(rec.RecomputedTokens, 1)
+	r.compute = rec.RecomputedTokens
 }
 
 // hitHBM takes b from HBM for request id, which waits for b's producer if
@@ -243,7 +264,9 @@ func (c *Core) hitHBM(now int64, id ReqID, b Block) {
 	}
 }
 
-// load promotes b from tier t into HBM for request id.
+// load promotes b from tier t into HBM for request id. A hit below tier 1
+// goes through tier 1 and stays there (Stage copy) when tier 1 admits it
+// and has room; the body starts the second hop when the first landed.
 func (c *Core) load(now int64, id ReqID, r *reqState, b Block, t int) {
 	if c.lowHits[b] < 255 {
 		c.lowHits[b]++
@@ -256,6 +279,13 @@ func (c *Core) load(now int64, id ReqID, r *reqState, b Block, t int) {
 	if !c.keepPromoted(b) {
 		c.transient[b] = true
 		c.Stats.TransientLoads++
+	}
+	if t > 1 && c.strategy.Stage == StageCopy && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
+		c.insert(now, 1, b)
+		c.Stats.Staged++
+		c.mover.Move(now, id, b, c.size[b], t, 1, Load)
+		c.mover.Move(now, id, b, c.size[b], 1, 0, Load)
+		return
 	}
 	c.mover.Move(now, id, b, c.size[b], t, 0, Load)
 }
@@ -341,9 +371,11 @@ func (c *Core) addDep(id, on ReqID) {
 // HBM is there.
 func (c *Core) startPrefill(now int64, id ReqID) {
 	r := &c.reqs[id]
-	r.rec.PrefillStart = now
-	cached := max(r.InputTokens-r.rec.RecomputedTokens, 0) // an empty prompt still computes one token
-	c.mover.Prefill(now, id, cached, r.rec.RecomputedTokens)
+	if !r.resumed {
+		r.rec.PrefillStart = now
+	}
+	cached := max(r.InputTokens-r.compute, 0) // an empty prompt still computes one token
+	c.mover.Prefill(now, id, cached, r.compute)
 }
 
 // drainQueue admits queued requests in arrival order. A request still

@@ -16,9 +16,37 @@ func (c *Core) Check() error {
 			pinned += c.size[b]
 		}
 	}
-	for _, id := range c.running() {
-		used[0] += c.reqs[id].scratch
-		pinned += c.reqs[id].scratch
+	run := c.running()
+	if len(run) != c.nrun {
+		return fmt.Errorf("%d requests running, counted %d", len(run), c.nrun)
+	}
+	if c.cfg.MaxRunning > 0 && c.nrun > c.cfg.MaxRunning {
+		return fmt.Errorf("%d requests running, over the limit of %d", c.nrun, c.cfg.MaxRunning)
+	}
+	// Each running request pins each of its blocks once; nothing else pins.
+	pins := make([]int32, len(c.pins))
+	unit := int64(c.cfg.BlockTokens) * c.cfg.BytesPerToken
+	for _, id := range run {
+		r := &c.reqs[id]
+		if r.scratch%unit != 0 || r.scratch > c.outBytes(r.OutputTokens) {
+			return fmt.Errorf("request %d holds %d bytes of output KV: not whole blocks, or more than its %d output tokens need", r.Seq, r.scratch, r.OutputTokens)
+		}
+		used[0] += r.scratch
+		pinned += r.scratch
+		for b := range c.distinct(r.Blocks) {
+			pins[b]++
+		}
+	}
+	for _, id := range c.queue[c.qh:] {
+		r := &c.reqs[id]
+		if r.scratch != 0 || r.decoding || r.held > c.outBytes(r.OutputTokens) {
+			return fmt.Errorf("queued request %d holds %d bytes of output KV (decoding %v), keeps %d", r.Seq, r.scratch, r.decoding, r.held)
+		}
+	}
+	for b, n := range pins {
+		if c.pins[b] != n {
+			return fmt.Errorf("block %d: %d pins, running requests use it %d times", b, c.pins[b], n)
+		}
 	}
 	if pinned != c.pinnedHBM {
 		return fmt.Errorf("pinned HBM bytes %d, blocks add to %d", c.pinnedHBM, pinned)

@@ -41,6 +41,7 @@ type Stats struct {
 	PeakUsed         []int64 // bytes
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
+	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)
 }
 
 // reqState is a request slot: queued, running, or free for reuse (its
@@ -54,7 +55,13 @@ type reqState struct {
 	waitingOn   int32         // requests whose blocks this one waits for
 	prefetching int32         // its prefetches still in flight
 	queuedAt    int64
-	scratch     int64 // HBM bytes for the KV of generated tokens
+	scratch     int64 // HBM bytes held for the KV of generated tokens (whole blocks, grown by Grow)
+	held        int64 // output KV bytes to reserve again at re-admission (a preempted request)
+	compute     int   // prompt tokens the current admission's prefill computes
+	admitted    int64 // admission order (c.admissions when admitted): preemption takes the latest
+	decoding    bool  // prefill done, not finished: a possible preemption victim
+	prefilled   bool  // its first prefill finished (FirstToken set)
+	resumed     bool  // re-admitted after a preemption: its record counts the first admission only
 	rec         Record
 	hitBlocks   []int64 // the array behind rec.HitBlocks
 }
@@ -92,6 +99,9 @@ type Core struct {
 	free  []ReqID
 	queue []ReqID // requests waiting for HBM, in arrival order, from qh on
 	qh    int
+
+	nrun       int   // admitted, unfinished requests
+	admissions int64 // admissions so far, preempted requests' again included
 
 	Stats Stats
 }
@@ -152,7 +162,7 @@ func (c *Core) Resident(b Block, tier int) bool {
 func (c *Core) Queued() int { return len(c.queue) - c.qh }
 
 // Running is the number of admitted, unfinished requests.
-func (c *Core) Running() int { return len(c.reqs) - len(c.free) - c.Queued() }
+func (c *Core) Running() int { return c.nrun }
 
 // Request returns a live request's data (valid until it finishes).
 func (c *Core) Request(id ReqID) *Request { return &c.reqs[id].Request }
@@ -233,6 +243,13 @@ func (c *Core) distinct(blocks []Block) iter.Seq[Block] {
 			}
 		}
 	}
+}
+
+// outBytes is the HBM that the KV of tokens generated tokens takes: whole
+// blocks, as engines allocate it.
+func (c *Core) outBytes(tokens int) int64 {
+	bt := c.cfg.BlockTokens
+	return int64((tokens+bt-1)/bt) * int64(bt) * c.cfg.BytesPerToken
 }
 
 func sum(xs []int64) int64 {

@@ -95,15 +95,11 @@ func (c *Core) peak(t int) {
 	}
 }
 
-// visible is the residency admission may use: a tier-1 copy still being
-// prefetched does not count until it lands.
-func (c *Core) visible(b Block) uint8 {
-	w := c.where[b]
-	if c.arriving[b] {
-		w &^= 2
-	}
-	return w
-}
+// visible is the residency admission may use: every copy, a tier-1 copy
+// still being prefetched included. Loading such a block from tier 1 waits
+// for the copy to land (the body starts a move once its source landed),
+// which is sooner than reading storage a second time.
+func (c *Core) visible(b Block) uint8 { return c.where[b] }
 
 // makeRoom evicts from tier t until need bytes are free.
 func (c *Core) makeRoom(now int64, t int, need int64) bool {

@@ -108,8 +108,11 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	}
 	switch f[0] {
 	case "config":
-		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout=]
+		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun=]
 		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
+		if v, ok := a["maxrun"]; ok {
+			s.cfg.MaxRunning = int(atoi(t, v))
+		}
 		for _, tv := range strings.Split(a["tiers"], ",") {
 			n, c, _ := strings.Cut(tv, ":")
 			s.cfg.Tiers = append(s.cfg.Tiers, Tier{Name: n, Capacity: atoi(t, c)})
@@ -134,13 +137,20 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		if st.RecomputeWhenCheaper, err = ParseRecompute(a["recompute"]); err != nil {
 			t.Fatal(err)
 		}
+		if st.Stage, err = ParseStage(a["stage"]); err != nil {
+			t.Fatal(err)
+		}
 		if v, ok := a["cost"]; ok { // cost=LOAD_NS_PER_BYTE/COMPUTE_NS_PER_TOKEN[/overlap]
 			f := strings.Split(v, "/")
 			s.cfg.Cost = fixedCost{loadPerByte: atoi(t, f[0]), computePerToken: atoi(t, f[1]), overlap: len(f) > 2}
 		}
 		s.rec = &recorder{out: &out}
 		s.c, err = New(s.cfg, s.rec, func(r *Record) {
-			fmt.Fprintf(s.rec.out, "done R%d hits=%v block-hits=%d recomputed=%d rejected=%v\n", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected)
+			fmt.Fprintf(s.rec.out, "done R%d hits=%v block-hits=%d recomputed=%d rejected=%v", r.Seq, r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected)
+			if r.Preemptions > 0 {
+				fmt.Fprintf(s.rec.out, " preemptions=%d admitted=%d first-token=%d load-wait=%d", r.Preemptions, r.Admitted, r.FirstToken, r.LoadWaitNs)
+			}
+			fmt.Fprintln(s.rec.out)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -163,11 +173,31 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		s.reqs[name] = slot
 		s.c.Arrive(now, &r)
 	case "prefill-done":
-		s.c.PrefillDone(now, s.reqs[f[1]], Timing{})
+		// prefill-done R0 t=5 [resume=N wait=NS]: N generated tokens recomputed
+		tm := Timing{}
+		if v, ok := a["resume"]; ok {
+			tm.ResumeTokens = int(atoi(t, v))
+		}
+		if v, ok := a["wait"]; ok {
+			tm.LoadWaitNs = atoi(t, v)
+		}
+		s.c.PrefillDone(now, s.reqs[f[1]], tm)
+	case "grow":
+		// grow R0 tokens=11 t=5: prints whether R0 still runs
+		if s.c.Grow(now, s.reqs[f[1]], int(atoi(t, a["tokens"]))) {
+			out.WriteString("ok\n")
+		} else {
+			out.WriteString("preempted itself\n")
+		}
 	case "decode-done":
 		s.c.DecodeDone(now, s.reqs[f[1]])
 	case "move-done":
 		s.c.MoveDone(now, s.reqs[f[1]], s.ids[f[2]])
+	case "preload":
+		// preload A tier=2 bytes=10: before any arrival
+		if !s.c.Preload(int(atoi(t, a["tier"])), s.block(f[1]), atoi(t, a["bytes"])) {
+			out.WriteString("refused\n")
+		}
 	case "lost":
 		// lost B tier=1
 		s.c.Lost(now, s.ids[f[1]], int(atoi(t, a["tier"])))
@@ -190,8 +220,8 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		fmt.Fprintf(&out, "queued %d running %d\n", s.c.Queued(), s.c.Running())
 	case "stats":
 		st := s.c.Stats
-		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d lost=%v cuts=%d\n",
-			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate, st.Lost, st.RecomputeCuts)
+		fmt.Fprintf(&out, "hits=%v misses=%d evictions=%v demotions=%v drops=%v promotions=%v denied=%v write-throughs=%d transient=%d prefetches=%d late=%d lost=%v cuts=%d staged=%d preemptions=%d resume-tokens=%d\n",
+			st.Hits, st.Misses, st.Evictions, st.Demotions, st.Drops, st.Promotions, st.AdmissionDenied, st.WriteThroughs, st.TransientLoads, st.Prefetches, st.PrefetchLate, st.Lost, st.RecomputeCuts, st.Staged, st.Preemptions, st.ResumeTokens)
 	default:
 		t.Fatalf("unknown command %q", f[0])
 	}

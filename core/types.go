@@ -94,9 +94,14 @@ type Mover interface {
 	Drop(now int64, b Block, tier int)
 	// Prefill computes computeTokens uncached tokens of req after
 	// cachedTokens cached ones. It is issued after every Move of req and
-	// must complete no earlier than they do.
+	// must complete no earlier than they do. For a request resumed after a
+	// preemption the body also recomputes the tokens it had generated
+	// (reporting them in Timing.ResumeTokens).
 	Prefill(now int64, req ReqID, cachedTokens, computeTokens int)
-	// Decode generates the request's output tokens.
+	// Decode generates the request's output tokens: tokens is its whole
+	// OutputTokens; the body keeps count of those already generated
+	// (across a preemption) and goes on from there, calling Core.Grow
+	// before each token that needs a new block, then Core.DecodeDone.
 	Decode(now int64, req ReqID, tokens int)
 	// Wake asks for Core.Wake(at, req) at time at (prefetch timeouts).
 	Wake(at int64, req ReqID)
@@ -112,28 +117,33 @@ type Timing struct {
 	LoadNs     int64 // time spent bringing cached KV into HBM
 	ComputeNs  int64 // time spent computing the uncached tokens
 	LoadWaitNs int64 // from Prefill issued until the request's loads had landed
+	// ResumeTokens is the generated tokens a resumed (preempted) request
+	// recomputed in this prefill, beside the prompt tokens the core asked for.
+	ResumeTokens int
 }
 
 // Record describes one finished (or rejected) request. Slices are owned by
 // the core and valid only during the Observer call.
 type Record struct {
-	Seq              int64
-	Arrival          int64
-	Admitted         int64 // left the queue, HBM reserved
-	PrefillStart     int64 // prefill issued (after waiting for blocks other requests produce)
-	FirstToken       int64
-	Done             int64
-	LoadNs           int64
-	ComputeNs        int64
-	InputTokens      int
-	OutputTokens     int
-	Blocks           int
+	Seq          int64
+	Arrival      int64
+	Admitted     int64 // left the queue, HBM reserved
+	PrefillStart int64 // prefill issued (after waiting for blocks other requests produce)
+	FirstToken   int64 // end of the first prefill
+	Done         int64
+	LoadNs       int64 // summed over its prefills (a preempted request prefills again)
+	ComputeNs    int64 // summed over its prefills
+	InputTokens  int
+	OutputTokens int
+	Blocks       int
+	// Admission, hits and recomputed tokens are those of the first
+	// admission: a preempted request's later ones do not count again.
 	HitBlocks        []int64 // usable-prefix hits per tier
 	BlockHits        int     // blocks resident anywhere, prefix or not
 	RecomputedTokens int
 	Rejected         bool  // larger than HBM: never runs
 	Preemptions      int   // times it lost its HBM and was re-queued
-	LoadWaitNs       int64 // of its first prefill: issued until its loads landed
+	LoadWaitNs       int64 // summed over its prefills: issued until its loads landed
 }
 
 // QueueNs is the wait for HBM space.

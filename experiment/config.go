@@ -27,15 +27,35 @@ func TraceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options 
 // CoreConfig builds the hierarchy the core manages for one policy entry.
 // future may be nil unless the policy is offline.
 func CoreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
-	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens}
+	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens, MaxRunning: sc.GPU.MaxSeqs}
 	cc.Strategy = p.Strategy // parsed and checked by scenario.Load
 	for _, t := range sc.Tiers {
 		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})
 	}
-	cc.NewPolicy = func(_ int, capacity int64) (policy.Policy, error) {
-		return policy.New(p.Eviction, policy.Config{Capacity: capacity, Params: p.Params, Future: future})
+	cc.NewPolicy = func(i int, capacity int64) (policy.Policy, error) {
+		return policy.New(p.TierEviction(i), policy.Config{Capacity: capacity, Params: p.TierParams(i), Future: future})
 	}
 	return cc
+}
+
+// StepModel is the batched engine's step time for the scenario's GPU and
+// model: a roofline from the presets and overrides, the linear model of
+// the given coefficients, or nil for a scenario that gives only the rate
+// engine's figures (the simulator then maps the rates: sim.LegacyStep).
+func StepModel(sc *scenario.Scenario) sim.StepModel {
+	g, m := sc.GPU, sc.Model
+	switch {
+	case g.StepModel == "roofline":
+		tp := float64(g.TP)
+		return sim.RooflineStep{PeakFLOPs: g.PeakTFLOPs * 1e12 * tp, HBMBandwidth: g.HBMBandwidth * tp,
+			ComputeEff: g.ComputeEff, MemoryEff: g.MemoryEff, OverheadNs: float64(g.StepOverhead),
+			Params: m.Params, WeightBytes: m.WeightBytes(),
+			AttnFLOPsPerPair: 4 * float64(m.Layers) * float64(m.Heads) * float64(m.HeadDim),
+			KVBytesPerToken:  float64(m.BytesPerToken())}
+	case g.LegacyStep:
+		return nil
+	}
+	return sim.LinearStep{C0: g.C0, CPrefill: g.CPrefill, CDecode: g.CDecode, CCtx: g.CCtx, CAttn: g.AttentionNsPerToken2}
 }
 
 // SimConfig is CoreConfig with the simulator's timing models.
@@ -55,7 +75,12 @@ func SimConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	}
 	g := sc.GPU
 	cfg.GPU = sim.GPUSpec{PrefillTokensPerSec: g.PrefillTokensPerSec, AttentionNsPerToken2: g.AttentionNsPerToken2,
-		DecodeTokensPerSec: g.DecodeTokensPerSec, Layers: sc.Model.Layers, Serial: g.Load == "serial"}
+		DecodeTokensPerSec: g.DecodeTokensPerSec, Layers: sc.Model.Layers, Serial: g.Load == "serial",
+		Engine: sim.EngineSimple, MaxBatchedTokens: g.MaxBatchedTokens}
+	if g.Engine == "batched" {
+		cfg.GPU.Engine = sim.EngineBatched
+		cfg.GPU.Step = StepModel(sc)
+	}
 	return cfg
 }
 

@@ -15,7 +15,6 @@ import (
 	"kvsim/core"
 	"kvsim/hw"
 	"kvsim/hw/bucket"
-	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -112,7 +111,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	stores, notes := ss.List, ss.Notes
 	pol := sc.Policies[pi]
 	cfg := SimConfig(sc, pol, nil)
-	if policy.Offline(pol.Eviction) {
+	if pol.Offline() {
 		f, err := BuildFuture(ctx, sc, TraceOptions(sc, false, o.Limit))
 		if err != nil {
 			return nil, wrapTrace(sc, err)

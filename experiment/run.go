@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"kvsim/core"
-	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -151,7 +150,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir, id string, o Options) (pr policyRun) {
 	p := sc.Policies[i]
 	var fut *workload.Future
-	if policy.Offline(p.Eviction) {
+	if p.Offline() {
 		f, err := BuildFuture(ctx, sc, opt)
 		if err != nil {
 			pr.err = wrapTrace(sc, err)

@@ -11,18 +11,68 @@
 //
 //	[model]                       # required;
 //	                              # bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes
-//	layers = 32                   # 1..16777216; required
-//	kv_heads = 8                  # 1..16777216; required
-//	head_dim = 128                # 1..16777216; required
-//	dtype = "bf16"                # element type; fp32 | bf16 | fp16 | fp8 | int8; default "bf16"
+//	preset = "llama-3.1-8b"       # layers, kv_heads, head_dim, heads and params from the model's config.json;
+//	                              # each key overrides;
+//	                              # llama-3.1-405b | llama-3.1-70b | llama-3.1-8b | llama-3.2-3b | qwen2.5-32b | qwen2.5-72b | qwen2.5-7b;
+//	                              # default none
+//	layers = 32                   # 1..16777216; default the preset's; required without one
+//	kv_heads = 8                  # 1..16777216; default the preset's; required without one
+//	head_dim = 128                # 1..16777216; default the preset's; required without one
+//	heads = 32                    # query heads, a multiple of kv_heads: attention FLOPs = 4 x layers x heads x head_dim per token pair;
+//	                              # 1..16777216; default the preset's; needed by step_model = "roofline"
+//	params = 8.03e9               # parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step;
+//	                              # > 0; default the preset's; needed by step_model = "roofline"
+//	dtype = "bf16"                # element type of the KV cache and the weights;
+//	                              # fp32 | bf16 | fp16 | fp8 | int8; default "bf16"
 //	block_tokens = 512            # tokens per KV block (Mooncake's); 1..16777216; default 512
 //
-//	[gpu]                         # optional
-//	prefill_tokens_per_s = 20000  # > 0; default 20000
-//	attention_ns_per_token2 = 0   # quadratic attention cost per (new x context) token pair, ns; >= 0;
+//	[gpu]                         # optional; the time of one batched step (step_model):
+//	                              # "roofline": max(FLOPs / (peak x compute_efficiency),
+//	                              #             bytes / (bandwidth x memory_efficiency)) + step_overhead,
+//	                              #   FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;
+//	                              # "linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences
+//	                              #   + c_ctx x context tokens + attention_ns_per_token2 x token pairs
+//	engine = "batched"            # "batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);
+//	                              # "simple": one prefill at a time at prefill_tokens_per_s, decodes at decode_tokens_per_s;
+//	                              # batched | simple; default "batched"
+//	max_num_batched_tokens = 8192  # tokens one batched step computes at most (vLLM's max_num_batched_tokens);
+//	                              # 1..2147483647; default 8192
+//	max_num_seqs = 256            # running (admitted) requests at most, either engine (vLLM's max_num_seqs);
+//	                              # 1..2147483647; default 256
+//	step_model = "roofline"       # time of one batched step; roofline | linear;
+//	                              # default "roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";
+//	                              # "linear" whenever a c_ key is set
+//	preset = "h100"               # peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet;
+//	                              # each key overrides; a100 | b200 | h100 | h200 | l40s; default none
+//	tp = 1                        # tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's;
+//	                              # 1..65536; default 1
+//	peak_tflops = 989             # dense bf16 TFLOP/s of one GPU; > 0; default the preset's
+//	hbm_bandwidth = "3.35TB/s"    # of one GPU; > 0; default the preset's
+//	hbm_capacity = "80GiB"        # of one GPU;
+//	                              # the hbm tier's capacity defaults to 0.9 x hbm_capacity x tp minus the weights
+//	                              # (vLLM's gpu_memory_utilization = 0.9); > 0; default the preset's
+//	compute_efficiency = 0.5      # share of peak FLOP/s reached; 0 < x <= 1;
+//	                              # only with step_model = "roofline"; default 0.5
+//	memory_efficiency = 0.8       # share of HBM bandwidth reached; 0 < x <= 1;
+//	                              # only with step_model = "roofline"; default 0.8
+//	step_overhead = "1ms"         # fixed time per step: scheduling, input preparation, sampling; >= 0;
+//	                              # only with step_model = "roofline"; default "1ms"
+//	c0 = "5ms"                    # per step; >= 0; only with step_model = "linear";
+//	                              # default 0 if any c_ key is set, else 1s / decode_tokens_per_s
+//	c_prefill = "40us"            # per prefill token; >= 0; only with step_model = "linear";
+//	                              # default 0 if c0 or another c_ key is set, else 1s / prefill_tokens_per_s
+//	c_decode = "30us"             # per decoding sequence; >= 0; only with step_model = "linear";
 //	                              # default 0
-//	decode_tokens_per_s = 50      # per running request; > 0; default 50
+//	c_ctx = "50ns"                # per context token attention reads;
+//	                              # attention_ns_per_token2 stays the per-pair term; >= 0;
+//	                              # only with step_model = "linear"; default 0
+//	prefill_tokens_per_s = 20000  # simple engine; legacy linear mapping; > 0; default 20000
+//	attention_ns_per_token2 = 0   # quadratic attention cost per (new x context) token pair, ns;
+//	                              # simple engine and linear steps; >= 0; default 0
+//	decode_tokens_per_s = 50      # per running request; simple engine; legacy linear mapping; > 0;
+//	                              # default 50
 //	load = "layerwise"            # layerwise: KV loads overlap compute layer by layer;
+//	                              # simple engine only (a batched prefill starts once its loads landed);
 //	                              # layerwise | serial; default "layerwise"
 //
 //	[[tier]]                      # required, one or more; the first tier must be the one hbm tier
@@ -74,7 +124,8 @@
 //
 //	[[policy]]                    # required, one or more
 //	name = "lru"                  # label in results; unique; default the eviction name
-//	eviction = "lru"              # a kvsim/policy name; required
+//	eviction = "lru"              # a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };
+//	                              # a "default" entry covers the tiers not named; required
 //	admission = "after:2"         # "always", or "after:K": K references before entering a lower tier;
 //	                              # default "always"
 //	promotion = "always"          # "always", "second-hit" (Mooncake) or "never" (serve from a transient copy);
@@ -86,7 +137,15 @@
 //	prefetch_timeout = "50ms"     # for prefetch = "timeout"; >= 0; default "0ns"
 //	recompute = "never"           # "never", or "when-cheaper": recompute the part of a cached prefix that loads slower;
 //	                              # default "never"
+//	stage = "copy"                # "copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);
+//	                              # "pass": it moves straight to hbm; default "copy"
 //	# any other key is a numeric parameter the eviction policy declares
+//
+//	[slo]                         # optional;
+//	                              # summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)
+//	ttft_ms = 500                 # time to first token at most, ms; > 0; default none
+//	tpot_ms = 50                  # time per output token at most, ms (requests with one output token meet it);
+//	                              # > 0; default none
 //
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //

@@ -53,6 +53,33 @@ func checkValid(t *testing.T, s *Scenario) {
 		!(g.AttentionNsPerToken2 >= 0) || !finite(g.AttentionNsPerToken2) || (g.Load != "layerwise" && g.Load != "serial") {
 		bad("gpu", g)
 	}
+	fine := func(xs ...float64) bool {
+		for _, x := range xs {
+			if !(x >= 0) || !(x < float64(core.MaxTime)) {
+				return false
+			}
+		}
+		return true
+	}
+	if (g.Engine != "batched" && g.Engine != "simple") || g.MaxBatchedTokens < 1 || g.MaxSeqs < 1 || g.TP < 1 ||
+		!(g.ComputeEff > 0 && g.ComputeEff <= 1) || !(g.MemoryEff > 0 && g.MemoryEff <= 1) || g.StepOverhead < 0 ||
+		!fine(g.C0, g.CPrefill, g.CDecode, g.CCtx) || !(g.PeakTFLOPs >= 0) || !finite(g.PeakTFLOPs) ||
+		!(g.HBMBandwidth >= 0) || !finite(g.HBMBandwidth) || g.HBMCapacity < 0 ||
+		!(m.Params >= 0) || !finite(m.Params) || m.Heads < 0 || (m.Heads > 0 && m.Heads%m.KVHeads != 0) {
+		bad("gpu step model", g)
+	}
+	switch g.StepModel {
+	case "roofline":
+		if g.Engine == "batched" && (!(g.PeakTFLOPs > 0) || !(g.HBMBandwidth > 0) || !(m.Params > 0) || m.Heads < 1) {
+			bad("roofline without its figures", g)
+		}
+	case "linear":
+	default:
+		bad("step model", g)
+	}
+	if s.SLO.TTFTms < 0 || s.SLO.TPOTms < 0 || !finite(s.SLO.TTFTms) || !finite(s.SLO.TPOTms) {
+		bad("slo", s.SLO)
+	}
 	if len(s.Tiers) == 0 || len(s.Tiers) > core.MaxTiers || s.Tiers[0].Kind != "hbm" {
 		bad("tiers", s.Tiers)
 	}
@@ -107,15 +134,28 @@ func checkValid(t *testing.T, s *Scenario) {
 	}
 	pols := map[string]bool{}
 	for _, p := range s.Policies {
-		spec, ok := policy.Lookup(p.Eviction)
-		if !ok || p.Name == "" || pols[p.Name] || p.PrefetchTimeout < 0 {
+		if p.Name == "" || pols[p.Name] || p.PrefetchTimeout < 0 || len(p.Evictions) != len(s.Tiers) || p.Eviction == "" {
 			bad("policy", p)
 		}
 		pols[p.Name] = true
+		var takes []string
+		for i := range s.Tiers {
+			spec, ok := policy.Lookup(p.TierEviction(i))
+			if !ok {
+				bad("tier eviction", p)
+			}
+			takes = append(takes, spec.Params...)
+			if _, err := policy.New(p.TierEviction(i), policy.Config{Capacity: s.Tiers[i].Capacity, Params: p.TierParams(i)}); err != nil && !spec.Offline {
+				bad("tier policy: "+err.Error(), p)
+			}
+		}
 		for k, v := range p.Params {
-			if !strings.Contains(","+strings.Join(spec.Params, ",")+",", ","+k+",") || !finite(v) {
+			if !strings.Contains(","+strings.Join(takes, ",")+",", ","+k+",") || !finite(v) {
 				bad("policy parameter "+k, p)
 			}
+		}
+		if _, err := core.ParseStage(p.Stage); err != nil {
+			bad("stage", p)
 		}
 		if _, err := core.ParseAdmission(p.Admission); err != nil {
 			bad("admission", p)
@@ -152,6 +192,12 @@ var parseSeeds = []string{
 	doc("[workload]\ntrace = \"t.jsonl\"\nspeedup = 0.001\nlimit = 2147483648\nskip_bad_lines = true\n"),
 	doc("[[policy]]\neviction = \"lru\"\nprefetch = \"timeout\"\nprefetch_timeout = \"1ms\"\nadmission = \"after:2\"\nwrite = \"through\"\npromotion = \"second-hit\"\nrecompute = \"when-cheaper\"\n"),
 	doc("[[tier]]\nkind = \"hbm\"\n" + strings.Repeat("[[tier]]\nkind = \"dram\"\n", 2) + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n"),
+	doc("[model]\npreset = \"llama-3.1-8b\"\nheads = 16\n[gpu]\npreset = \"h100\"\ntp = 2\ncompute_efficiency = 0.7\nstep_overhead = \"0.5ms\"\n"),
+	doc("[model]\npreset = \"qwen2.5-72b\"\nparams = 7e10\n[gpu]\npreset = \"b200\"\nengine = \"simple\"\nmax_num_seqs = 64\n"),
+	doc("[gpu]\nstep_model = \"linear\"\nc0 = \"5ms\"\nc_prefill = \"40us\"\nc_decode = \"0.5us\"\nc_ctx = \"0.25ns\"\nmax_num_batched_tokens = 2048\n"),
+	doc("[model]\nlayers = 2\nkv_heads = 2\nhead_dim = 64\nheads = 4\nparams = 1e8\n[gpu]\npeak_tflops = 10\nhbm_bandwidth = \"100GB/s\"\nhbm_capacity = \"8GiB\"\n"),
+	doc("[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[tier]]\nkind = \"ssd\"\n[[policy]]\nname = \"t\"\neviction = { hbm = \"lru\", default = \"scenario_test_params\" }\nalpha = 1\nstage = \"pass\"\n"),
+	doc("[[policy]]\nname = \"t\"\n[policy.eviction]\nhbm = \"fifo\"\ndram = \"lru\"\n[slo]\nttft_ms = 500\ntpot_ms = 50\n"),
 	"[model\n",
 	"",
 }
@@ -201,6 +247,9 @@ func FuzzLoad(f *testing.F) {
 		{doc("[workload]\ntrace = \"t.jsonl\"\n"), "workload.trace=/elsewhere/t.jsonl"},
 		{doc(""), "profile=hw.toml"},
 		{doc(""), "tier.dram.name=x/.."},
+		{doc("[model]\npreset = \"llama-3.1-8b\"\n"), "gpu.preset=h200"},
+		{doc(""), `policy.lru.eviction={ hbm = "fifo", default = "lru" }`},
+		{doc(""), "slo.tpot_ms=20"},
 	} {
 		f.Add(c.src, c.set)
 	}

@@ -30,16 +30,21 @@ type Scenario struct {
 	Links    []Link
 	Workload Workload
 	Policies []Policy
+	SLO      SLO      // [slo]; zero when absent
 	Sets     []string // --set overrides applied, as given
 }
 
-// Model is the KV geometry of the served model.
+// Model is the served model: its KV geometry and, for the roofline step
+// model, its size.
 type Model struct {
-	Layers      int
-	KVHeads     int    // key kv_heads
-	HeadDim     int    // key head_dim
-	DType       string // fp32, bf16 (default), fp16, fp8, int8
-	BlockTokens int    // key block_tokens; default 512, Mooncake's block
+	Preset      string  // key preset; "" for none
+	Layers      int     // key layers
+	KVHeads     int     // key kv_heads
+	HeadDim     int     // key head_dim
+	Heads       int     // key heads: query heads; 0 when neither given nor preset
+	Params      float64 // key params; 0 when neither given nor preset
+	DType       string  // fp32, bf16 (default), fp16, fp8, int8
+	BlockTokens int     // key block_tokens; default 512, Mooncake's block
 }
 
 var dtypeBytes = map[string]int{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -58,13 +63,51 @@ func (m Model) BytesPerToken() int64 {
 // BytesPerBlock is BytesPerToken x BlockTokens.
 func (m Model) BytesPerBlock() int64 { return m.BytesPerToken() * int64(m.BlockTokens) }
 
+// WeightBytes is Params x element size: the weights a step reads.
+func (m Model) WeightBytes() float64 { return m.Params * float64(m.DTypeBytes()) }
+
 // GPU is the compute model.
 type GPU struct {
+	Engine           string // key engine: "batched" (default) or "simple"
+	MaxBatchedTokens int    // key max_num_batched_tokens; default 8192
+	MaxSeqs          int    // key max_num_seqs: running requests at most; default 256
+	StepModel        string // key step_model: "roofline" or "linear"
+
+	Preset       string  // key preset; "" for none
+	TP           int     // key tp: tensor-parallel GPUs; default 1
+	PeakTFLOPs   float64 // key peak_tflops: dense bf16 of one GPU; 0 when unknown
+	HBMBandwidth float64 // key hbm_bandwidth: bytes/s of one GPU; 0 when unknown
+	HBMCapacity  int64   // key hbm_capacity: bytes of one GPU; 0 when unknown
+	ComputeEff   float64 // key compute_efficiency; default 0.5
+	MemoryEff    float64 // key memory_efficiency; default 0.8
+	StepOverhead int64   // key step_overhead, ns; default 1ms
+
+	// The linear step model's coefficients, ns per unit (keys c0,
+	// c_prefill, c_decode, c_ctx). LegacyStep: none was given, so the
+	// simulator derives the step from the rates below (C0 and CPrefill
+	// then show what it derives).
+	C0, CPrefill, CDecode, CCtx float64
+	LegacyStep                  bool
+
 	PrefillTokensPerSec  float64 // key prefill_tokens_per_s; default 20000
 	AttentionNsPerToken2 float64 // key attention_ns_per_token2: quadratic attention cost; default 0
 	DecodeTokensPerSec   float64 // key decode_tokens_per_s, per running request; default 50
 	Load                 string  // key load: "layerwise" (default, loads overlap compute layer by layer) or "serial"
 }
+
+// SLO is the [slo] table: targets a request meets or misses; 0 = unset.
+type SLO struct {
+	TTFTms float64 // key ttft_ms
+	TPOTms float64 // key tpot_ms
+}
+
+// Set reports whether any target is set.
+func (s SLO) Set() bool { return s.TTFTms > 0 || s.TPOTms > 0 }
+
+// GPUMemoryUtilization is the share of GPU memory the hbm tier's default
+// capacity may fill with weights and KV: vLLM's gpu_memory_utilization
+// default.
+const GPUMemoryUtilization = 0.9
 
 // Tier is one level of the memory hierarchy.
 type Tier struct {
@@ -104,9 +147,12 @@ type Workload struct {
 
 // Policy is one [[policy]] entry: an eviction strategy and its knobs.
 type Policy struct {
-	Name     string // label in results; default Eviction
-	Eviction string // a policy.Names() entry
-	Params   map[string]float64
+	Name string // label in results; default Eviction
+	// Eviction is a policy.Names() entry when every tier runs that policy,
+	// else the per-tier table rendered in tier order: "hbm=lru,ssd=fifo".
+	Eviction  string
+	Evictions []string // the policy.Names() entry of each tier, in Scenario.Tiers order
+	Params    map[string]float64
 
 	// Reserved for strategies beyond eviction; "" / 0 mean the default.
 	Admission       string
@@ -115,6 +161,7 @@ type Policy struct {
 	Prefetch        string
 	Recompute       string // "never" (default) or "when-cheaper"
 	PrefetchTimeout int64  // ns; key prefetch_timeout
+	Stage           string // "copy" (default) or "pass"
 
 	// Strategy is the above as the core reads them, parsed and checked at
 	// load. Left out of JSON: it only restates the strings (kvsim's run_id
@@ -436,10 +483,10 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		return err
 	}
 	p.blockBytes = s.Model.BytesPerBlock()
-	if s.GPU, err = parseGPU(gpu); err != nil {
+	if s.GPU, err = parseGPU(gpu, s.Model, model); err != nil {
 		return err
 	}
-	if s.Tiers, err = p.parseTiers(tiers); err != nil {
+	if s.Tiers, err = p.parseTiers(tiers, s.GPU, s.Model); err != nil {
 		return err
 	}
 	if _, ok := root["profile"]; ok {
@@ -461,8 +508,16 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	if s.Workload, err = parseWorkload(workload, s.Seed, s.Model.BlockTokens); err != nil {
 		return err
 	}
-	if s.Policies, err = p.parsePolicies(policies); err != nil {
+	if s.Policies, err = p.parsePolicies(policies, s.Tiers); err != nil {
 		return err
+	}
+	if slo := tables["slo"][0]; slo != nil {
+		if s.SLO.TTFTms, err = slo.optNumber("ttft_ms", 0); err != nil {
+			return err
+		}
+		if s.SLO.TPOTms, err = slo.optNumber("tpot_ms", 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -472,20 +527,51 @@ const maxDim = 1 << 24
 
 func parseModel(t *table) (Model, error) {
 	var m Model
+	var err error
+	if m.Preset, err = t.str("preset"); err != nil {
+		return m, err
+	}
+	pre, hasPreset := modelPresets[m.Preset]
 	for _, d := range []struct {
 		key string
 		dst *int
-	}{{"layers", &m.Layers}, {"kv_heads", &m.KVHeads}, {"head_dim", &m.HeadDim}, {"block_tokens", &m.BlockTokens}} {
-		n, err := t.integer(d.key)
-		if err != nil {
-			return m, err
+		def int
+	}{{"layers", &m.Layers, pre.Layers}, {"kv_heads", &m.KVHeads, pre.KVHeads}, {"head_dim", &m.HeadDim, pre.HeadDim},
+		{"heads", &m.Heads, pre.Heads}, {"block_tokens", &m.BlockTokens, 0}} {
+		def := int64(d.def)
+		if d.key == "block_tokens" {
+			def = t.decl.field(d.key).def.(int64)
 		}
+		_, given := t.m[d.key]
+		if !given && !hasPreset && d.key != "heads" && d.key != "block_tokens" {
+			return m, t.errf(d.key, "required (or a preset)")
+		}
+		var v any
+		if given || def != 0 {
+			if v, err = t.value(d.key, def); err != nil {
+				return m, err
+			}
+		}
+		n, _ := v.(int64)
 		*d.dst = int(n)
-		if d.key == "head_dim" {
+		if d.key == "heads" {
+			if m.Params, err = t.optNumber("params", pre.Params); err != nil {
+				return m, err
+			}
 			if m.DType, err = t.str("dtype"); err != nil {
 				return m, err
 			}
 		}
+	}
+	if m.Heads > 0 && m.Heads%m.KVHeads != 0 {
+		key := "heads"
+		if _, ok := t.m[key]; !ok {
+			key = "kv_heads"
+		}
+		return m, t.errf(key, "%d query heads are not a multiple of %d kv_heads", m.Heads, m.KVHeads)
+	}
+	if m.WeightBytes() >= float64(math.MaxInt64)/4 {
+		return m, t.errf("params", "%g parameters of %s is past what kvsim can count in bytes", m.Params, m.DType)
 	}
 	if _, ok := MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
 		return m, t.errf("", "KV bytes per block overflow int64")
@@ -506,12 +592,73 @@ func MulChecked(xs ...int64) (int64, bool) {
 	return v, true
 }
 
-func parseGPU(t *table) (GPU, error) {
+func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 	if t == nil {
-		t = &table{decl: sectionNamed("gpu")} // every key at its default
+		t = &table{p: mt.p, decl: sectionNamed("gpu"), name: "gpu", label: "gpu"} // every key at its default
 	}
+	given := func(key string) bool { _, ok := t.m[key]; return ok }
 	var g GPU
 	var err error
+	for _, k := range []struct {
+		key string
+		dst *string
+	}{{"engine", &g.Engine}} {
+		if *k.dst, err = t.str(k.key); err != nil {
+			return g, err
+		}
+	}
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"max_num_batched_tokens", &g.MaxBatchedTokens}, {"max_num_seqs", &g.MaxSeqs}} {
+		n, err := t.integer(k.key)
+		if err != nil {
+			return g, err
+		}
+		*k.dst = int(n)
+	}
+	if g.StepModel, err = t.str("step_model"); err != nil {
+		return g, err
+	}
+	if g.Preset, err = t.str("preset"); err != nil {
+		return g, err
+	}
+	pre := gpuPresets[g.Preset]
+	tp, err := t.integer("tp")
+	if err != nil {
+		return g, err
+	}
+	g.TP = int(tp)
+	if g.PeakTFLOPs, err = t.optNumber("peak_tflops", pre.PeakTFLOPs); err != nil {
+		return g, err
+	}
+	if g.HBMBandwidth, err = t.optNumber("hbm_bandwidth", pre.HBMBandwidth); err != nil {
+		return g, err
+	}
+	if g.HBMCapacity, err = t.optInt("hbm_capacity", pre.HBMCapacity); err != nil {
+		return g, err
+	}
+	if g.ComputeEff, err = t.number("compute_efficiency"); err != nil {
+		return g, err
+	}
+	if g.MemoryEff, err = t.number("memory_efficiency"); err != nil {
+		return g, err
+	}
+	if g.StepOverhead, err = t.integer("step_overhead"); err != nil {
+		return g, err
+	}
+	coef := ""
+	for _, k := range []struct {
+		key string
+		dst *float64
+	}{{"c0", &g.C0}, {"c_prefill", &g.CPrefill}, {"c_decode", &g.CDecode}, {"c_ctx", &g.CCtx}} {
+		if *k.dst, err = t.optNumber(k.key, 0); err != nil {
+			return g, err
+		}
+		if coef == "" && given(k.key) {
+			coef = k.key
+		}
+	}
 	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s"); err != nil {
 		return g, err
 	}
@@ -527,10 +674,98 @@ func parseGPU(t *table) (GPU, error) {
 	if g.Load, err = t.str("load"); err != nil {
 		return g, err
 	}
+
+	// The step model: explicit, or what the keys given describe.
+	if !given("step_model") {
+		switch {
+		case coef != "":
+			g.StepModel = "linear"
+		case g.Preset != "":
+			g.StepModel = "roofline"
+		case given("prefill_tokens_per_s") || given("decode_tokens_per_s"):
+			g.StepModel = "linear" // a scenario written for the rate engine
+		case given("peak_tflops") || given("hbm_bandwidth"):
+			g.StepModel = "roofline"
+		default:
+			g.StepModel = "linear" // nothing describes the GPU: the default rates
+		}
+	}
+	for _, f := range t.decl.fields {
+		if f.only != "" && f.only != `step_model = "`+g.StepModel+`"` && given(f.key) {
+			return g, t.errf(f.key, "only with %s (step_model is %q)", f.only, g.StepModel)
+		}
+	}
+	switch g.StepModel {
+	case "linear":
+		if coef == "" {
+			g.LegacyStep = true
+			g.C0, g.CPrefill = 1e9/g.DecodeTokensPerSec, 1e9/g.PrefillTokensPerSec
+		}
+	case "roofline":
+		if g.Engine != "batched" {
+			break // only the batched engine steps
+		}
+		need := func(tt *table, key, what string) error {
+			return tt.errf(key, `required for step_model = "roofline" (%s)`, what)
+		}
+		switch {
+		case g.PeakTFLOPs == 0:
+			return g, need(t, "peak_tflops", "or a [gpu] preset: "+strings.Join(GPUPresets(), ", "))
+		case g.HBMBandwidth == 0:
+			return g, need(t, "hbm_bandwidth", "or a [gpu] preset: "+strings.Join(GPUPresets(), ", "))
+		case m.Params == 0:
+			return g, need(mt, "params", "or a [model] preset: "+strings.Join(ModelPresets(), ", "))
+		case m.Heads == 0:
+			return g, need(mt, "heads", "query heads, or a [model] preset")
+		}
+		// One token's step must stay within simulated time.
+		tp := float64(g.TP)
+		compute := 2 * m.Params / (g.PeakTFLOPs * 1e12 * tp * g.ComputeEff) * 1e9
+		memory := m.WeightBytes() / (g.HBMBandwidth * tp * g.MemoryEff) * 1e9
+		switch {
+		case !(compute+float64(g.StepOverhead) < float64(core.MaxTime)):
+			key := "peak_tflops"
+			if !given(key) {
+				key = "compute_efficiency"
+			}
+			return g, t.errf(key, "one token takes %s of compute, past %s", years(compute), timeLimit)
+		case !(memory+float64(g.StepOverhead) < float64(core.MaxTime)):
+			key := "hbm_bandwidth"
+			if !given(key) {
+				key = "memory_efficiency"
+			}
+			return g, t.errf(key, "one step reads the weights in %s, past %s", years(memory), timeLimit)
+		case math.IsInf(g.PeakTFLOPs*1e12*tp, 0):
+			return g, t.errf("peak_tflops", "%g TFLOP/s x tp %d is past what a float64 holds", g.PeakTFLOPs, g.TP)
+		case math.IsInf(g.HBMBandwidth*tp, 0):
+			return g, t.errf("hbm_bandwidth", "%g B/s x tp %d is past what a float64 holds", g.HBMBandwidth, g.TP)
+		}
+	}
 	return g, nil
 }
 
-func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
+// hbmDefault is the hbm tier's capacity when the file gives none: with
+// the GPU's memory known, what vLLM leaves for KV
+// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights);
+// else the kind's default. ok is false, with why, when the weights leave
+// nothing or are unknown.
+func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) {
+	if g.HBMCapacity == 0 {
+		return kindDefault, ""
+	}
+	if m.Params == 0 {
+		return 0, "required with a GPU memory size (a [gpu] preset or hbm_capacity) unless [model] params or preset sizes the weights"
+	}
+	total := GPUMemoryUtilization * float64(g.HBMCapacity) * float64(g.TP)
+	free := total - m.WeightBytes()
+	if !(free >= 1) || free >= float64(math.MaxInt64) {
+		return 0, fmt.Sprintf("%s of weights leave no room for KV in %g x %s x tp %d; give capacity or raise tp",
+			FormatBytes(int64(min(m.WeightBytes(), math.MaxInt64/2))), GPUMemoryUtilization, FormatBytes(g.HBMCapacity), g.TP)
+	}
+	return int64(free), ""
+}
+
+func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "tier"), Msg: "missing [[tier]]: at least one tier (the hbm tier) is required"}
 	}
@@ -574,6 +809,12 @@ func (p *parser) parseTiers(ts []*table) ([]Tier, error) {
 		}
 		tier := def
 		tier.Name = name
+		if _, given := t.m["capacity"]; !given && kind == "hbm" {
+			var why string
+			if def.Capacity, why = hbmDefault(g, m, def.Capacity); why != "" {
+				return nil, t.errf("capacity", "%s", why)
+			}
+		}
 		if tier.Capacity, err = t.intOr("capacity", def.Capacity); err != nil {
 			return nil, err
 		}
@@ -747,7 +988,7 @@ func (t *table) extraKeys() []string {
 	return out
 }
 
-func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
+func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "policy"), Msg: "missing [[policy]]: at least one policy is required"}
 	}
@@ -774,14 +1015,14 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 			}
 			return nil, t.errf("eviction", "required (known: %s)", strings.Join(policy.Names(), ", "))
 		}
-		if pol.Eviction, err = t.str("eviction"); err != nil {
+		if pol.Evictions, err = t.evictions(tiers); err != nil {
 			return nil, err
 		}
-		spec, ok := policy.Lookup(pol.Eviction)
-		if !ok {
-			return nil, t.errf("eviction", "unknown policy %q (known: %s)", pol.Eviction, strings.Join(policy.Names(), ", "))
-		}
+		pol.Eviction = renderEvictions(pol.Evictions, tiers)
 		if !named {
+			if strings.Contains(pol.Eviction, "=") {
+				return nil, t.errf("name", "required when tiers differ in eviction (%s): it labels the results and --set", pol.Eviction)
+			}
 			pol.Name = pol.Eviction
 			t.label = fmt.Sprintf("policy %q", pol.Name)
 		}
@@ -792,7 +1033,7 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 		for _, f := range []struct {
 			key string
 			dst *string
-		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}, {"recompute", &pol.Recompute}} {
+		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}, {"recompute", &pol.Recompute}, {"stage", &pol.Stage}} {
 			if _, ok := t.m[f.key]; ok { // the declared default stands for "" (core's default)
 				if *f.dst, err = t.str(f.key); err != nil {
 					return nil, err
@@ -806,13 +1047,22 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 			return nil, err
 		}
 		pol.Params = map[string]float64{}
-		for _, k := range t.byLine(t.extraKeys()) { // file order: the first problem is the one shown
-			if !slices.Contains(spec.Params, k) {
-				takes := "takes no parameters"
-				if len(spec.Params) > 0 {
-					takes = "takes " + strings.Join(spec.Params, ", ")
+		var takes []string // the parameters of the tiers' policies
+		for _, e := range pol.Evictions {
+			spec, _ := policy.Lookup(e)
+			for _, k := range spec.Params {
+				if !slices.Contains(takes, k) {
+					takes = append(takes, k)
 				}
-				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]] %q (eviction %q %s)", k, pol.Name, pol.Eviction, takes)}
+			}
+		}
+		for _, k := range t.byLine(t.extraKeys()) { // file order: the first problem is the one shown
+			if !slices.Contains(takes, k) {
+				what := "takes no parameters"
+				if len(takes) > 0 {
+					what = "takes " + strings.Join(takes, ", ")
+				}
+				return nil, &Error{Path: p.path, Line: t.line(k), Msg: fmt.Sprintf("unknown key %q in [[policy]] %q (eviction %q %s)", k, pol.Name, pol.Eviction, what)}
 			}
 			if pol.Params[k], err = t.param(k); err != nil {
 				return nil, err
@@ -821,6 +1071,116 @@ func (p *parser) parsePolicies(ts []*table) ([]Policy, error) {
 		out[i] = pol
 	}
 	return out, nil
+}
+
+// evictions reads the eviction key: one policy name for every tier, or an
+// inline table by tier name with an optional "default" entry.
+func (t *table) evictions(tiers []Tier) ([]string, error) {
+	known := func(name string) error {
+		if _, ok := policy.Lookup(name); !ok {
+			return fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(policy.Names(), ", "))
+		}
+		return nil
+	}
+	out := make([]string, len(tiers))
+	switch v := t.m["eviction"].(type) {
+	case string:
+		if err := known(v); err != nil {
+			return nil, t.errf("eviction", "%v", err)
+		}
+		for i := range out {
+			out[i] = v
+		}
+		return out, nil
+	case map[string]any:
+		names := make([]string, len(tiers))
+		for i, tr := range tiers {
+			names[i] = tr.Name
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		bad := func(k, format string, args ...any) error {
+			return t.errf("eviction", "%s: %s", k, fmt.Sprintf(format, args...))
+		}
+		for _, k := range keys {
+			if k != "default" && !slices.Contains(names, k) {
+				return nil, bad(k, "unknown tier %q (tiers: %s; or default)", k, strings.Join(names, ", "))
+			}
+			name, ok := v[k].(string)
+			if !ok {
+				return nil, bad(k, "must be a policy name, got %s", describe(v[k]))
+			}
+			if err := known(name); err != nil {
+				return nil, bad(k, "%v", err)
+			}
+		}
+		for i, n := range names {
+			e, ok := v[n].(string)
+			if !ok {
+				if e, ok = v["default"].(string); !ok {
+					return nil, t.errf("eviction", "no policy for tier %q: name it in the table or add default = \"...\"", n)
+				}
+			}
+			out[i] = e
+		}
+		return out, nil
+	}
+	return nil, t.errf("eviction", `must be a policy name or a table of them by tier name ({ hbm = "lru", ssd = "fifo" }), got %s`, describe(t.m["eviction"]))
+}
+
+// renderEvictions is Policy.Eviction: the one name when every tier runs
+// it, else "tier=name" in tier order, comma-separated.
+func renderEvictions(ev []string, tiers []Tier) string {
+	same := true
+	for _, e := range ev {
+		same = same && e == ev[0]
+	}
+	if same && len(ev) > 0 {
+		return ev[0]
+	}
+	parts := make([]string, len(ev))
+	for i, e := range ev {
+		parts[i] = tiers[i].Name + "=" + e
+	}
+	return strings.Join(parts, ",")
+}
+
+// TierEviction is the eviction policy of tier i.
+func (p *Policy) TierEviction(i int) string {
+	if i < len(p.Evictions) {
+		return p.Evictions[i]
+	}
+	return p.Eviction // a Policy built by hand, one name
+}
+
+// TierParams are the parameters tier i's policy declares: all of Params
+// when every tier runs one policy (policy.New then checks them), else
+// those of Params its policy takes.
+func (p *Policy) TierParams(i int) map[string]float64 {
+	name := p.TierEviction(i)
+	if name == p.Eviction {
+		return p.Params
+	}
+	spec, _ := policy.Lookup(name)
+	out := map[string]float64{}
+	for k, v := range p.Params {
+		if slices.Contains(spec.Params, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Offline reports whether any tier's policy needs the trace's future
+// (policy.Offline).
+func (p *Policy) Offline() bool {
+	if len(p.Evictions) == 0 {
+		return policy.Offline(p.Eviction)
+	}
+	return slices.ContainsFunc(p.Evictions, policy.Offline)
 }
 
 // Describe is a short multi-line summary for reports.
@@ -832,11 +1192,61 @@ func (s *Scenario) Describe() string {
 	}
 	fmt.Fprintf(&b, ", seed %d\n", s.Seed)
 	m := s.Model
-	fmt.Fprintf(&b, "model: %d layers x %d kv heads x head_dim %d, %s: %s/token, %s per %d-token block\n",
+	b.WriteString("model: ")
+	if m.Preset != "" {
+		b.WriteString(m.Preset + ", ")
+	}
+	fmt.Fprintf(&b, "%d layers x %d kv heads x head_dim %d, %s: %s/token, %s per %d-token block",
 		m.Layers, m.KVHeads, m.HeadDim, m.DType, FormatBytes(m.BytesPerToken()), FormatBytes(m.BytesPerBlock()), m.BlockTokens)
+	if m.Heads > 0 {
+		fmt.Fprintf(&b, ", %d query heads", m.Heads)
+	}
+	if m.Params > 0 {
+		fmt.Fprintf(&b, ", %.3g parameters", m.Params)
+	}
+	b.WriteByte('\n')
 	g := s.GPU
-	fmt.Fprintf(&b, "gpu: prefill %g tok/s, decode %g tok/s per request, attention %g ns/token^2, %s loading\n",
-		g.PrefillTokensPerSec, g.DecodeTokensPerSec, g.AttentionNsPerToken2, g.Load)
+	fmt.Fprintf(&b, "gpu: %s engine", g.Engine)
+	if g.Engine == "batched" {
+		fmt.Fprintf(&b, " (%d tokens per step)", g.MaxBatchedTokens)
+	}
+	fmt.Fprintf(&b, ", %d running requests at most", g.MaxSeqs)
+	if g.Preset != "" || g.HBMCapacity > 0 || g.PeakTFLOPs > 0 || g.HBMBandwidth > 0 {
+		b.WriteString(", ")
+		if g.TP > 1 {
+			fmt.Fprintf(&b, "%d x ", g.TP)
+		}
+		if g.Preset != "" {
+			b.WriteString(g.Preset + " ")
+		}
+		var figs []string
+		if g.PeakTFLOPs > 0 {
+			figs = append(figs, fmt.Sprintf("%g TFLOP/s", g.PeakTFLOPs))
+		}
+		if g.HBMBandwidth > 0 {
+			figs = append(figs, FormatBandwidth(g.HBMBandwidth))
+		}
+		if g.HBMCapacity > 0 {
+			figs = append(figs, FormatBytes(g.HBMCapacity))
+		}
+		fmt.Fprintf(&b, "(%s)", strings.Join(figs, ", "))
+	}
+	b.WriteByte('\n')
+	switch {
+	case g.Engine == "simple":
+		fmt.Fprintf(&b, "steps: prefill %g tok/s, decode %g tok/s per request, attention %g ns/token^2, %s loading\n",
+			g.PrefillTokensPerSec, g.DecodeTokensPerSec, g.AttentionNsPerToken2, g.Load)
+	case g.StepModel == "roofline":
+		fmt.Fprintf(&b, "steps: roofline, %g of peak FLOP/s, %g of HBM bandwidth, %s overhead\n",
+			g.ComputeEff, g.MemoryEff, FormatDuration(g.StepOverhead))
+	default:
+		fmt.Fprintf(&b, "steps: linear, %s + %s/prefill token + %s/decoding sequence + %s/context token + %g ns/token^2",
+			FormatFineDuration(g.C0), FormatFineDuration(g.CPrefill), FormatFineDuration(g.CDecode), FormatFineDuration(g.CCtx), g.AttentionNsPerToken2)
+		if g.LegacyStep {
+			fmt.Fprintf(&b, " (from prefill %g tok/s, decode %g tok/s)", g.PrefillTokensPerSec, g.DecodeTokensPerSec)
+		}
+		b.WriteByte('\n')
+	}
 	b.WriteString("tiers:\n")
 	for _, t := range s.Tiers {
 		fmt.Fprintf(&b, "  %-12s %-12s %10s  %10s  %7s  $%g/GB", t.Name, t.Kind, FormatBytes(t.Capacity), FormatBandwidth(t.Bandwidth), FormatDuration(t.Latency), t.CostPerGB)
@@ -893,7 +1303,7 @@ func (s *Scenario) Describe() string {
 		for _, k := range keys {
 			extra = append(extra, fmt.Sprintf("%s=%g", k, p.Params[k]))
 		}
-		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}} {
+		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}, {"stage", p.Stage}} {
 			if kv[1] != "" {
 				extra = append(extra, kv[0]+"="+kv[1])
 			}
@@ -906,6 +1316,16 @@ func (s *Scenario) Describe() string {
 		}
 	}
 	b.WriteByte('\n')
+	if s.SLO.Set() {
+		var t []string
+		if s.SLO.TTFTms > 0 {
+			t = append(t, fmt.Sprintf("TTFT <= %g ms", s.SLO.TTFTms))
+		}
+		if s.SLO.TPOTms > 0 {
+			t = append(t, fmt.Sprintf("TPOT <= %g ms", s.SLO.TPOTms))
+		}
+		fmt.Fprintf(&b, "slo: %s\n", strings.Join(t, ", "))
+	}
 	if len(s.Sets) > 0 {
 		fmt.Fprintf(&b, "overrides: %s\n", strings.Join(s.Sets, ", "))
 	}
@@ -931,6 +1351,9 @@ func strategy(t *table, pol *Policy) (core.Strategy, error) {
 	}
 	if st.Prefetch, err = core.ParsePrefetch(pol.Prefetch); err != nil {
 		return st, t.errf("prefetch", "%v", err)
+	}
+	if st.Stage, err = core.ParseStage(pol.Stage); err != nil {
+		return st, t.errf("stage", "%v", err)
 	}
 	if st.Prefetch == core.PrefetchTimeout && pol.PrefetchTimeout <= 0 {
 		return st, t.errf("prefetch", "\"timeout\" needs prefetch_timeout > 0")

@@ -39,7 +39,7 @@ func doc(first string, omit ...string) string {
 	b.WriteString(first)
 	for _, d := range defaults {
 		key := strings.Trim(d.header, "[]")
-		if strings.Contains(first, d.header) || strings.Contains(first, key+" =") || contains(omit, d.header) {
+		if strings.Contains(first, d.header) || strings.HasPrefix(first, key+" =") || strings.Contains(first, "\n"+key+" =") || contains(omit, d.header) {
 			continue
 		}
 		b.WriteString(d.text)
@@ -66,14 +66,16 @@ func TestMinimalDefaults(t *testing.T) {
 		Name:  "x",
 		Seed:  1,
 		Model: Model{Layers: 32, KVHeads: 8, HeadDim: 128, DType: "bf16", BlockTokens: 512},
-		GPU:   GPU{PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"},
+		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
+			StepOverhead: 1e6, C0: 1e9 / 50, CPrefill: 1e9 / 20000, LegacyStep: true,
+			PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"},
 		Tiers: []Tier{
 			{Name: "hbm", Kind: "hbm", Capacity: 64424509440, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
 			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
 		},
 		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, ReverseLatency: 100, Lanes: 1}},
 		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake", Speedup: 1},
-		Policies: []Policy{{Name: "lru", Eviction: "lru", Params: map[string]float64{}}},
+		Policies: []Policy{{Name: "lru", Eviction: "lru", Evictions: []string{"lru", "lru"}, Params: map[string]float64{}}},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got  %+v\nwant %+v", s, want)
@@ -171,7 +173,9 @@ func TestFull(t *testing.T) {
 		Name:  "full",
 		Seed:  42,
 		Model: Model{Layers: 80, KVHeads: 8, HeadDim: 128, DType: "fp8", BlockTokens: 16},
-		GPU:   GPU{PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial"},
+		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
+			StepOverhead: 1e6, C0: 1e9 / 30., CPrefill: 1e9 / 15000., LegacyStep: true,
+			PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial"},
 		Tiers: []Tier{
 			{Name: "gpu", Kind: "hbm", Capacity: 80e9, Bandwidth: 3.35e12, Latency: 100, CostPerGB: 25},
 			{Name: "host", Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
@@ -185,9 +189,10 @@ func TestFull(t *testing.T) {
 		},
 		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true, Speedup: 2.5},
 		Policies: []Policy{
-			{Name: "lru", Eviction: "lru", Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6,
+			{Name: "lru", Eviction: "lru", Evictions: []string{"lru", "lru", "lru", "lru"}, Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6,
 				Strategy: core.Strategy{AdmitAfter: 2, PrefetchTimeout: 2e6}},
-			{Name: "tuned", Eviction: "scenario_test_params", Params: map[string]float64{"alpha": 0.5, "window": 100}},
+			{Name: "tuned", Eviction: "scenario_test_params", Evictions: []string{"scenario_test_params", "scenario_test_params", "scenario_test_params", "scenario_test_params"},
+				Params: map[string]float64{"alpha": 0.5, "window": 100}},
 		},
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -317,7 +322,7 @@ func TestErrors(t *testing.T) {
 
 		// unknown keys and tables
 		{"unknown tier key", doc(tiers2 + "capacty = \"1GiB\"\n"), `scenarios/x.toml:5: unknown key "capacty" in [[tier]]`},
-		{"unknown model key", doc("[model]\nlayers = 32\nkv_heads = 8\nhead_dim = 128\nheads = 3\n"), `scenarios/x.toml:5: unknown key "heads" in [model]`},
+		{"unknown model key", doc("[model]\nlayers = 32\nkv_heads = 8\nhead_dim = 128\nhedas = 3\n"), `scenarios/x.toml:5: unknown key "hedas" in [model]`},
 		{"unknown gpu key", doc("[gpu]\nprefill = 1\n"), `scenarios/x.toml:2: unknown key "prefill" in [gpu]`},
 		{"unknown link key", doc(tiers2 + "[[link]]\nfrom = \"hbm\"\nto = \"dram\"\nbw = 1\n"), `scenarios/x.toml:8: unknown key "bw" in [[link]]`},
 		{"unknown workload key", doc("[workload]\ntrace = \"t\"\nlimt = 3\n"), `scenarios/x.toml:3: unknown key "limt" in [workload]`},
@@ -337,7 +342,7 @@ func TestErrors(t *testing.T) {
 
 		// model
 		{"missing model", doc("", "[model]"), `scenarios/x.toml: missing [model] table`},
-		{"layers required", doc("[model]\nkv_heads = 8\nhead_dim = 128\n"), `scenarios/x.toml:1: model: layers: required`},
+		{"layers required", doc("[model]\nkv_heads = 8\nhead_dim = 128\n"), `scenarios/x.toml:1: model: layers: required (or a preset)`},
 		{"layers zero", doc("[model]\nlayers = 0\nkv_heads = 8\nhead_dim = 128\n"), `scenarios/x.toml:2: model: layers: must be > 0`},
 		{"kv_heads negative", doc("[model]\nlayers = 1\nkv_heads = -8\nhead_dim = 128\n"), `scenarios/x.toml:3: model: kv_heads: must be > 0`},
 		{"head_dim type", doc("[model]\nlayers = 1\nkv_heads = 8\nhead_dim = \"128\"\n"), `scenarios/x.toml:4: model: head_dim: must be an integer, got string "128"`},

@@ -21,14 +21,15 @@ import (
 type typ uint8
 
 const (
-	tString    typ = iota
-	tInt           // integer
-	tNumber        // integer or finite float
-	tTokenRate     // tokens/s: a number; one token must take less than the time limit
-	tBool          // true or false
-	tBytes         // "60GiB" or an integer byte count
-	tBandwidth     // "25GB/s" or a number of bytes/s; one block must move within the time limit
-	tDuration      // "10us"; a bare integer only as 0; within the time limit
+	tString       typ = iota
+	tInt              // integer
+	tNumber           // integer or finite float
+	tTokenRate        // tokens/s: a number; one token must take less than the time limit
+	tBool             // true or false
+	tBytes            // "60GiB" or an integer byte count
+	tBandwidth        // "25GB/s" or a number of bytes/s; one block must move within the time limit
+	tDuration         // "10us"; a bare integer only as 0; within the time limit
+	tFineDuration     // a tDuration that keeps fractions of a ns (float64 ns): step-time coefficients
 )
 
 // bound is a key's lower limit.
@@ -39,9 +40,10 @@ const (
 	above0         // > 0
 	atLeast0       // >= 0
 	atLeast1       // >= 1
+	share          // > 0 and <= 1
 )
 
-var boundNames = [...]string{anyValue: "", above0: "> 0", atLeast0: ">= 0", atLeast1: ">= 1"}
+var boundNames = [...]string{anyValue: "", above0: "> 0", atLeast0: ">= 0", atLeast1: ">= 1", share: "0 < x <= 1"}
 
 // field declares one key.
 type field struct {
@@ -57,7 +59,7 @@ type field struct {
 	msg      string          // replaces the range message; for an enum, a format of the value
 	example  string          // the value Reference shows; "" for the default
 	doc      string          // one line; "\n" continues the comment
-	only     string          // accepted only with this other setting (workload: format = "synthetic")
+	only     string          // accepted only with this other setting (workload: format = "synthetic"; gpu: a step_model)
 }
 
 // section declares one table of the scenario.
@@ -103,20 +105,55 @@ var schema = []*section{
 			doc: "link figures from kvsim calibrate replace the default links"},
 	}},
 	{name: "model", required: true, doc: "bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes", fields: []field{
-		{key: "layers", typ: tInt, required: true, min: above0, max: maxDim, example: "32"},
-		{key: "kv_heads", typ: tInt, required: true, min: above0, max: maxDim, example: "8"},
-		{key: "head_dim", typ: tInt, required: true, min: above0, max: maxDim, example: "128"},
-		{key: "dtype", typ: tString, def: "bf16", enum: DTypes, example: `"bf16"`, doc: "element type"},
+		{key: "preset", typ: tString, defDoc: "none", enum: ModelPresets, example: `"llama-3.1-8b"`,
+			doc: "layers, kv_heads, head_dim, heads and params from the model's config.json; each key overrides"},
+		{key: "layers", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "32"},
+		{key: "kv_heads", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "8"},
+		{key: "head_dim", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "128"},
+		{key: "heads", typ: tInt, min: above0, max: maxDim, defDoc: "the preset's; needed by step_model = \"roofline\"", example: "32",
+			doc: "query heads, a multiple of kv_heads: attention FLOPs = 4 x layers x heads x head_dim per token pair"},
+		{key: "params", typ: tNumber, min: above0, defDoc: "the preset's; needed by step_model = \"roofline\"", example: "8.03e9",
+			doc: "parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step"},
+		{key: "dtype", typ: tString, def: "bf16", enum: DTypes, example: `"bf16"`, doc: "element type of the KV cache and the weights"},
 		{key: "block_tokens", typ: tInt, def: int64(512), min: above0, max: maxDim, example: "512", doc: "tokens per KV block (Mooncake's)"},
 	}},
-	{name: "gpu", fields: []field{
-		{key: "prefill_tokens_per_s", typ: tTokenRate, def: 20000.0, min: above0, example: "20000"},
+	{name: "gpu", doc: gpuDoc, fields: []field{
+		{key: "engine", typ: tString, def: "batched", enum: func() []string { return []string{"batched", "simple"} },
+			doc: `"batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);` +
+				"\n" + `"simple": one prefill at a time at prefill_tokens_per_s, decodes at decode_tokens_per_s`},
+		{key: "max_num_batched_tokens", typ: tInt, def: int64(8192), min: atLeast1, max: maxInt32, example: "8192",
+			doc: "tokens one batched step computes at most (vLLM's max_num_batched_tokens)"},
+		{key: "max_num_seqs", typ: tInt, def: int64(256), min: atLeast1, max: maxInt32, example: "256",
+			doc: "running (admitted) requests at most, either engine (vLLM's max_num_seqs)"},
+		{key: "step_model", typ: tString, enum: func() []string { return []string{"roofline", "linear"} }, example: `"roofline"`,
+			defDoc: `"roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";` + "\n" + `"linear" whenever a c_ key is set`,
+			doc:    "time of one batched step"},
+		{key: "preset", typ: tString, defDoc: "none", enum: GPUPresets, example: `"h100"`,
+			doc: "peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet; each key overrides"},
+		{key: "tp", typ: tInt, def: int64(1), min: atLeast1, max: 1 << 16, example: "1",
+			doc: "tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's"},
+		{key: "peak_tflops", typ: tNumber, min: above0, defDoc: "the preset's", example: "989", doc: "dense bf16 TFLOP/s of one GPU"},
+		{key: "hbm_bandwidth", typ: tBandwidth, min: above0, defDoc: "the preset's", example: `"3.35TB/s"`, doc: "of one GPU"},
+		{key: "hbm_capacity", typ: tBytes, min: above0, defDoc: "the preset's", example: `"80GiB"`,
+			doc: "of one GPU; the hbm tier's capacity defaults to 0.9 x hbm_capacity x tp minus the weights\n(vLLM's gpu_memory_utilization = 0.9)"},
+		{key: "compute_efficiency", typ: tNumber, def: 0.5, min: share, example: "0.5", only: roofline, doc: "share of peak FLOP/s reached"},
+		{key: "memory_efficiency", typ: tNumber, def: 0.8, min: share, example: "0.8", only: roofline, doc: "share of HBM bandwidth reached"},
+		{key: "step_overhead", typ: tDuration, def: int64(1_000_000), min: atLeast0, example: `"1ms"`, only: roofline,
+			doc: "fixed time per step: scheduling, input preparation, sampling"},
+		{key: "c0", typ: tFineDuration, min: atLeast0, defDoc: "0 if any c_ key is set, else 1s / decode_tokens_per_s", example: `"5ms"`,
+			only: linear, doc: "per step"},
+		{key: "c_prefill", typ: tFineDuration, min: atLeast0, defDoc: "0 if c0 or another c_ key is set, else 1s / prefill_tokens_per_s",
+			example: `"40us"`, only: linear, doc: "per prefill token"},
+		{key: "c_decode", typ: tFineDuration, min: atLeast0, defDoc: "0", example: `"30us"`, only: linear, doc: "per decoding sequence"},
+		{key: "c_ctx", typ: tFineDuration, min: atLeast0, defDoc: "0", example: `"50ns"`, only: linear,
+			doc: "per context token attention reads; attention_ns_per_token2 stays the per-pair term"},
+		{key: "prefill_tokens_per_s", typ: tTokenRate, def: 20000.0, min: above0, example: "20000", doc: "simple engine; legacy linear mapping"},
 		{key: "attention_ns_per_token2", typ: tNumber, def: 0.0, min: atLeast0, example: "0",
-			doc: "quadratic attention cost per (new x context) token pair, ns"},
-		{key: "decode_tokens_per_s", typ: tTokenRate, def: 50.0, min: above0, example: "50", doc: "per running request"},
+			doc: "quadratic attention cost per (new x context) token pair, ns; simple engine and linear steps"},
+		{key: "decode_tokens_per_s", typ: tTokenRate, def: 50.0, min: above0, example: "50", doc: "per running request; simple engine; legacy linear mapping"},
 		{key: "load", typ: tString, def: "layerwise", enum: func() []string { return []string{"layerwise", "serial"} },
 			msg: `must be "layerwise" or "serial", got %q`, example: `"layerwise"`,
-			doc: "layerwise: KV loads overlap compute layer by layer"},
+			doc: "layerwise: KV loads overlap compute layer by layer; simple engine only (a batched prefill starts once its loads landed)"},
 	}},
 	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier", fields: []field{
 		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},
@@ -161,15 +198,36 @@ var schema = []*section{
 	}},
 	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
 		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
-		{key: "eviction", typ: tString, required: true, example: `"lru"`, doc: "a kvsim/policy name"},
+		{key: "eviction", typ: tString, required: true, example: `"lru"`,
+			doc: `a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };` + "\n" + `a "default" entry covers the tiers not named`},
 		{key: "admission", typ: tString, def: "always", example: `"after:2"`, doc: `"always", or "after:K": K references before entering a lower tier`},
 		{key: "promotion", typ: tString, def: "always", doc: `"always", "second-hit" (Mooncake) or "never" (serve from a transient copy)`},
 		{key: "write", typ: tString, def: "back", example: `"through"`, doc: `"back": offload on evict, or "through": copy down on creation`},
 		{key: "prefetch", typ: tString, def: "off", doc: `"off", "best_effort", "wait_complete" or "timeout" (SGLang HiCache)`},
 		{key: "prefetch_timeout", typ: tDuration, def: int64(0), min: atLeast0, example: `"50ms"`, doc: `for prefetch = "timeout"`},
 		{key: "recompute", typ: tString, def: "never", doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
+		{key: "stage", typ: tString, def: "copy", example: `"copy"`,
+			doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
+	}},
+	{name: "slo", doc: "summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)", fields: []field{
+		{key: "ttft_ms", typ: tNumber, min: above0, defDoc: "none", example: "500", doc: "time to first token at most, ms"},
+		{key: "tpot_ms", typ: tNumber, min: above0, defDoc: "none", example: "50", doc: "time per output token at most, ms (requests with one output token meet it)"},
 	}},
 }
+
+// gpuDoc heads [gpu] in the reference: the two step models.
+const gpuDoc = "the time of one batched step (step_model):\n" +
+	`"roofline": max(FLOPs / (peak x compute_efficiency),` + "\n" +
+	"            bytes / (bandwidth x memory_efficiency)) + step_overhead,\n" +
+	"  FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;\n" +
+	`"linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences` + "\n" +
+	"  + c_ctx x context tokens + attention_ns_per_token2 x token pairs"
+
+const (
+	presetOrRequired = "the preset's; required without one"
+	roofline         = `step_model = "roofline"`
+	linear           = `step_model = "linear"`
+)
 
 const synthetic = `format = "synthetic"`
 
@@ -271,6 +329,20 @@ func (t *table) convert(f *field, raw any, given bool, def any) (any, error) {
 			}
 		}
 		return nil, t.errf(key, `must be a duration like "10us", got %s`, describe(raw))
+	case tFineDuration:
+		switch n := raw.(type) {
+		case string:
+			d, err := ParseFineDuration(n)
+			if err != nil {
+				return nil, t.errf(key, "%v", err)
+			}
+			return d, nil
+		case int64:
+			if n == 0 {
+				return 0.0, nil
+			}
+		}
+		return nil, t.errf(key, `must be a duration like "40us" or "0.5ns", got %s`, describe(raw))
 	case tBandwidth:
 		if s, ok := raw.(string); ok {
 			b, err := ParseBandwidth(s)
@@ -328,8 +400,14 @@ func (t *table) check(f *field, v any) error {
 			return fail("must be > 0")
 		case f.min == atLeast0 && n < 0:
 			return fail("must be >= 0")
+		case f.min == share && !(n > 0 && n <= 1):
+			return fail("must be > 0 and <= 1")
 		}
 		switch f.typ {
+		case tFineDuration:
+			if !(n < float64(core.MaxTime)) {
+				return t.errf(key, "%s is past %s", FormatDuration(int64(min(n, 9e18))), timeLimit)
+			}
 		case tBandwidth:
 			return t.perBlock(key, n)
 		case tTokenRate:
@@ -371,6 +449,21 @@ func (t *table) numberOr(key string, def float64) (float64, error) {
 	v, err := t.value(key, def)
 	x, _ := v.(float64)
 	return x, err
+}
+
+// optNumber is numberOr for a key whose absence (def 0) means "unknown":
+// def is returned unchecked when the key is not given.
+func (t *table) optNumber(key string, def float64) (float64, error) {
+	if _, given := t.m[key]; !given {
+		return def, nil
+	}
+	return t.number(key)
+}
+func (t *table) optInt(key string, def int64) (int64, error) {
+	if _, given := t.m[key]; !given {
+		return def, nil
+	}
+	return t.integer(key)
 }
 func (t *table) boolean(key string) (bool, error) {
 	v, err := t.value(key, t.decl.field(key).def)

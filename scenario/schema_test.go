@@ -127,12 +127,16 @@ func TestEveryKeyRead(t *testing.T) {
 		"link":     "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n",
 		"workload": "[workload]\ntrace = \"t\"\n",
 		"policy":   "[[policy]]\neviction = \"lru\"\n",
+		"slo":      "[slo]\n",
 	}
 	for _, s := range schema {
 		for _, f := range s.fields {
 			b := base[s.name]
-			if f.only != "" {
+			switch f.only {
+			case synthetic:
 				b = "[workload]\nformat = \"synthetic\"\n"
+			case roofline, linear:
+				b = "[gpu]\n" + f.only + "\n"
 			}
 			var lines []string
 			for _, l := range strings.SplitAfter(b, "\n") {

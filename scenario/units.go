@@ -173,6 +173,40 @@ func ParseDuration(s string) (int64, error) {
 	return v, nil
 }
 
+// ParseFineDuration is ParseDuration keeping fractions of a nanosecond
+// ("0.25ns", "1.5us"): step-time coefficients per token are that small.
+// A bare number is accepted only as 0.
+func ParseFineDuration(s string) (float64, error) {
+	num, unit, err := splitNumber(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %w", err)
+	}
+	mult, ok := durationUnits[unit]
+	if !ok {
+		if unit == "" {
+			if v, err := strconv.ParseFloat(num, 64); err == nil && v == 0 {
+				return 0, nil
+			}
+			return 0, fmt.Errorf("bad duration %q: missing unit (ns, us, ms, s)", s)
+		}
+		return 0, fmt.Errorf("bad duration %q: unknown unit %q (use ns, us, µs, ms, s)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: bad number", s)
+	}
+	return v * float64(mult), nil
+}
+
+// FormatFineDuration renders ns like FormatDuration, keeping fractions
+// below 1us ("0.25ns", "48.5ns").
+func FormatFineDuration(ns float64) string {
+	if math.Abs(ns) < 1e3 {
+		return strconv.FormatFloat(math.Round(ns*1000)/1000, 'f', -1, 64) + "ns"
+	}
+	return FormatDuration(int64(math.Round(ns)))
+}
+
 // FormatBytes renders n in binary units with at most two decimals:
 // "512 B", "128 KiB", "1.5 GiB".
 func FormatBytes(n int64) string {

@@ -96,3 +96,33 @@ func BenchmarkRunOverloaded(b *testing.B) {
 	b.ReportMetric(float64(accesses)/b.Elapsed().Seconds(), "accesses/s")
 	b.ReportMetric(float64(queued), "max-queued")
 }
+
+// BenchmarkRunConversationBatched is BenchmarkRunConversation on the
+// batched engine (the legacy mapping of the same rates): one step event
+// per step, a decode token per running request per step.
+func BenchmarkRunConversationBatched(b *testing.B) {
+	path := needTrace(b)
+	b.ReportAllocs()
+	var steps, tokens int64
+	for b.Loop() {
+		r, err := trace.Open(path, trace.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := conversationConfig("lru")
+		cfg.GPU.Engine = EngineBatched
+		s, err := New(cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := s.Run(workload.NewSource(r, trace.NewDict()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		steps += res.Steps
+		tokens += res.OutputTokens
+	}
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/op")
+	b.ReportMetric(float64(tokens)/float64(b.N), "output-tokens/op")
+}

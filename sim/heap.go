@@ -8,6 +8,8 @@ const (
 	evDecodeDone
 	evMoveDone
 	evWake
+	evStep   // the batched engine's step ends
+	evLoaded // a request's loads landed (batched engine)
 )
 
 type event struct {

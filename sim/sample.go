@@ -11,6 +11,11 @@ type Series struct {
 	Pipes    []string    // the LinkUtil rows: each link direction, then each shared tier ("ssd (shared)")
 	Queued   []int
 	Running  []int
+	// Batched engine: mean prompt tokens and decoding sequences per step
+	// over each interval (0 where no step ended, and for the simple engine).
+	PrefillTokens []float64
+	DecodeSeqs    []float64
+	Preemptions   []int64 // cumulative
 }
 
 // MaxPoints bounds a Series.
@@ -21,6 +26,10 @@ type sampler struct {
 	next     int64
 	busy     []*int64 // the pipes' busy counters, in Pipes order
 	lastBusy []int64
+	// per point: steps behind PrefillTokens / DecodeSeqs, so that merging
+	// two points keeps an exact mean per step
+	steps                       []int64
+	lastSteps, lastPre, lastDec int64
 }
 
 // SampleEvery turns on sampling at the given virtual-time interval (it
@@ -71,6 +80,19 @@ func (s *Sim) sample(now int64) {
 		}
 		sp.s.Queued = append(sp.s.Queued, s.core.Queued())
 		sp.s.Running = append(sp.s.Running, s.core.Running())
+		var n, pre, dec int64
+		if e := s.eng; e != nil {
+			n, pre, dec = e.steps-sp.lastSteps, e.prefillSum-sp.lastPre, e.decodeSum-sp.lastDec
+			sp.lastSteps, sp.lastPre, sp.lastDec = e.steps, e.prefillSum, e.decodeSum
+		}
+		var mp, md float64
+		if n > 0 {
+			mp, md = float64(pre)/float64(n), float64(dec)/float64(n)
+		}
+		sp.steps = append(sp.steps, n)
+		sp.s.PrefillTokens = append(sp.s.PrefillTokens, mp)
+		sp.s.DecodeSeqs = append(sp.s.DecodeSeqs, md)
+		sp.s.Preemptions = append(sp.s.Preemptions, s.core.Stats.Preemptions)
 		sp.next += iv
 		if len(sp.s.Times) >= MaxPoints {
 			sp.halve()
@@ -93,6 +115,15 @@ func (sp *sampler) halve() {
 		}
 		s.Queued[i] = s.Queued[2*i+1]
 		s.Running[i] = s.Running[2*i+1]
+		s.Preemptions[i] = s.Preemptions[2*i+1]
+		a, b := float64(sp.steps[2*i]), float64(sp.steps[2*i+1])
+		if a+b > 0 {
+			s.PrefillTokens[i] = (a*s.PrefillTokens[2*i] + b*s.PrefillTokens[2*i+1]) / (a + b)
+			s.DecodeSeqs[i] = (a*s.DecodeSeqs[2*i] + b*s.DecodeSeqs[2*i+1]) / (a + b)
+		} else {
+			s.PrefillTokens[i], s.DecodeSeqs[i] = 0, 0
+		}
+		sp.steps[i] = sp.steps[2*i] + sp.steps[2*i+1]
 	}
 	s.Times = s.Times[:n]
 	for t := range s.TierUsed {
@@ -102,6 +133,7 @@ func (sp *sampler) halve() {
 		s.LinkUtil[t] = s.LinkUtil[t][:n]
 	}
 	s.Queued, s.Running = s.Queued[:n], s.Running[:n]
+	s.PrefillTokens, s.DecodeSeqs, s.Preemptions, sp.steps = s.PrefillTokens[:n], s.DecodeSeqs[:n], s.Preemptions[:n], sp.steps[:n]
 	s.Interval *= 2
 	sp.next = s.Times[n-1] + s.Interval
 }

@@ -81,6 +81,12 @@ type Result struct {
 	// MovedByKind is bytes moved (counted once per move, not per hop) by
 	// core.MoveKind: load, demote, write-through, prefetch.
 	MovedByKind [4]int64
+
+	Steps        int64     // batched engine: steps run
+	TPOT         core.Hist // per request with >= 2 output tokens: (Done-FirstToken)/(OutputTokens-1)
+	E2E          core.Hist // Done - Arrival
+	LoadWait     core.Hist // Prefill issued until its loads landed
+	OutputTokens int64     // of finished requests
 }
 
 type reqTiming struct {
@@ -108,6 +114,7 @@ type Sim struct {
 	hook    func(s *Sim)
 	sampler *sampler
 	err     *LimitError // the first value that left the representable range
+	eng     *engine     // the batched engine; nil: the simple one
 }
 
 // LimitError is a run that would leave the representable range of
@@ -162,7 +169,13 @@ func fmtRate(bps float64) string { return strconv.FormatFloat(bps, 'g', 4, 64) +
 func New(cfg Config, obs core.Observer) (*Sim, error) {
 	s := &Sim{cfg: cfg, nt: len(cfg.Core.Tiers), obs: obs}
 	g := cfg.GPU
-	if !(g.PrefillTokensPerSec > 0) || !(g.DecodeTokensPerSec > 0) || math.IsInf(g.PrefillTokensPerSec+g.DecodeTokensPerSec, 0) {
+	if g.Engine == EngineBatched {
+		e, err := newEngine(s)
+		if err != nil {
+			return nil, err
+		}
+		s.eng = e
+	} else if !(g.PrefillTokensPerSec > 0) || !(g.DecodeTokensPerSec > 0) || math.IsInf(g.PrefillTokensPerSec+g.DecodeTokensPerSec, 0) {
 		return nil, errors.New("sim: gpu rates must be finite and > 0")
 	}
 	if !(g.AttentionNsPerToken2 >= 0) || math.IsInf(g.AttentionNsPerToken2, 0) {
@@ -280,6 +293,12 @@ func (s *Sim) observe(r *core.Record) {
 	if !r.Rejected {
 		s.res.TTFT.Add(r.TTFT())
 		s.res.Queue.Add(r.QueueNs())
+		s.res.E2E.Add(r.Done - r.Arrival)
+		if r.OutputTokens >= 2 {
+			s.res.TPOT.Add((r.Done - r.FirstToken) / int64(r.OutputTokens-1))
+		}
+		s.res.OutputTokens += int64(r.OutputTokens)
+		s.res.LoadWait.Add(r.LoadWaitNs)
 	}
 	if s.obs != nil {
 		s.obs(r)
@@ -375,6 +394,13 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if s.err != nil {
 		return
 	}
+	if s.eng != nil {
+		s.eng.prefill(now, req, cached, compute)
+		if s.cfg.Tee != nil {
+			s.cfg.Tee.Prefill(now, req, cached, compute)
+		}
+		return
+	}
 	rt := s.timing(req)
 	g := &s.cfg.GPU
 	cn := g.ComputeNs(cached, compute)
@@ -420,6 +446,13 @@ func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 	if s.err != nil {
 		return
 	}
+	if s.eng != nil {
+		s.eng.decode(now, req, tokens)
+		if s.cfg.Tee != nil {
+			s.cfg.Tee.Decode(now, req, tokens)
+		}
+		return
+	}
 	end := now + s.cfg.GPU.decodeNs(tokens) // checked at arrival: at most MaxTime
 	if end > core.MaxTime {
 		s.fail(req, "timestamp", "the trace reaches the end of simulated time: decoding %d tokens from %s ends past the limit of %s",
@@ -443,6 +476,9 @@ func (s *Sim) Wake(at int64, req core.ReqID) {
 
 // Preempted implements core.Mover (no-op for now).
 func (s *Sim) Preempted(now int64, req core.ReqID) {
+	if s.eng != nil {
+		s.eng.preemptedBy(req)
+	}
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Preempted(now, req)
 	}
@@ -459,10 +495,15 @@ func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service i
 }
 
 // EstimateCompute implements core.CostModel.
-func (s *Sim) EstimateCompute(cached, compute int) int64 { return s.cfg.GPU.ComputeNs(cached, compute) }
+func (s *Sim) EstimateCompute(cached, compute int) int64 {
+	if s.eng != nil {
+		return s.eng.computeNs(cached, compute)
+	}
+	return s.cfg.GPU.ComputeNs(cached, compute)
+}
 
 // Overlapped implements core.CostModel.
-func (s *Sim) Overlapped() bool { return !s.cfg.GPU.Serial }
+func (s *Sim) Overlapped() bool { return s.eng == nil && !s.cfg.GPU.Serial }
 
 // PredictNs is the model's time for one transfer of bytes from tier a to
 // tier b on idle links and devices: latency + bytes/bandwidth per hop.
@@ -494,6 +535,9 @@ func (s *Sim) admissible(r *core.Request) error {
 	if hi, lo := bits.Mul64(toks, uint64(s.cfg.Core.BytesPerToken)); hi != 0 || lo > uint64(core.MaxTime) {
 		return fail("model", "request %d (%d input, %d output tokens) needs more than 2^62 bytes of KV at %d bytes per token",
 			r.Seq, r.InputTokens, r.OutputTokens, s.cfg.Core.BytesPerToken)
+	}
+	if s.eng != nil {
+		return s.eng.admissible(r)
 	}
 	g := &s.cfg.GPU
 	// The whole prompt computed from scratch is the longest prefill.
@@ -568,6 +612,13 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 			s.core.MoveDone(s.now, e.req, e.block)
 		case evWake:
 			s.core.Wake(s.now, e.req)
+		case evStep:
+			s.eng.stepDone(s.now)
+		case evLoaded:
+			s.eng.loaded(s.now, e.req)
+		}
+		if s.eng != nil && s.err == nil {
+			s.eng.kick(s.now)
 		}
 		if s.err != nil {
 			return nil, s.err
@@ -579,6 +630,9 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 	s.res.Stats = s.core.Stats
 	s.res.End = s.now
 	s.res.MovedByKind = s.moved
+	if s.eng != nil {
+		s.res.Steps = s.eng.steps
+	}
 	s.res.Links, s.res.Devices = nil, nil // fresh: an earlier Run's result keeps its own
 	for _, l := range s.links {
 		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),

@@ -1,0 +1,330 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"kvsim/core"
+)
+
+// The batched engine runs the GPU in steps, as vLLM v1's scheduler does:
+// each step serves the running sequences in the order they started (a
+// decode takes one token of the budget, a partly prefilled prompt its next
+// chunk), then prompts whose KV is all in HBM, first come first served,
+// until max_num_batched_tokens is spent. A step's duration comes from the
+// step model; at its end every decode has one more token and every prompt
+// whose last chunk ran has its first token. A request whose loads are still
+// landing waits beside the batch; the GPU idles only when nothing is ready.
+
+// DefaultMaxBatchedTokens is the token budget of a step when the
+// configuration leaves it 0 (vLLM's default for online serving).
+const DefaultMaxBatchedTokens = 8192
+
+// seq states
+const (
+	seqIdle      uint8 = iota // not issued (or finished)
+	seqLoading                // Prefill issued, loads still landing
+	seqReady                  // in the ready queue
+	seqPrefill                // running, prompt chunks left
+	seqDecode                 // running, generating
+	seqPreempted              // lost its HBM; waits for the core to issue Prefill again
+)
+
+// seq is the engine's state of one request slot.
+type seq struct {
+	state  uint8
+	left   int   // prefill tokens still to compute
+	chunk  int   // tokens this step computes for it (0: not in the step, or a decode)
+	ctx    int64 // tokens whose KV it holds: attention context of its next token
+	gen    int   // output tokens produced so far; survives a preemption
+	target int   // output tokens to produce
+	held   int   // generated tokens whose KV the core holds (last Grow)
+	issued int64 // Prefill issued
+	ready  int64 // loads landed
+	first  int64 // its first prefill chunk started (-1: not yet)
+	loadNs int64
+}
+
+type engine struct {
+	s      *Sim
+	model  StepModel
+	budget int
+	bt     int // tokens per KV block
+	seqs   []seq
+	run    []core.ReqID // running sequences, in the order they started
+	ready  []core.ReqID // prompts whose KV is in HBM, from rh on, in order
+	rh     int
+	batch  []core.ReqID // the step under way
+	busy   bool
+	b      StepBatch // the step under way
+	tmp    StepBatch // scratch for estimates
+	start  int64     // when it started
+
+	steps, prefillSum, decodeSum int64                           // totals over the run (samples, Result)
+	onStep                       func(start int64, b *StepBatch) // tests: each step as it starts
+	preempted                    bool
+}
+
+func newEngine(s *Sim) (*engine, error) {
+	g := &s.cfg.GPU
+	if g.MaxBatchedTokens < 0 {
+		return nil, fmt.Errorf("sim: max batched tokens %d < 0", g.MaxBatchedTokens)
+	}
+	if g.Step == nil && (!(g.PrefillTokensPerSec > 0) || !(g.DecodeTokensPerSec > 0)) {
+		return nil, errors.New("sim: batched engine needs a step model or gpu rates > 0")
+	}
+	m := g.stepModel()
+	if err := checkStep(m); err != nil {
+		return nil, err
+	}
+	b := g.MaxBatchedTokens
+	if b == 0 {
+		b = DefaultMaxBatchedTokens
+	}
+	return &engine{s: s, model: m, budget: b, bt: s.cfg.Core.BlockTokens}, nil
+}
+
+func (e *engine) seq(id core.ReqID) *seq {
+	for int(id) >= len(e.seqs) {
+		e.seqs = append(e.seqs, seq{})
+	}
+	return &e.seqs[id]
+}
+
+// prefill takes the core's Prefill: a resumed request also recomputes the
+// tokens it had generated. It joins the ready queue once its loads landed.
+func (e *engine) prefill(now int64, id core.ReqID, cached, compute int) {
+	q := e.seq(id)
+	if q.state != seqPreempted {
+		*q = seq{}
+	}
+	rt := e.s.timing(id)
+	q.left = compute + q.gen
+	q.ctx = int64(cached)
+	q.chunk = 0
+	q.issued, q.first, q.loadNs = now, -1, 0
+	at := now
+	if rt.loads {
+		at = max(now, rt.loadDone)
+		q.loadNs = rt.loadDone - rt.loadStart
+		rt.loads = false
+	}
+	if at > now {
+		q.state = seqLoading
+		e.s.heap.push(at, evLoaded, id)
+		return
+	}
+	e.loaded(now, id)
+}
+
+// loaded moves a loading request to the ready queue.
+func (e *engine) loaded(now int64, id core.ReqID) {
+	q := &e.seqs[id]
+	if q.state != seqLoading && q.state != seqPreempted && q.state != seqIdle {
+		return
+	}
+	q.state, q.ready = seqReady, now
+	e.ready = append(e.ready, id)
+}
+
+// decode takes the core's Decode, issued from PrefillDone: the prefill
+// produced a token already, so a request wanting no more is done at once.
+func (e *engine) decode(now int64, id core.ReqID, tokens int) {
+	q := &e.seqs[id]
+	q.target = tokens
+	if q.gen >= tokens {
+		*q = seq{}
+		e.s.heap.push(now, evDecodeDone, id) // the core is not re-entered from a command
+		return
+	}
+	q.state = seqDecode
+}
+
+// preemptedBy marks a victim of Grow: it leaves the running set at the next
+// compaction and keeps its generated tokens for the recompute.
+func (e *engine) preemptedBy(id core.ReqID) {
+	q := e.seq(id)
+	q.state, q.chunk = seqPreempted, 0
+	q.held = 0
+	e.preempted = true
+}
+
+// blocks is how many KV blocks n generated tokens fill.
+func (e *engine) blocks(n int) int { return (n + e.bt - 1) / e.bt }
+
+// kick starts a step if the GPU is idle and anything can run.
+func (e *engine) kick(now int64) {
+	if e.busy || (len(e.run) == 0 && e.rh == len(e.ready)) {
+		return
+	}
+	c := e.s.core
+	e.start = now
+	// Decodes whose token needs a new block get it first; a Grow may preempt
+	// any running request, this one included.
+	e.preempted = false
+	for _, id := range e.run {
+		q := &e.seqs[id]
+		if q.state == seqDecode && e.blocks(q.gen) > e.blocks(q.held) {
+			if g := q.gen; c.Grow(now, id, g) {
+				e.seqs[id].held = g // the core may have grown e.seqs meanwhile
+			}
+		}
+	}
+	if e.preempted {
+		e.compact()
+	}
+	// The batch lives in the engine: a pointer to a local, passed to the
+	// step model's interface method, would escape to the heap every step.
+	b := &e.b
+	*b = StepBatch{}
+	budget := e.budget
+	e.batch = e.batch[:0]
+	for _, id := range e.run {
+		if budget == 0 {
+			break
+		}
+		q := &e.seqs[id]
+		e.schedule(id, q, b, &budget)
+	}
+	for budget > 0 && e.rh < len(e.ready) {
+		id := e.ready[e.rh]
+		e.rh++
+		q := &e.seqs[id]
+		q.state = seqPrefill
+		e.run = append(e.run, id)
+		e.schedule(id, q, b, &budget)
+	}
+	if e.rh == len(e.ready) {
+		e.ready, e.rh = e.ready[:0], 0
+	}
+	if len(e.batch) == 0 {
+		return
+	}
+	ns := toNs(e.model.StepNs(b))
+	end := now + ns
+	if ns > core.MaxTime || end > core.MaxTime {
+		e.s.fail(e.batch[0], "gpu.step_model", "a step starting at %s (%d prefill tokens, %d decodes) ends past the simulated-time limit of %s",
+			span(float64(now)), b.PrefillTokens, b.DecodeSeqs, limit)
+		return
+	}
+	e.busy = true
+	if e.onStep != nil {
+		e.onStep(now, b)
+	}
+	e.steps++
+	e.prefillSum += int64(b.PrefillTokens)
+	e.decodeSum += int64(b.DecodeSeqs)
+	e.s.heap.push(end, evStep, -1)
+}
+
+// schedule adds sequence id to the step under way, within budget.
+func (e *engine) schedule(id core.ReqID, q *seq, b *StepBatch, budget *int) {
+	switch q.state {
+	case seqDecode:
+		b.DecodeSeqs++
+		b.ContextTokens += q.ctx
+		b.AttnPairs += float64(q.ctx + 1)
+		q.chunk = 0
+		*budget--
+	case seqPrefill:
+		n := min(q.left, *budget)
+		if n == 0 {
+			return
+		}
+		if q.first < 0 {
+			q.first = e.start
+		}
+		q.chunk = n
+		b.PrefillTokens += n
+		b.PrefillSeqs++
+		b.ContextTokens += q.ctx
+		fn := float64(n)
+		b.AttnPairs += fn*float64(q.ctx) + fn*(fn+1)/2
+		*budget -= n
+	default:
+		return
+	}
+	e.batch = append(e.batch, id)
+}
+
+// compact drops from the running set what is no longer running.
+func (e *engine) compact() {
+	k := 0
+	for _, id := range e.run {
+		if st := e.seqs[id].state; st == seqPrefill || st == seqDecode {
+			e.run[k] = id
+			k++
+		}
+	}
+	e.run = e.run[:k]
+}
+
+// stepDone ends the step under way: decodes gain a token, prompts whose
+// last chunk ran produce their first token.
+func (e *engine) stepDone(now int64) {
+	e.busy = false
+	c := e.s.core
+	done := false
+	for _, id := range e.batch {
+		q := &e.seqs[id]
+		switch q.state {
+		case seqDecode:
+			q.ctx++
+			if q.gen++; q.gen >= q.target {
+				*q = seq{}
+				done = true
+				c.DecodeDone(now, id)
+			}
+		case seqPrefill:
+			q.left -= q.chunk
+			q.ctx += int64(q.chunk)
+			q.chunk = 0
+			if q.left > 0 {
+				continue
+			}
+			q.gen++
+			q.state = seqDecode
+			t := core.Timing{LoadNs: q.loadNs, ComputeNs: now - q.first, LoadWaitNs: q.ready - q.issued}
+			c.PrefillDone(now, id, t) // issues Decode, which may finish it
+			if e.seqs[id].state != seqDecode {
+				done = true
+			}
+		}
+	}
+	if done {
+		e.compact()
+	}
+}
+
+// computeNs is the time a lone prompt of n tokens after c cached ones
+// takes: its chunks, one step each (the core's cost model).
+func (e *engine) computeNs(c, n int) int64 {
+	var t float64
+	ctx := int64(c)
+	for n > 0 {
+		k := min(n, e.budget)
+		fk := float64(k)
+		e.tmp = StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: ctx, AttnPairs: fk*float64(ctx) + fk*(fk+1)/2}
+		t += e.model.StepNs(&e.tmp)
+		ctx += int64(k)
+		n -= k
+	}
+	return toNs(t)
+}
+
+// admissible checks that a request's steps alone stay representable: its
+// first prefill chunk and the decode step of its last token.
+func (e *engine) admissible(r *core.Request) error {
+	n := min(max(r.InputTokens, 1), e.budget)
+	fn := float64(n)
+	e.tmp = StepBatch{PrefillTokens: n, PrefillSeqs: 1, AttnPairs: fn * (fn + 1) / 2}
+	a := e.model.StepNs(&e.tmp)
+	ctx := int64(r.InputTokens) + int64(r.OutputTokens)
+	e.tmp = StepBatch{DecodeSeqs: 1, ContextTokens: ctx, AttnPairs: float64(ctx + 1)}
+	if b := e.model.StepNs(&e.tmp); !(a < float64(core.MaxTime)) || !(b < float64(core.MaxTime)) {
+		return &LimitError{Key: "gpu.step_model", Line: r.Line, Msg: fmt.Sprintf(
+			"request %d (%d input, %d output tokens): one step takes %s, past the simulated-time limit of %s",
+			r.Seq, r.InputTokens, r.OutputTokens, span(max(a, b)), limit)}
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"kvsim/core"
+	"kvsim/policy"
+)
+
+// flat is the hand-checked step model: 1 us per step, 10 ns per prompt
+// token, 100 ns per decoding sequence; context and attention free.
+var flat = LinearStep{C0: 1000, CPrefill: 10, CDecode: 100}
+
+// batchedTiny: 1 kB per token, 4-token blocks, a big HBM, a DRAM tier
+// behind a 1 MB/s link (4 ms per block), and a budget of 8 tokens a step.
+func batchedTiny() Config {
+	return Config{
+		Core: core.Config{
+			Tiers:         []core.Tier{{Name: "hbm", Capacity: 1 << 20}, {Name: "dram", Capacity: 1 << 20}},
+			BytesPerToken: 1000, BlockTokens: 4,
+			NewPolicy: func(_ int, c int64) (policy.Policy, error) {
+				return policy.New("lru", policy.Config{Capacity: c})
+			},
+		},
+		Links: []LinkSpec{{From: 0, To: 1, Bandwidth: 1e6}},
+		GPU:   GPUSpec{Engine: EngineBatched, MaxBatchedTokens: 8, Step: flat},
+	}
+}
+
+type stepRec struct {
+	start int64
+	b     StepBatch
+}
+
+func (r stepRec) String() string {
+	return fmt.Sprintf("t=%d P%d/%d D%d ctx%d pairs%g", r.start, r.b.PrefillTokens, r.b.PrefillSeqs, r.b.DecodeSeqs, r.b.ContextTokens, r.b.AttnPairs)
+}
+
+// runBatched replays reqs, after preload (if any) has filled lower tiers,
+// and returns the steps as they started, the records by Seq and the result.
+func runBatched(t *testing.T, cfg Config, reqs []core.Request, preload func(c *core.Core)) ([]stepRec, map[int64]core.Record, *Result) {
+	t.Helper()
+	recs := map[int64]core.Record{}
+	s, err := New(cfg, func(r *core.Record) {
+		c := *r
+		c.HitBlocks = nil
+		recs[r.Seq] = c
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if preload != nil {
+		preload(s.Core())
+	}
+	var steps []stepRec
+	s.eng.onStep = func(start int64, b *StepBatch) { steps = append(steps, stepRec{start, *b}) }
+	res, err := s.Run(&sliceSource{reqs: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Core().Check(); err != nil {
+		t.Fatal(err)
+	}
+	return steps, recs, res
+}
+
+func checkSteps(t *testing.T, got []stepRec, want []string) {
+	t.Helper()
+	var g []string
+	for _, s := range got {
+		g = append(g, s.String())
+	}
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func checkTimes(t *testing.T, r core.Record, first, done int64) {
+	t.Helper()
+	if r.FirstToken != first || r.Done != done {
+		t.Errorf("request %d: first token %d, done %d; want %d, %d", r.Seq, r.FirstToken, r.Done, first, done)
+	}
+}
+
+// TestBatchedChunkedPrefill: a 20-token prompt under an 8-token budget
+// runs in three chunks, then decodes one token per step.
+func TestBatchedChunkedPrefill(t *testing.T) {
+	reqs := []core.Request{{Seq: 0, InputTokens: 20, OutputTokens: 3, Blocks: []core.Block{0, 1, 2, 3, 4}}}
+	steps, recs, res := runBatched(t, batchedTiny(), reqs, nil)
+	checkSteps(t, steps, []string{
+		"t=0 P8/1 D0 ctx0 pairs36",     // 1000 + 8x10 = 1080; pairs 8x9/2
+		"t=1080 P8/1 D0 ctx8 pairs100", // +1080 = 2160; pairs 8x8 + 36
+		"t=2160 P4/1 D0 ctx16 pairs74", // 1000 + 4x10 = 1040 -> 3200 (first token); 4x16 + 10
+		"t=3200 P0/0 D1 ctx20 pairs21", // 1000 + 100 = 1100 -> 4300 (token 2)
+		"t=4300 P0/0 D1 ctx21 pairs22", // -> 5400 (token 3: done)
+	})
+	checkTimes(t, recs[0], 3200, 5400)
+	// TPOT (5400-3200)/(3-1) = 1100; E2E 5400.
+	if res.Steps != 5 || res.TPOT.Max() != 1100 || res.E2E.Max() != 5400 || res.OutputTokens != 3 {
+		t.Errorf("steps %d, tpot %d, e2e %d, output tokens %d", res.Steps, res.TPOT.Max(), res.E2E.Max(), res.OutputTokens)
+	}
+}
+
+// TestBatchedDecodeFirst: a running decode is served before a newly ready
+// prompt, which takes what is left of the budget.
+func TestBatchedDecodeFirst(t *testing.T) {
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 4, OutputTokens: 3, Blocks: []core.Block{0}},
+		{Seq: 1, Arrival: 500, InputTokens: 12, OutputTokens: 1, Blocks: []core.Block{1, 2, 3}},
+	}
+	steps, recs, _ := runBatched(t, batchedTiny(), reqs, nil)
+	checkSteps(t, steps, []string{
+		"t=0 P4/1 D0 ctx0 pairs10", // 1000 + 40 = 1040: A's first token; B arrives at 500 and waits
+		// A decodes (1 token, pairs 4+1), B gets the 7 left (pairs 7x8/2):
+		// 1000 + 70 + 100 = 1170 -> 2210
+		"t=1040 P7/1 D1 ctx4 pairs33",
+		// A again, then B's last 5 (ctx 5 + 7, pairs 6 + 5x7 + 15):
+		// 1000 + 50 + 100 = 1150 -> 3360
+		"t=2210 P5/1 D1 ctx12 pairs56",
+	})
+	checkTimes(t, recs[0], 1040, 3360) // token 3 at 3360
+	checkTimes(t, recs[1], 3360, 3360) // one output token: done with its prefill
+}
+
+// TestBatchedLoadBesideBatch: a request whose whole prompt is in DRAM
+// loads for 16 ms without holding the GPU: one arriving 1 ns later runs
+// at once. The loaded prompt then computes its last token only.
+func TestBatchedLoadBesideBatch(t *testing.T) {
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 16, OutputTokens: 1, Blocks: []core.Block{0, 1, 2, 3}},
+		{Seq: 1, Arrival: 1, InputTokens: 4, OutputTokens: 1, Blocks: []core.Block{10}},
+	}
+	steps, recs, res := runBatched(t, batchedTiny(), reqs, func(c *core.Core) {
+		for b := range core.Block(4) {
+			if !c.Preload(1, b, 4000) {
+				t.Fatal("preload")
+			}
+		}
+	})
+	checkSteps(t, steps, []string{
+		"t=1 P4/1 D0 ctx0 pairs10", // B: 1000 + 40 = 1040 -> 1041
+		// A: 4 blocks of 4 kB at 1 MB/s, one after another, land at 16 ms;
+		// it computes token 16 after 15 cached: 1000 + 10 -> 16,001,010
+		"t=16000000 P1/1 D0 ctx15 pairs16",
+	})
+	checkTimes(t, recs[1], 1041, 1041)
+	checkTimes(t, recs[0], 16_001_010, 16_001_010)
+	if lw := recs[0].LoadWaitNs; lw != 16_000_000 {
+		t.Errorf("load wait %d, want 16 ms", lw)
+	}
+	if res.LoadWait.Max() != 16_000_000 {
+		t.Errorf("load wait hist max %d", res.LoadWait.Max())
+	}
+}
+
+// TestBatchedFullyCached: a prompt entirely in HBM still computes its last
+// token, so its TTFT is one step, never 0.
+func TestBatchedFullyCached(t *testing.T) {
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: 1, Blocks: []core.Block{0, 1}},
+		{Seq: 1, Arrival: 10_000, InputTokens: 8, OutputTokens: 1, Blocks: []core.Block{0, 1}},
+	}
+	steps, recs, _ := runBatched(t, batchedTiny(), reqs, nil)
+	checkSteps(t, steps, []string{
+		"t=0 P8/1 D0 ctx0 pairs36",    // 1000 + 80 -> 1080
+		"t=10000 P1/1 D0 ctx7 pairs8", // 1000 + 10 -> 11010
+	})
+	checkTimes(t, recs[1], 11_010, 11_010)
+}
+
+// TestStepModels pins both step models against hand computation.
+func TestStepModels(t *testing.T) {
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6*math.Abs(want) {
+			t.Errorf("%s: %.3f ns, want %.3f", name, got, want)
+		}
+	}
+	l := LinearStep{C0: 3, CPrefill: 5, CDecode: 7, CCtx: 11, CAttn: 0.5}
+	// 3 + 5x100 + 7x4 + 11x1000 + 0.5x6000 = 14531
+	near("linear", l.StepNs(&StepBatch{PrefillTokens: 100, PrefillSeqs: 2, DecodeSeqs: 4, ContextTokens: 1000, AttnPairs: 6000}), 14531)
+
+	// llama-3.1-8b on one H100 SXM: 8.03e9 parameters, 16.06 GB of bf16
+	// weights, 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes =
+	// 131072 bytes of KV per token, 4 x 32 layers x 32 heads x 128 =
+	// 524288 attention FLOPs per pair; 989 TFLOP/s x 0.5, 3.35 TB/s x 0.8.
+	r := RooflineStep{PeakFLOPs: 989e12, HBMBandwidth: 3.35e12, ComputeEff: 0.5, MemoryEff: 0.8,
+		Params: 8.03e9, WeightBytes: 16.06e9, AttnFLOPsPerPair: 524288, KVBytesPerToken: 131072}
+	// One decode, no context: bytes 16.06e9 + 131072 over 2.68e12 B/s =
+	// 5,992,586.22 ns; FLOPs 2 x 8.03e9 + 524288 over 4.945e14 = 32.5 us:
+	// memory-bound, the decode floor of about 5.99 ms.
+	near("roofline decode", r.StepNs(&StepBatch{DecodeSeqs: 1, AttnPairs: 1}), 5_992_586.220895522)
+	// A full 8192-token prefill: FLOPs 2 x 8.03e9 x 8192 + 524288 x
+	// 8192x8193/2 = 1.49157853528064e14 over 4.945e14 = 301.63 ms, beyond
+	// the 6.39 ms of its bytes: compute-bound.
+	near("roofline prefill", r.StepNs(&StepBatch{PrefillTokens: 8192, PrefillSeqs: 1, AttnPairs: 8192 * 8193 / 2}), 301_633_677.5087239)
+	r.OverheadNs = 2e6
+	near("roofline overhead", r.StepNs(&StepBatch{DecodeSeqs: 1, AttnPairs: 1}), 7_992_586.220895522)
+
+	// The legacy rates: 200k prompt tokens/s, 50 tokens/s per request,
+	// 0.5 ns per attention pair.
+	if got := LegacyStep(200_000, 50, 0.5); got != (LinearStep{C0: 20e6, CPrefill: 5000, CAttn: 0.5}) {
+		t.Errorf("legacy step %+v", got)
+	}
+}
+
+// TestBatchedLegacyRates: with only the old rates, a lone prompt's TTFT is
+// one decode interval plus its old prefill time (rate and attention), and
+// each further token one decode interval.
+func TestBatchedLegacyRates(t *testing.T) {
+	cfg := batchedTiny()
+	cfg.GPU = GPUSpec{Engine: EngineBatched, PrefillTokensPerSec: 1e6, DecodeTokensPerSec: 1000, AttentionNsPerToken2: 2}
+	reqs := []core.Request{{Seq: 0, InputTokens: 8, OutputTokens: 3, Blocks: []core.Block{0, 1}}}
+	_, recs, _ := runBatched(t, cfg, reqs, nil)
+	// prefill: 1e6 (one token at 1000/s) + 8 x 1000 + 2 x 36 pairs = 1,008,072;
+	// decodes: 1e6 + 2 x 9 pairs = 1,000,018, then 1e6 + 2 x 10 = 1,000,020.
+	checkTimes(t, recs[0], 1_008_072, 1_008_072+1_000_018+1_000_020)
+}
+
+// randomScenario is a small seeded system and trace: conversations share
+// prefixes, HBM is tight enough to queue, prompts exceed the budget.
+func randomScenario(seed uint64) (Config, []core.Request) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	cfg := batchedTiny()
+	cfg.Core.Tiers[0].Capacity = int64(40+rng.IntN(40)) * 4000
+	cfg.Core.Tiers[1].Capacity = int64(60+rng.IntN(100)) * 4000
+	cfg.Core.MaxRunning = rng.IntN(5)
+	cfg.GPU.MaxBatchedTokens = []int{4, 8, 16, 64}[rng.IntN(4)]
+	if rng.IntN(2) == 0 {
+		cfg.GPU.Step = LinearStep{C0: 1000, CPrefill: 10, CDecode: 100, CCtx: 1, CAttn: 0.01}
+	}
+	var reqs []core.Request
+	var t int64
+	for i := range 80 {
+		t += int64(rng.IntN(4000))
+		conv := rng.IntN(6)
+		k := 1 + rng.IntN(8)
+		var blocks []core.Block
+		for j := range k {
+			blocks = append(blocks, core.Block(conv*100+j))
+		}
+		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: t, InputTokens: 4*k - rng.IntN(4),
+			OutputTokens: rng.IntN(24), Blocks: blocks})
+	}
+	return cfg, reqs
+}
+
+// TestBatchedInvariants replays random scenarios and checks, after every
+// event: the GPU is busy whenever a request is ready or running (the core
+// panics if HBM is ever over capacity); at the end: every request finished,
+// in order of its own times, and a second run gives the same output.
+func TestBatchedInvariants(t *testing.T) {
+	for seed := range uint64(40) {
+		cfg, reqs := randomScenario(seed)
+		run := func() string {
+			var out strings.Builder
+			n := 0
+			s, err := New(cfg, func(r *core.Record) {
+				n++
+				if r.Rejected {
+					t.Errorf("seed %d: request %d rejected", seed, r.Seq)
+				}
+				if !(r.Arrival < r.FirstToken && r.FirstToken <= r.Done) {
+					t.Errorf("seed %d: request %d: arrival %d, first token %d, done %d", seed, r.Seq, r.Arrival, r.FirstToken, r.Done)
+				}
+				fmt.Fprintf(&out, "%d %d %d %d %d %d\n", r.Seq, r.Admitted, r.FirstToken, r.Done, r.RecomputedTokens, r.Preemptions)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.OnEvent(func(s *Sim) {
+				e := s.eng
+				if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
+					t.Fatalf("seed %d: GPU idle at %d with %d running, %d ready", seed, s.Now(), len(e.run), len(e.ready)-e.rh)
+				}
+				if err := s.Core().Check(); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+			})
+			res, err := s.Run(&sliceSource{reqs: reqs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(reqs) || res.Stats.Requests != int64(len(reqs)) || s.Core().Running() != 0 || s.Core().Queued() != 0 {
+				t.Errorf("seed %d: %d of %d requests finished", seed, n, len(reqs))
+			}
+			fmt.Fprintf(&out, "%+v\n", *res)
+			return out.String()
+		}
+		if a, b := run(), run(); a != b {
+			t.Errorf("seed %d: two runs differ", seed)
+		}
+	}
+}
+
+// TestBatchedLoneTTFT: with a huge HBM and requests far apart, a request's
+// TTFT is exactly the roofline time of its prompt's chunks.
+func TestBatchedLoneTTFT(t *testing.T) {
+	cfg := batchedTiny()
+	cfg.Core.Tiers[0].Capacity = 1 << 40
+	r := RooflineStep{PeakFLOPs: 989e12, HBMBandwidth: 3.35e12, ComputeEff: 0.5, MemoryEff: 0.8, OverheadNs: 1e5,
+		Params: 8.03e9, WeightBytes: 16.06e9, AttnFLOPsPerPair: 524288, KVBytesPerToken: 131072}
+	cfg.GPU = GPUSpec{Engine: EngineBatched, MaxBatchedTokens: 512, Step: r}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var reqs []core.Request
+	for i := range 20 {
+		n := 1 + rng.IntN(3000)
+		var blocks []core.Block
+		for j := range (n + 3) / 4 {
+			blocks = append(blocks, core.Block(i*1000+j))
+		}
+		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: int64(i) * 1e10, InputTokens: n, OutputTokens: 1 + rng.IntN(5), Blocks: blocks})
+	}
+	_, recs, _ := runBatched(t, cfg, reqs, nil)
+	for _, q := range reqs {
+		// The prompt in 512-token chunks, each a step of its own.
+		var want int64
+		for done := 0; done < q.InputTokens; {
+			k := min(512, q.InputTokens-done)
+			fk := float64(k)
+			want += int64(math.Round(r.StepNs(&StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: int64(done),
+				AttnPairs: fk*float64(done) + fk*(fk+1)/2})))
+			done += k
+		}
+		if rec := recs[q.Seq]; rec.TTFT() != want {
+			got := rec.TTFT()
+			t.Errorf("request %d (%d tokens): TTFT %d, want %d", q.Seq, q.InputTokens, got, want)
+		}
+	}
+}
