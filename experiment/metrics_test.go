@@ -132,7 +132,16 @@ func TestSLOAttainment(t *testing.T) {
 			t.Errorf("summary's slo %+v, want %+v", sum.SLO, c.slo)
 		}
 	}
-	sum, err := Run(context.Background(), tinyScenario(t, [2]int{32, 4}), Options{})
+	// The same through the scenario's keys.
+	sc := tinyScenario(t, [2]int{32, 4}, [2]int{32, 1}, [2]int{1024, 4}, [2]int{48, 8})
+	sum, err := Run(context.Background(), load(t, sc.Path, "slo.tpot_ms=1e-9"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := sum.Policies[0].SLOAttainment; a == nil || *a != 0.25 || sum.SLO == nil || sum.SLO.TPOTms != 1e-9 {
+		t.Errorf("--set slo.tpot_ms=1e-9: attainment %v, slo %+v", a, sum.SLO)
+	}
+	sum, err = Run(context.Background(), tinyScenario(t, [2]int{32, 4}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,5 +261,40 @@ func TestSummaryMatchesRequests(t *testing.T) {
 		if want := float64(a.outTokens) / p.SimulatedSeconds; !near(p.OutputTokensPerS, want) {
 			t.Errorf("%s: %v output tokens/s, rows give %v", p.Name, p.OutputTokensPerS, want)
 		}
+	}
+}
+
+// TestPreemptionsCounted: four requests whose outputs outgrow HBM together
+// (each fits alone: 232 of 256 tokens) preempt one another; summary.json's
+// total, the requests.csv rows and the cumulative series agree.
+func TestPreemptionsCounted(t *testing.T) {
+	sc := tinyScenario(t, [2]int{32, 200}, [2]int{32, 200}, [2]int{32, 200}, [2]int{32, 200})
+	out := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sum.Policies[0]
+	if p.Requests != 4 || p.Preemptions == 0 {
+		t.Fatalf("%d requests finished, %d preemptions: want 4 and some", p.Requests, p.Preemptions)
+	}
+	rr, err := results.OpenRequests(filepath.Join(out, sc.Name, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	var rows int64
+	var q results.Request
+	for rr.Next(&q) == nil {
+		rows += int64(q.Preemptions)
+	}
+	ser := sum.Series[0].Preemptions
+	for i := 1; i < len(ser); i++ {
+		if ser[i] < ser[i-1] {
+			t.Fatalf("cumulative preemptions fall: %v", ser)
+		}
+	}
+	if rows != p.Preemptions || len(ser) == 0 || ser[len(ser)-1] != p.Preemptions {
+		t.Errorf("preemptions: summary %d, rows %d, series %v", p.Preemptions, rows, ser)
 	}
 }
