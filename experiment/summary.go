@@ -32,7 +32,7 @@ type sloCheck struct {
 type sloCount struct{ met, total int64 }
 
 func newSLOCheck(s scenario.SLO) sloCheck {
-	return sloCheck{on: s.TTFTms > 0 || s.TPOTms > 0, ttft: s.TTFTms * 1e6, tpot: s.TPOTms * 1e6}
+	return sloCheck{on: s.Set(), ttft: s.TTFTms * 1e6, tpot: s.TPOTms * 1e6}
 }
 
 // add counts r (tpot as results.TPOT gives it) into c.
@@ -67,7 +67,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		sum.CostUSD += cost
 	}
 	sum.Trace = runs[0].trace
-	if sc.SLO.TTFTms > 0 || sc.SLO.TPOTms > 0 {
+	if sc.SLO.Set() {
 		sum.SLO = &results.SLO{TTFTms: sc.SLO.TTFTms, TPOTms: sc.SLO.TPOTms}
 	}
 	perTier := func(xs []int64) map[string]int64 {
