@@ -168,6 +168,22 @@
 // Every tier must be reachable from the hbm tier through links, no pair of
 // tiers may be linked twice, and links are used in both directions.
 //
+// Presets (presets.go, with their sources): a [model] preset gives layers,
+// heads, kv_heads, head_dim and params from the model's config.json, a
+// [gpu] preset the dense bf16 FLOP/s, HBM bandwidth and memory of one GPU
+// from its data sheet; every value is overridable by its key. With the
+// GPU's memory known and no hbm capacity given, the hbm tier gets what
+// vLLM leaves for KV: GPUMemoryUtilization x memory x tp minus the weights.
+//
+// A scenario written for the rate engine (only prefill_tokens_per_s and
+// decode_tokens_per_s) keeps loading: its step_model is "linear" with
+// GPU.LegacyStep set, and the simulator derives the step from the rates
+// (sim.LegacyStep: c0 = 1s / decode rate, c_prefill = 1s / prefill rate).
+//
+// eviction is one policy name for every tier or an inline table by tier
+// name (with an optional "default"); Policy.Evictions holds each tier's,
+// Policy.Eviction the name shown in results.
+//
 // Errors are one line: "FILE:LINE: table: key: problem", the line omitted
 // where it cannot be known (see Error).
 package scenario

@@ -3,8 +3,11 @@ package scenario
 import (
 	"errors"
 	"maps"
+	"math"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,6 +284,8 @@ func TestNewKeyErrors(t *testing.T) {
 		{"eviction missing tier", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", ssd = \"fifo\" }\n"), `scenarios/x.toml:9: policy "p": eviction: no policy for tier "dram": name it in the table or add default = "..."`},
 		{"eviction table unknown policy", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", default = \"nope\" }\n"), `scenarios/x.toml:9: policy "p": eviction: default: unknown policy "nope" (known: ` + strings.Join(policyNames(), ", ") + `)`},
 		{"eviction table value type", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = 1, default = \"lru\" }\n"), `scenarios/x.toml:9: policy "p": eviction: hbm: must be a policy name, got integer 1`},
+		{"eviction sub-table of the second policy", doc(tiers3 + "[[policy]]\nname = \"a\"\n[policy.eviction]\ndefault = \"lru\"\n[[policy]]\nname = \"b\"\n[policy.eviction]\nhbm = \"lru\"\n"),
+			`scenarios/x.toml:13: policy "b": eviction: no policy for tier "dram": name it in the table or add default = "..."`},
 		{"eviction table needs a name", doc(tiers3 + "[[policy]]\neviction = { hbm = \"lru\", default = \"fifo\" }\n"), `scenarios/x.toml:7: policy 1: name: required when tiers differ in eviction (hbm=lru,dram=fifo,ssd=fifo): it labels the results and --set`},
 		{"eviction table parameter nobody takes", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", default = \"fifo\" }\nalpha = 1\n"), `scenarios/x.toml:10: unknown key "alpha" in [[policy]] "p" (eviction "hbm=lru,dram=fifo,ssd=fifo" takes no parameters)`},
 
@@ -327,3 +332,44 @@ func TestParseFineDuration(t *testing.T) {
 }
 
 func policyNames() []string { return policy.Names() }
+
+// The README's preset tables say what the presets hold.
+func TestPresetsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.Trim(l, "| "), " | ")
+		if len(f) < 5 || !strings.HasPrefix(f[0], "`") {
+			continue
+		}
+		name := strings.Trim(f[0], "`")
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Errorf("README preset row %q: %v", l, err)
+			}
+			return v
+		}
+		if g, ok := LookupGPU(name); ok {
+			seen++
+			bw, err1 := ParseBandwidth(strings.ReplaceAll(f[2], " ", ""))
+			c, err2 := ParseBytes(strings.ReplaceAll(f[3], " ", ""))
+			if num(f[1]) != g.PeakTFLOPs || err1 != nil || math.Abs(bw-g.HBMBandwidth) > 1e-9*g.HBMBandwidth || err2 != nil || c != g.HBMCapacity {
+				t.Errorf("README row %q differs from preset %+v", l, g)
+			}
+		}
+		if m, ok := LookupModel(name); ok && len(f) == 6 {
+			seen++
+			if int(num(f[1])) != m.Layers || int(num(f[2])) != m.Heads || int(num(f[3])) != m.KVHeads || int(num(f[4])) != m.HeadDim ||
+				math.Abs(num(f[5])-m.Params)/m.Params > 0.002 { // three figures
+				t.Errorf("README row %q differs from preset %+v", l, m)
+			}
+		}
+	}
+	if want := len(GPUPresets()) + len(ModelPresets()); seen != want {
+		t.Errorf("README documents %d presets, want %d", seen, want)
+	}
+}

@@ -54,6 +54,9 @@ func indexLines(src string) lineIndex {
 				continue
 			}
 			section, idx = strings.Join(parts, "."), 0
+			if n := counts[strings.Join(parts[:len(parts)-1], ".")]; n > 0 {
+				idx = n - 1 // a sub-table of the latest [[entry]]: [policy.eviction]
+			}
 			li.add(keyPos{section, idx, ""}, lineNo)
 		default:
 			parts, rest, ok := parseKey(t)
@@ -96,6 +99,9 @@ func (li lineIndex) line(table string, idx int, key string) int {
 		sub := key
 		if table != "" {
 			sub = table + "." + key
+		}
+		if l, ok := li[keyPos{sub, idx, ""}]; ok {
+			return l
 		}
 		if l, ok := li[keyPos{sub, 0, ""}]; ok {
 			return l

@@ -50,8 +50,17 @@ func TestSteadyStateAllocs(t *testing.T) {
 		accesses += int64(len(q.Blocks))
 	}
 	r.Close()
-	for _, evict := range []string{"lru", "s3fifo", "arc"} {
-		s, err := New(conversationConfig(evict), nil)
+	for _, c := range []struct {
+		evict string
+		eng   Engine
+	}{{"lru", EngineSimple}, {"s3fifo", EngineSimple}, {"arc", EngineSimple}, {"lru", EngineBatched}} {
+		evict := c.evict
+		cfg := conversationConfig(evict)
+		cfg.GPU.Engine = c.eng
+		if c.eng == EngineBatched {
+			evict += " batched"
+		}
+		s, err := New(cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,7 @@ const (
 	seqPrefill                // running, prompt chunks left
 	seqDecode                 // running, generating
 	seqPreempted              // lost its HBM; waits for the core to issue Prefill again
+	seqDone                   // produced its last token with its prefill
 )
 
 // seq is the engine's state of one request slot.
@@ -38,7 +39,8 @@ type seq struct {
 	ctx    int64 // tokens whose KV it holds: attention context of its next token
 	gen    int   // output tokens produced so far; survives a preemption
 	target int   // output tokens to produce
-	held   int   // generated tokens whose KV the core holds (last Grow)
+	held   int   // generated tokens whose KV the core holds (last Grow; given back on resume)
+	resume int   // generated tokens this prefill recomputes (resumed after a preemption)
 	issued int64 // Prefill issued
 	ready  int64 // loads landed
 	first  int64 // its first prefill chunk started (-1: not yet)
@@ -99,6 +101,7 @@ func (e *engine) prefill(now int64, id core.ReqID, cached, compute int) {
 		*q = seq{}
 	}
 	rt := e.s.timing(id)
+	q.resume = q.gen
 	q.left = compute + q.gen
 	q.ctx = int64(cached)
 	q.chunk = 0
@@ -133,8 +136,7 @@ func (e *engine) decode(now int64, id core.ReqID, tokens int) {
 	q := &e.seqs[id]
 	q.target = tokens
 	if q.gen >= tokens {
-		*q = seq{}
-		e.s.heap.push(now, evDecodeDone, id) // the core is not re-entered from a command
+		q.state = seqDone // stepDone reports it: the core is not re-entered from a command
 		return
 	}
 	q.state = seqDecode
@@ -145,7 +147,6 @@ func (e *engine) decode(now int64, id core.ReqID, tokens int) {
 func (e *engine) preemptedBy(id core.ReqID) {
 	q := e.seq(id)
 	q.state, q.chunk = seqPreempted, 0
-	q.held = 0
 	e.preempted = true
 }
 
@@ -284,10 +285,12 @@ func (e *engine) stepDone(now int64) {
 			}
 			q.gen++
 			q.state = seqDecode
-			t := core.Timing{LoadNs: q.loadNs, ComputeNs: now - q.first, LoadWaitNs: q.ready - q.issued}
-			c.PrefillDone(now, id, t) // issues Decode, which may finish it
-			if e.seqs[id].state != seqDecode {
+			t := core.Timing{LoadNs: q.loadNs, ComputeNs: now - q.first, LoadWaitNs: q.ready - q.issued, ResumeTokens: q.resume}
+			c.PrefillDone(now, id, t) // issues Decode, which may find it done
+			if q = &e.seqs[id]; q.state == seqDone {
+				*q = seq{}
 				done = true
+				c.DecodeDone(now, id)
 			}
 		}
 	}

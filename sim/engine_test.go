@@ -172,6 +172,51 @@ func TestBatchedFullyCached(t *testing.T) {
 	checkTimes(t, recs[1], 11_010, 11_010)
 }
 
+// TestBatchedPreemptResume: two requests decode in a 5-block HBM until
+// the second one's token 6 needs a fifth block: no room is left, so it
+// (admitted last) is preempted, waits for the first to finish, and then
+// prefills again: its last prompt token (the rest is still cached) plus
+// the 5 tokens it had generated, and decodes on from there.
+func TestBatchedPreemptResume(t *testing.T) {
+	cfg := batchedTiny()
+	cfg.Core.Tiers = []core.Tier{{Name: "hbm", Capacity: 5 * 4000}}
+	cfg.Links = nil
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{0}},
+		{Seq: 1, Arrival: 1, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{1}},
+	}
+	steps, recs, res := runBatched(t, cfg, reqs, nil)
+	checkSteps(t, steps, []string{
+		"t=0 P4/1 D0 ctx0 pairs10", // A: 1040; B arrives at 1
+		// Grow(A, 1): A's first output block (3 of 5 used). 1000 + 40 + 100
+		"t=1040 P4/1 D1 ctx4 pairs15",
+		// Grow(B, 1): B's first output block (4 of 5). 1000 + 2x100 = 1200 a step
+		"t=2180 P0/0 D2 ctx9 pairs11",
+		"t=3380 P0/0 D2 ctx11 pairs13",
+		"t=4580 P0/0 D2 ctx13 pairs15",
+		"t=5780 P0/0 D2 ctx15 pairs17", // Grow(A, 5): A's second output block (5 of 5)
+		// Grow(B, 5) finds nothing to evict: B, admitted last, is preempted
+		// (its prompt block stays cached, its output block is freed).
+		// A alone: 1000 + 100
+		"t=6980 P0/0 D1 ctx9 pairs10",
+		"t=8080 P0/0 D1 ctx10 pairs11",
+		"t=9180 P0/0 D1 ctx11 pairs12", // A's token 9 at 10280: done; B re-admitted
+		// B: 1 prompt token after 3 cached, plus its 5 generated tokens:
+		// 1000 + 6x10 = 1060; pairs 6x3 + 6x7/2
+		"t=10280 P6/1 D0 ctx3 pairs39",
+		// B's token 7 (Grow(B, 6) now fits), 8, 9: 1100 each
+		"t=11340 P0/0 D1 ctx9 pairs10",
+		"t=12440 P0/0 D1 ctx10 pairs11",
+		"t=13540 P0/0 D1 ctx11 pairs12",
+	})
+	checkTimes(t, recs[0], 1040, 10280)
+	checkTimes(t, recs[1], 2180, 14640) // the first token is the first prefill's
+	if recs[0].Preemptions != 0 || recs[1].Preemptions != 1 || res.Stats.Preemptions != 1 || res.Stats.ResumeTokens != 5 {
+		t.Errorf("preemptions %d, %d, total %d; resume tokens %d", recs[0].Preemptions, recs[1].Preemptions,
+			res.Stats.Preemptions, res.Stats.ResumeTokens)
+	}
+}
+
 // TestStepModels pins both step models against hand computation.
 func TestStepModels(t *testing.T) {
 	near := func(name string, got, want float64) {
@@ -226,7 +271,7 @@ func TestBatchedLegacyRates(t *testing.T) {
 func randomScenario(seed uint64) (Config, []core.Request) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := batchedTiny()
-	cfg.Core.Tiers[0].Capacity = int64(40+rng.IntN(40)) * 4000
+	cfg.Core.Tiers[0].Capacity = int64(20+rng.IntN(30)) * 4000
 	cfg.Core.Tiers[1].Capacity = int64(60+rng.IntN(100)) * 4000
 	cfg.Core.MaxRunning = rng.IntN(5)
 	cfg.GPU.MaxBatchedTokens = []int{4, 8, 16, 64}[rng.IntN(4)]
@@ -244,16 +289,18 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 			blocks = append(blocks, core.Block(conv*100+j))
 		}
 		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: t, InputTokens: 4*k - rng.IntN(4),
-			OutputTokens: rng.IntN(24), Blocks: blocks})
+			OutputTokens: rng.IntN(40), Blocks: blocks})
 	}
 	return cfg, reqs
 }
 
 // TestBatchedInvariants replays random scenarios and checks, after every
-// event: the GPU is busy whenever a request is ready or running (the core
-// panics if HBM is ever over capacity); at the end: every request finished,
-// in order of its own times, and a second run gives the same output.
+// event: the GPU is busy whenever a request is ready or running, and the
+// core's accounting holds (it panics if HBM is ever over capacity); at the
+// end: every request finished, in order of its own times, some were
+// preempted, and a second run gives the same output.
 func TestBatchedInvariants(t *testing.T) {
+	var preempted int64
 	for seed := range uint64(40) {
 		cfg, reqs := randomScenario(seed)
 		run := func() string {
@@ -288,12 +335,16 @@ func TestBatchedInvariants(t *testing.T) {
 			if n != len(reqs) || res.Stats.Requests != int64(len(reqs)) || s.Core().Running() != 0 || s.Core().Queued() != 0 {
 				t.Errorf("seed %d: %d of %d requests finished", seed, n, len(reqs))
 			}
+			preempted += res.Stats.Preemptions
 			fmt.Fprintf(&out, "%+v\n", *res)
 			return out.String()
 		}
 		if a, b := run(), run(); a != b {
 			t.Errorf("seed %d: two runs differ", seed)
 		}
+	}
+	if preempted == 0 {
+		t.Error("no scenario preempted: the check should exercise preemption")
 	}
 }
 
@@ -330,5 +381,33 @@ func TestBatchedLoneTTFT(t *testing.T) {
 			got := rec.TTFT()
 			t.Errorf("request %d (%d tokens): TTFT %d, want %d", q.Seq, q.InputTokens, got, want)
 		}
+	}
+}
+
+// TestBatchedSeries: the per-step means land in the interval their step
+// started in, and merging two points weighs each by its steps.
+func TestBatchedSeries(t *testing.T) {
+	reqs := []core.Request{{Seq: 0, InputTokens: 20, OutputTokens: 3, Blocks: []core.Block{0, 1, 2, 3, 4}}}
+	s, err := New(batchedTiny(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SampleEvery(2500)
+	if _, err := s.Run(&sliceSource{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	// Steps start at 0 (P8), 1080 (P8), 2160 (P4), 3200 (D1), 4300 (D1);
+	// points at 2500 (sampled by the event at 3200) and 5000 (at 5400):
+	// 20/3 prompt tokens a step, then 1 decode a step.
+	se := s.Series()
+	got := fmt.Sprint(se.Times, se.PrefillTokens, se.DecodeSeqs, se.Preemptions)
+	if want := "[2500 5000] [6.666666666666667 0] [0 1] [0 0]"; got != want {
+		t.Errorf("series %s, want %s", got, want)
+	}
+	// Merged, weighed by steps (3 and 2): 20/5 = 4 prompt tokens, 2/5
+	// decodes a step (not the plain means 3.33 and 0.5).
+	s.sampler.halve()
+	if got, want := fmt.Sprint(se.Times, se.PrefillTokens, se.DecodeSeqs, se.Preemptions), "[5000] [4] [0.4] [0]"; got != want {
+		t.Errorf("halved %s, want %s", got, want)
 	}
 }
