@@ -241,3 +241,17 @@ func TestProfileRoundTrip(t *testing.T) {
 		t.Errorf("a device: %v", err)
 	}
 }
+
+// AppendRequest runs once per request per policy: it allocates nothing
+// once its buffer has grown, with or without a TPOT.
+func TestAppendRequestAllocs(t *testing.T) {
+	r := Request{Policy: "lru", Seq: 7, TTFTNs: 1_234_567, DoneNs: 9e9, OutputTokens: 9, HitBlocks: []int64{1, 2},
+		TPOTNs: 12_345_678, E2ENs: 9e9, LoadWaitNs: 5e6, Preemptions: 1, RunID: "0123456789abcdef"}
+	b := AppendRequest(nil, &r)
+	if n := testing.AllocsPerRun(100, func() {
+		r.TPOTNs = NoTPOT - r.TPOTNs - 1 // alternate: a TPOT, then none
+		b = AppendRequest(b[:0], &r)
+	}); n != 0 {
+		t.Errorf("%v allocations per row", n)
+	}
+}
