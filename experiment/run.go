@@ -60,6 +60,7 @@ type policyRun struct {
 	series *sim.Series
 	trace  results.Trace // what the source read; the source itself (its id map) is let go
 	csv    string        // temporary file with this policy's requests.csv rows
+	slo    sloCount
 	err    error
 	wallS  float64
 }
@@ -184,10 +185,16 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	var buf []byte
 	row := results.Request{Policy: p.Name, RunID: id}
+	slo := newSLOCheck(sc.SLO)
 	obs := func(r *core.Record) {
 		if o.OnRecord != nil {
 			o.OnRecord(i, r)
 		}
+		tpot := results.TPOT(r.FirstToken, r.Done, r.OutputTokens)
+		if r.Rejected {
+			tpot = results.NoTPOT
+		}
+		slo.add(&pr.slo, r, tpot)
 		if w == nil {
 			return
 		}
@@ -195,6 +202,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		row.LoadNs, row.ComputeNs, row.TTFTNs, row.DoneNs = r.LoadNs, r.ComputeNs, r.TTFT(), r.Done
 		row.InputTokens, row.OutputTokens, row.Blocks = r.InputTokens, r.OutputTokens, r.Blocks
 		row.HitBlocks, row.BlockHits, row.RecomputedTokens, row.Rejected = r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected
+		row.TPOTNs, row.E2ENs, row.LoadWaitNs, row.Preemptions = tpot, r.Done-r.Arrival, r.LoadWaitNs, r.Preemptions
 		buf = results.AppendRequest(buf[:0], &row)
 		w.Write(buf)
 	}

@@ -15,7 +15,7 @@ import (
 
 // resultsFormat is the version of the files a run writes; it enters every
 // run_id, so results of an older layout never pass for a newer run's.
-const resultsFormat = "kvsim-results/1"
+const resultsFormat = "kvsim-results/2"
 
 // runID identifies a run by its inputs, not by when it ran: the scenario
 // as simulated (after --set), the trace's content, the reader's options and

@@ -19,6 +19,40 @@ func quantiles(h *core.Hist) *results.Quantiles {
 		P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
 }
 
+// sloCheck decides whether a request met the scenario's [slo]: TTFT <=
+// ttft_ms and TPOT <= tpot_ms, each only where set; a request without a
+// TPOT (fewer than 2 output tokens) passes that half, a rejected one
+// misses. Limits are compared in ns.
+type sloCheck struct {
+	on         bool
+	ttft, tpot float64 // ns; 0: not set
+}
+
+// sloCount is one policy's tally.
+type sloCount struct{ met, total int64 }
+
+func newSLOCheck(s scenario.SLO) sloCheck {
+	return sloCheck{on: s.Set(), ttft: s.TTFTms * 1e6, tpot: s.TPOTms * 1e6}
+}
+
+// add counts r (tpot as results.TPOT gives it) into c.
+func (k sloCheck) add(c *sloCount, r *core.Record, tpot int64) {
+	if !k.on {
+		return
+	}
+	c.total++
+	if r.Rejected {
+		return
+	}
+	if k.ttft > 0 && float64(r.TTFT()) > k.ttft {
+		return
+	}
+	if k.tpot > 0 && tpot >= 0 && float64(tpot) > k.tpot {
+		return
+	}
+	c.met++
+}
+
 // summarize turns the policies' runs into summary.json's content (less
 // run_id, run and sweep, which Run adds).
 func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
@@ -33,6 +67,9 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		sum.CostUSD += cost
 	}
 	sum.Trace = runs[0].trace
+	if sc.SLO.Set() {
+		sum.SLO = &results.SLO{TTFTms: sc.SLO.TTFTms, TPOTms: sc.SLO.TPOTms}
+	}
 	perTier := func(xs []int64) map[string]int64 {
 		out := map[string]int64{}
 		for i, x := range xs {
@@ -50,6 +87,15 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 				"write_through": r.res.MovedByKind[core.WriteThrough], "prefetch": r.res.MovedByKind[core.PrefetchMove]},
 			Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
 			Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(r.res.End) / 1e9}
+		pol.TPOTms, pol.E2Ems, pol.LoadWaitMs = quantiles(&r.res.TPOT), quantiles(&r.res.E2E), quantiles(&r.res.LoadWait)
+		pol.Preemptions = st.Preemptions
+		if r.res.End > 0 {
+			pol.OutputTokensPerS = float64(r.res.OutputTokens) / (float64(r.res.End) / 1e9)
+		}
+		if sum.SLO != nil && r.slo.total > 0 {
+			a := float64(r.slo.met) / float64(r.slo.total)
+			pol.SLOAttainment = &a
+		}
 		if st.BlockAccesses > 0 {
 			var hits int64
 			for _, h := range st.Hits {
@@ -95,5 +141,6 @@ func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeS
 	for i, u := range s.LinkUtil {
 		ts.LinkUtil[s.Pipes[i]] = u
 	}
+	ts.PrefillTokens, ts.DecodeSeqs, ts.Preemptions = s.PrefillTokens, s.DecodeSeqs, s.Preemptions
 	return ts
 }

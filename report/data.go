@@ -230,9 +230,15 @@ func recomputeChart(s *results.Summary) chart {
 }
 
 func ttftBarsChart(s *results.Summary) chart {
-	c := chart{ID: "ttft_quantiles", Kind: kindBar, Title: "Time to first token: p50 / p90 / p99",
-		Subtitle: "from each policy's latency histogram",
-		XName:    "policy", YName: "TTFT (ms)", Categories: policyNames(s), Unit: " ms", Decimals: 3}
+	return quantileBars(s, "ttft_quantiles", "Time to first token: p50 / p90 / p99", "TTFT (ms)",
+		func(p *results.Policy) *results.Quantiles { return p.TTFTms })
+}
+
+// quantileBars draws p50/p90/p99 of one latency of each policy, from
+// its histogram in summary.json.
+func quantileBars(s *results.Summary, id, title, yname string, get func(p *results.Policy) *results.Quantiles) chart {
+	c := chart{ID: id, Kind: kindBar, Title: title, Subtitle: "from each policy's latency histogram",
+		XName: "policy", YName: yname, Categories: policyNames(s), Unit: " ms", Decimals: 3}
 	for _, q := range []struct {
 		name string
 		f    func(results.Quantiles) float64
@@ -240,12 +246,36 @@ func ttftBarsChart(s *results.Summary) chart {
 		{"p90", func(q results.Quantiles) float64 { return q.P90 }},
 		{"p99", func(q results.Quantiles) float64 { return q.P99 }}} {
 		sr := series{Name: q.name}
-		for _, p := range s.Policies {
-			sr.Values = append(sr.Values, round(q.f(p.TTFTms.OrNaN())))
+		for i := range s.Policies {
+			sr.Values = append(sr.Values, round(q.f(get(&s.Policies[i]).OrNaN())))
 		}
 		c.Series = append(c.Series, sr)
 	}
 	return c
+}
+
+// tpotE2EBars are TPOT's and end-to-end latency's quantile charts, each
+// where some policy has that latency (summaries of older kvsims have
+// neither).
+func tpotE2EBars(s *results.Summary) []chart {
+	var out []chart
+	for _, q := range []struct {
+		id, title, yname string
+		get              func(p *results.Policy) *results.Quantiles
+	}{
+		{"tpot_quantiles", "Time per output token: p50 / p90 / p99", "TPOT (ms)",
+			func(p *results.Policy) *results.Quantiles { return p.TPOTms }},
+		{"e2e_quantiles", "End-to-end latency: p50 / p90 / p99", "arrival to last token (ms)",
+			func(p *results.Policy) *results.Quantiles { return p.E2Ems }},
+	} {
+		for i := range s.Policies {
+			if q.get(&s.Policies[i]) != nil {
+				out = append(out, quantileBars(s, q.id, q.title, q.yname, q.get))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // cdf returns at most n points of the empirical CDF of v (x ascending,
@@ -271,16 +301,35 @@ func cdf(v []float64, n int) (x, y []float64) {
 
 // ttftCDFChart needs per-request TTFTs (requests.csv); ok is false
 // without any.
-func ttftCDFChart(s *results.Summary, ttft map[string][]float64) (c chart, ok bool) {
+func ttftCDFChart(s *results.Summary, lat *latencies) (c chart, ok bool) {
 	c = chart{ID: "ttft_cdf", Kind: kindLine, Title: "Time to first token: CDF",
 		Subtitle: fmt.Sprintf("share of requests with TTFT ≤ x (log scale; rejected requests left out; at most %d points per policy)", maxCDFPoints),
 		XName:    "TTFT (ms)", YName: "requests (%)", XLog: true, YMax: 100,
 		Unit: " %", Decimals: 2, XUnit: " ms", XDecimals: 3}
+	return cdfChart(c, s, lat, func(l *latencies) map[string][]float64 { return l.TTFT })
+}
+
+// tpotCDFChart is the TTFT CDF's companion for decoding: per-request TPOT
+// from requests.csv; ok is false without any (no file, a file of an older
+// kvsim, or no request with 2 or more output tokens).
+func tpotCDFChart(s *results.Summary, lat *latencies) (c chart, ok bool) {
+	c = chart{ID: "tpot_cdf", Kind: kindLine, Title: "Time per output token: CDF",
+		Subtitle: fmt.Sprintf("share of requests with TPOT ≤ x (log scale; requests with 2 or more output tokens; at most %d points per policy)", maxCDFPoints),
+		XName:    "TPOT (ms)", YName: "requests (%)", XLog: true, YMax: 100,
+		Unit: " %", Decimals: 2, XUnit: " ms", XDecimals: 3}
+	return cdfChart(c, s, lat, func(l *latencies) map[string][]float64 { return l.TPOT })
+}
+
+func cdfChart(c chart, s *results.Summary, lat *latencies, get func(*latencies) map[string][]float64) (chart, bool) {
+	if lat == nil {
+		return c, false
+	}
+	m := get(lat)
 	for _, p := range s.Policies {
-		if len(ttft[p.Name]) == 0 {
+		if len(m[p.Name]) == 0 {
 			continue
 		}
-		x, y := cdf(ttft[p.Name], maxCDFPoints)
+		x, y := cdf(m[p.Name], maxCDFPoints)
 		c.Series = append(c.Series, series{Name: p.Name, X: x, Y: y})
 	}
 	return c, len(c.Series) > 0
@@ -462,20 +511,73 @@ func timeCharts(s *results.Summary) []chart {
 			out = append(out, c)
 		}
 	}
+	// The engine's view: what each step computed, and the preemptions
+	// that HBM running out forced. Left out where every value is 0 (the
+	// simple engine has no steps; a run may preempt nothing).
+	for _, q := range []struct {
+		id, title, yname, unit, what string
+		dec                          int
+		get                          func(x *results.TimeSeries) []float64
+	}{
+		{"batch_prefill", "Batch composition: prefill tokens per step", "tokens per step", " tokens", "mean prompt (and recomputed) tokens computed per engine step over each sampling interval", 1,
+			func(x *results.TimeSeries) []float64 { return x.PrefillTokens }},
+		{"batch_decode", "Batch composition: decoding sequences per step", "sequences per step", " sequences", "mean sequences generating a token per engine step over each sampling interval", 2,
+			func(x *results.TimeSeries) []float64 { return x.DecodeSeqs }},
+		{"preemptions", "Preemptions over time", "preemptions (cumulative)", " preemptions", "running requests that lost their HBM and were re-queued, counted since the start", 0,
+			func(x *results.TimeSeries) []float64 { return int64s(x.Preemptions) }},
+	} {
+		k = 1
+		c := chart{ID: q.id, Kind: kindLine, Title: q.title, XName: "virtual time (s)", YName: q.yname,
+			Unit: q.unit, Decimals: q.dec, XUnit: " s", XDecimals: 1}
+		nonzero := false
+		for xi := range ts {
+			v := q.get(&ts[xi])
+			if len(v) == 0 {
+				continue
+			}
+			c.Series = append(c.Series, line(ts[xi].Policy, ts[xi].TimesS, v))
+			nonzero = nonzero || slices.ContainsFunc(v, func(x float64) bool { return x != 0 })
+		}
+		c.Subtitle = sub(q.what)
+		if k > 1 && c.Decimals == 0 {
+			c.Decimals = 1
+		}
+		if nonzero {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func int64s(v []int64) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
 	return out
 }
 
 // scenarioCharts is every chart of a scenario's report, in page order.
-// ttft may be nil (no requests.csv): the CDF is then left out.
-func scenarioCharts(s *results.Summary, ttft map[string][]float64) []chart {
-	out := []chart{hitChart(s)}
-	if c, ok := ttftCDFChart(s, ttft); ok {
+// lat may be nil (no requests.csv): the CDFs are then left out.
+//
+// Charts sit two to a row: the hit ratio beside recomputed tokens, then
+// the TTFT CDF beside the TPOT CDF.
+func scenarioCharts(s *results.Summary, lat *latencies) []chart {
+	out := []chart{hitChart(s), recomputeChart(s)}
+	if c, ok := ttftCDFChart(s, lat); ok {
+		out = append(out, c)
+	}
+	if c, ok := tpotCDFChart(s, lat); ok {
 		out = append(out, c)
 	}
 	if s.NoneCompleted() == "" { // else there is no latency to draw
 		out = append(out, ttftBarsChart(s))
+		out = append(out, tpotE2EBars(s)...)
 	}
-	out = append(out, recomputeChart(s), bytesChart(s))
+	out = append(out, bytesChart(s))
 	if c, ok := purposeChart(s); ok {
 		out = append(out, c)
 	}
@@ -508,12 +610,21 @@ func indexCharts(ss []*results.Summary) []chart {
 		}
 		return c
 	}
-	return append(sweepCharts(ss), []chart{
+	out := append(sweepCharts(ss), []chart{
 		mk("index_hit_ratio", "Hit ratio by scenario and policy", "block accesses served from any tier", "hit ratio (%)", " %", 2, 100,
 			func(p *results.Policy) float64 { return 100 * p.HitRatio }),
 		mk("index_ttft_p99", "TTFT p99 by scenario and policy", "99th percentile of time to first token", "TTFT p99 (ms)", " ms", 3, 0,
 			func(p *results.Policy) float64 { return p.TTFTms.OrNaN().P99 }),
 	}...)
+	for _, s := range ss {
+		for i := range s.Policies {
+			if s.Policies[i].TPOTms != nil { // results of older kvsims have none
+				return append(out, mk("index_tpot_p99", "TPOT p99 by scenario and policy", "99th percentile of time per output token",
+					"TPOT p99 (ms)", " ms", 3, 0, func(p *results.Policy) float64 { return p.TPOTms.OrNaN().P99 }))
+			}
+		}
+	}
+	return out
 }
 
 // sweepCharts draws, for the points of one kvsim sweep, each policy's hit

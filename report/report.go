@@ -40,7 +40,8 @@ type Options struct {
 }
 
 // Scenario writes one scenario's report. It has no per-request data, so
-// the TTFT CDF is left out: use ScenarioFromDir or ScenarioWithRequests.
+// the TTFT and TPOT CDFs are left out: use ScenarioFromDir or
+// ScenarioWithRequests.
 func Scenario(w io.Writer, s *results.Summary, o Options) error {
 	return writePage(w, scenarioPage(s, nil), o)
 }
@@ -55,14 +56,14 @@ func ScenarioFromDir(w io.Writer, dir string, o Options) error {
 	return ScenarioWithRequests(w, s, filepath.Join(dir, "requests.csv"), o)
 }
 
-// ScenarioWithRequests writes s's report with the TTFT CDF drawn from
-// requestsCSV; a missing file only leaves the CDF out.
+// ScenarioWithRequests writes s's report with the TTFT and TPOT CDFs
+// drawn from requestsCSV; a missing file only leaves the CDFs out.
 func ScenarioWithRequests(w io.Writer, s *results.Summary, requestsCSV string, o Options) error {
-	ttft, err := readTTFTs(requestsCSV, s)
+	lat, err := readLatencies(requestsCSV, s)
 	if err != nil {
 		return err
 	}
-	return writePage(w, scenarioPage(s, ttft), o)
+	return writePage(w, scenarioPage(s, lat), o)
 }
 
 // Index writes a page comparing every scenario x policy of a results
@@ -104,10 +105,18 @@ func CopyAssets(srcDir, dstDir string) error {
 // come from different runs: their run_ids differ.
 var ErrMixedRun = errors.New("the folder mixes files of two runs")
 
-// readTTFTs loads each policy's TTFTs (ms) from requests.csv, skipping
-// rejected requests; nil when the file does not exist. Its rows' run_id
-// must be the summary's (both absent in results of older kvsims).
-func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
+// latencies are each policy's per-request latencies (ms) from
+// requests.csv: rejected requests are left out, and TPOT holds only
+// requests with one (2 or more output tokens).
+type latencies struct {
+	TTFT, TPOT map[string][]float64
+	HasTPOT    bool // the file has a tpot_ms column (older kvsims wrote none)
+}
+
+// readLatencies loads requests.csv; nil when the file does not exist. Its
+// rows' run_id must be the summary's (both absent in results of older
+// kvsims).
+func readLatencies(path string, s *results.Summary) (*latencies, error) {
 	rr, err := results.OpenRequests(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -134,7 +143,7 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 	for _, p := range s.Policies {
 		known[p.Name] = true
 	}
-	out := map[string][]float64{}
+	out := &latencies{TTFT: map[string][]float64{}, TPOT: map[string][]float64{}, HasTPOT: rr.HasTPOT}
 	var q results.Request
 	for {
 		err := rr.Next(&q)
@@ -151,7 +160,10 @@ func readTTFTs(path string, s *results.Summary) (map[string][]float64, error) {
 			continue
 		}
 		if known[q.Policy] {
-			out[q.Policy] = append(out[q.Policy], float64(q.TTFTNs)/1e6)
+			out.TTFT[q.Policy] = append(out.TTFT[q.Policy], float64(q.TTFTNs)/1e6)
+			if q.TPOTNs >= 0 {
+				out.TPOT[q.Policy] = append(out.TPOT[q.Policy], float64(q.TPOTNs)/1e6)
+			}
 		}
 	}
 	return out, nil
@@ -202,8 +214,28 @@ func movedGiB(p *results.Policy) string {
 	return f2(float64(b) / (1 << 30))
 }
 
-var policyHead = []string{"hit ratio", "block-hit ratio", "TTFT p50 ms", "p90", "p99", "queue p99 ms",
-	"recomputed tokens", "moved GiB", "written down GiB", "rejected"}
+var policyHead = []string{"hit ratio", "block-hit ratio", "TTFT p50 ms", "p90", "p99", "TPOT p50 ms", "p99",
+	"E2E p99 ms", "queue p99 ms", "output tok/s", "preemptions", "recomputed tokens", "moved GiB", "written down GiB", "rejected"}
+
+// sloHead is the column added when some summary has an [slo].
+const sloHead = "SLO met"
+
+func anySLO(ss ...*results.Summary) bool {
+	for _, s := range ss {
+		if s.SLO != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sloCell is a policy's SLO attainment: "-" without an [slo].
+func sloCell(p *results.Policy) cell {
+	if p.SLOAttainment == nil {
+		return num("-")
+	}
+	return num(pct(*p.SLOAttainment))
+}
 
 // writtenGiB is what went down the hierarchy (demotions, write-through):
 // the write traffic a policy costs the lower tiers.
@@ -211,11 +243,24 @@ func writtenGiB(p *results.Policy) string {
 	return f2(float64(p.BytesByPurpose["demote"]+p.BytesByPurpose["write_through"]) / (1 << 30))
 }
 
-func policyCells(p *results.Policy) []cell {
-	ttft, queue := p.TTFTms.OrNaN(), p.QueueMs.OrNaN()
-	return []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(ms1(ttft.P50)), num(ms1(ttft.P90)),
-		num(ms1(ttft.P99)), num(ms1(queue.P99)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)), num(writtenGiB(p)),
-		num(itoa(p.Rejected))}
+func policyCells(p *results.Policy, slo bool) []cell {
+	ttft, queue, tpot, e2e := p.TTFTms.OrNaN(), p.QueueMs.OrNaN(), p.TPOTms.OrNaN(), p.E2Ems.OrNaN()
+	out := []cell{num(pct(p.HitRatio)), num(pct(p.BlockHitRatio)), num(ms1(ttft.P50)), num(ms1(ttft.P90)),
+		num(ms1(ttft.P99)), num(ms2(tpot.P50)), num(ms2(tpot.P99)), num(ms1(e2e.P99)), num(ms1(queue.P99)),
+		num(f1(p.OutputTokensPerS)), num(itoa(p.Preemptions)), num(itoa(p.RecomputedTokens)), num(movedGiB(p)),
+		num(writtenGiB(p)), num(itoa(p.Rejected))}
+	if slo {
+		out = append(out, sloCell(p))
+	}
+	return out
+}
+
+func head(first []string, slo bool) []string {
+	h := append(first, policyHead...)
+	if slo {
+		h = append(h, sloHead)
+	}
+	return h
 }
 
 // ms1 is a latency cell: "-" where no request completed.
@@ -226,7 +271,28 @@ func ms1(x float64) string {
 	return f1(x)
 }
 
-func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
+// ms2 is a TPOT cell: a few ms, so one more decimal.
+func ms2(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return f2(x)
+}
+
+// sloFact says what the SLO columns measure.
+func sloFact(s *results.Summary) string {
+	var parts []string
+	if s.SLO.TTFTms > 0 {
+		parts = append(parts, "TTFT ≤ "+strconv.FormatFloat(s.SLO.TTFTms, 'g', -1, 64)+" ms")
+	}
+	if s.SLO.TPOTms > 0 {
+		parts = append(parts, "TPOT ≤ "+strconv.FormatFloat(s.SLO.TPOTms, 'g', -1, 64)+" ms")
+	}
+	return "SLO: " + strings.Join(parts, " and ") +
+		"; SLO met is the share of requests meeting it (rejected ones miss it; a request with one output token has no TPOT and meets that half)."
+}
+
+func scenarioPage(s *results.Summary, lat *latencies) *page {
 	t := s.Trace
 	p := &page{RunID: s.RunID, Title: "kvsim: " + s.Scenario, Heading: "kvsim report: scenario " + s.Scenario, Pre: s.Description}
 	if p.Pre == "" {
@@ -246,27 +312,35 @@ func scenarioPage(s *results.Summary, ttft map[string][]float64) *page {
 	if t.SkippedLines > 0 {
 		p.Facts = append(p.Facts, fmt.Sprintf("%d malformed trace lines were skipped.", t.SkippedLines))
 	}
-	p.Table = &table{Head: append([]string{"policy", "eviction"}, policyHead...)}
+	slo := anySLO(s)
+	if slo {
+		p.Facts = append(p.Facts, sloFact(s))
+	}
+	p.Table = &table{Head: head([]string{"policy", "eviction"}, slo)}
 	for i := range s.Policies {
 		pol := &s.Policies[i]
-		p.Table.Rows = append(p.Table.Rows, append([]cell{{Text: pol.Name}, {Text: pol.Eviction}}, policyCells(pol)...))
+		p.Table.Rows = append(p.Table.Rows, append([]cell{{Text: pol.Name}, {Text: pol.Eviction}}, policyCells(pol, slo)...))
 	}
-	if ttft == nil {
-		p.Notes = append(p.Notes, "No requests.csv next to summary.json: the TTFT CDF is left out.")
+	switch {
+	case lat == nil:
+		p.Notes = append(p.Notes, "No requests.csv next to summary.json: the TTFT and TPOT CDFs are left out.")
+	case !lat.HasTPOT:
+		p.Notes = append(p.Notes, "requests.csv has no tpot_ms column (an older kvsim wrote it): the TPOT CDF is left out.")
 	}
-	p.Charts = scenarioCharts(s, ttft)
+	p.Charts = scenarioCharts(s, lat)
 	return p
 }
 
 func indexPage(ss []*results.Summary) *page {
 	p := &page{Title: "kvsim results", Heading: fmt.Sprintf("kvsim results: %d scenarios", len(ss))}
-	p.Table = &table{Head: append([]string{"scenario", "policy", "requests"}, policyHead...)}
+	slo := anySLO(ss...)
+	p.Table = &table{Head: head([]string{"scenario", "policy", "requests"}, slo)}
 	for _, s := range ss {
 		link := url.PathEscape(s.Scenario) + "/report.html"
 		for i := range s.Policies {
 			pol := &s.Policies[i]
 			row := []cell{{Text: s.Scenario, Link: link}, {Text: pol.Name}, num(itoa(pol.Requests))}
-			p.Table.Rows = append(p.Table.Rows, append(row, policyCells(pol)...))
+			p.Table.Rows = append(p.Table.Rows, append(row, policyCells(pol, slo)...))
 		}
 	}
 	for _, s := range ss {
@@ -275,6 +349,9 @@ func indexPage(ss []*results.Summary) *page {
 		}
 		if why := s.NoneCompleted(); why != "" {
 			p.Facts = append(p.Facts, "Scenario "+s.Scenario+": no requests completed: "+why+".")
+		}
+		if s.SLO != nil {
+			p.Facts = append(p.Facts, "Scenario "+s.Scenario+": "+sloFact(s))
 		}
 	}
 	p.Charts = indexCharts(ss)

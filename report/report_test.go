@@ -26,9 +26,9 @@ func load(t *testing.T, name string) *results.Summary {
 	return s
 }
 
-func ttfts(t *testing.T, name string, s *results.Summary) map[string][]float64 {
+func lats(t *testing.T, name string, s *results.Summary) *latencies {
 	t.Helper()
-	m, err := readTTFTs(filepath.Join("testdata", name, "requests.csv"), s)
+	m, err := readLatencies(filepath.Join("testdata", name, "requests.csv"), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,14 @@ func goldenCharts(t *testing.T, name string, cs []chart) {
 
 func TestGoldenScenario(t *testing.T) {
 	s := load(t, "small")
-	goldenCharts(t, "scenario", scenarioCharts(s, ttfts(t, "small", s)))
+	goldenCharts(t, "scenario", scenarioCharts(s, lats(t, "small", s)))
+}
+
+// TestGoldenBatched pins the charts of the batched engine's metrics (TPOT,
+// E2E, batch composition, preemptions) on a hand-written fixture.
+func TestGoldenBatched(t *testing.T) {
+	s := load(t, "batched")
+	goldenCharts(t, "batched", scenarioCharts(s, lats(t, "batched", s)))
 }
 
 func TestGoldenIndex(t *testing.T) {
@@ -137,7 +144,7 @@ func equal(a, b []float64) bool {
 
 func TestRejectedLeftOutOfCDF(t *testing.T) {
 	s := load(t, "small")
-	m := ttfts(t, "small", s)
+	m := lats(t, "small", s).TTFT
 	if len(m["lru"]) != 3 || len(m["fifo"]) != 4 {
 		t.Errorf("TTFTs per policy lru %d fifo %d, want 3 and 4 (one lru request rejected)", len(m["lru"]), len(m["fifo"]))
 	}
@@ -159,7 +166,9 @@ var idPat = regexp.MustCompile(`^[a-z0-9_]+$`)
 // JSON round trip (no quotes or backslashes).
 func TestChartsLabelled(t *testing.T) {
 	s := load(t, "small")
-	all := [][]chart{scenarioCharts(s, ttfts(t, "small", s)),
+	b := load(t, "batched")
+	all := [][]chart{scenarioCharts(s, lats(t, "small", s)), scenarioCharts(b, lats(t, "batched", b)),
+		indexCharts([]*results.Summary{s, b}),
 		indexCharts([]*results.Summary{s, load(t, "other")}), {mrcChart("t", testCurves)}}
 	for _, cs := range all {
 		seen := map[string]bool{}
@@ -211,7 +220,7 @@ func TestDeterministic(t *testing.T) {
 // our IDs, animation off and a tooltip formatter.
 func TestPageStructure(t *testing.T) {
 	s := load(t, "small")
-	cs := scenarioCharts(s, ttfts(t, "small", s))
+	cs := scenarioCharts(s, lats(t, "small", s))
 	h := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, filepath.Join("testdata", "small"), Options{}) })
 	if n := strings.Count(h, `class="item"`); n != len(cs) {
 		t.Errorf("%d chart elements, want %d", n, len(cs))
@@ -503,5 +512,119 @@ func TestNoneCompleted(t *testing.T) {
 	h = renderPage(t, func(b *bytes.Buffer) error { return Index(b, []*results.Summary{read, load(t, "other")}, Options{}) })
 	if !strings.Contains(h, "no requests completed: all") || strings.Contains(h, "NaN") {
 		t.Error("index page does not say which scenario completed nothing")
+	}
+}
+
+func chartIDs(cs []chart) []string {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// TestMetricCharts: a run with TPOT, E2E, batch series and an SLO gets the
+// TPOT CDF beside the TTFT CDF (requests with 2 or more output tokens
+// only), TPOT and E2E quantiles, batch composition and preemptions over
+// time, and the table's new columns; the page holds every chart.
+func TestMetricCharts(t *testing.T) {
+	s := load(t, "batched")
+	lat := lats(t, "batched", s)
+	// lru: seq 2 has one output token, seq 3 was rejected.
+	if !equal(lat.TPOT["lru"], []float64{5, 6.333333}) || !equal(lat.TPOT["fifo"], []float64{4, 3, 8, 0.333333}) || !lat.HasTPOT {
+		t.Errorf("TPOTs %v", lat.TPOT)
+	}
+	cs := scenarioCharts(s, lat)
+	ids := strings.Join(chartIDs(cs), ",")
+	for _, want := range []string{"hit_ratio,recomputed,ttft_cdf,tpot_cdf,ttft_quantiles,tpot_quantiles,e2e_quantiles,bytes_moved",
+		"running,batch_prefill,batch_decode,preemptions"} {
+		if !strings.Contains(ids, want) {
+			t.Errorf("charts %s lack %s in that order", ids, want)
+		}
+	}
+	for _, c := range cs {
+		switch c.ID {
+		case "tpot_cdf":
+			if x := c.Series[0].X; c.Series[0].Name != "lru" || !equal(x, []float64{5, 6.33333}) {
+				t.Errorf("TPOT CDF of lru: %+v", c.Series[0])
+			}
+		case "e2e_quantiles":
+			if v := c.Series[2].Values; !equal(v, []float64{21, 30.25}) {
+				t.Errorf("E2E p99 %v", v)
+			}
+		case "preemptions":
+			if c.Series[0].Name != "lru" || !equal(c.Series[1].Y, []float64{0, 0, 2}) {
+				t.Errorf("preemptions %+v", c.Series)
+			}
+		case "batch_prefill":
+			if !equal(c.Series[0].Y, []float64{320, 96, 0}) {
+				t.Errorf("lru prefill tokens per step %v", c.Series[0].Y)
+			}
+		}
+	}
+	h := renderPage(t, func(b *bytes.Buffer) error {
+		return ScenarioFromDir(b, filepath.Join("testdata", "batched"), Options{})
+	})
+	for _, c := range cs {
+		if !strings.Contains(h, `id="kvsim_`+c.ID+`"`) {
+			t.Errorf("page lacks chart %s", c.ID)
+		}
+	}
+	for _, want := range []string{"<th>TPOT p50 ms</th>", "<th>E2E p99 ms</th>", "<th>preemptions</th>", "<th>SLO met</th>",
+		`<td class="n">25.00 %</td>`, `<td class="n">75.00 %</td>`, "SLO: TTFT ≤ 3 ms and TPOT ≤ 6 ms",
+		`<td class="n">5.00</td>`, `<td class="n">2.6</td>`} { // lru TPOT p50, lru output tok/s
+		if !strings.Contains(h, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(h, "tpot_ms column") {
+		t.Error("a note about a missing tpot_ms column on results that have one")
+	}
+
+	// Nothing preempted, and the simple engine's zero batch series: those
+	// charts are left out rather than drawn flat.
+	for i := range s.Series {
+		x := &s.Series[i]
+		x.Preemptions = make([]int64, len(x.TimesS))
+		x.PrefillTokens = make([]float64, len(x.TimesS))
+		x.DecodeSeqs = make([]float64, len(x.TimesS))
+	}
+	ids = strings.Join(chartIDs(scenarioCharts(s, lat)), ",")
+	if strings.Contains(ids, "batch_") || strings.Contains(ids, "preemptions") {
+		t.Errorf("all-zero series drawn: %s", ids)
+	}
+
+	h = renderPage(t, func(b *bytes.Buffer) error { return Index(b, []*results.Summary{load(t, "small"), s}, Options{}) })
+	if !strings.Contains(h, "Scenario batched: SLO: TTFT ≤ 3 ms") || !strings.Contains(h, "<th>SLO met</th>") {
+		t.Error("index page: no SLO fact or column")
+	}
+	// The index compares TPOT p99 when some scenario has it.
+	if ids := chartIDs(indexCharts([]*results.Summary{load(t, "small"), s})); ids[len(ids)-1] != "index_tpot_p99" {
+		t.Errorf("index charts %v", ids)
+	}
+}
+
+// TestOlderResults: results of a kvsim before TPOT (small: no tpot_ms
+// column, no TPOT, E2E, batch series or SLO in summary.json) render as
+// before, with "-" for the new latencies, no SLO column and a note on the
+// missing TPOT CDF.
+func TestOlderResults(t *testing.T) {
+	s := load(t, "small")
+	ids := strings.Join(chartIDs(scenarioCharts(s, lats(t, "small", s))), ",")
+	for _, no := range []string{"tpot", "e2e", "batch_", "preemptions"} {
+		if strings.Contains(ids, no) {
+			t.Errorf("charts %s include %s", ids, no)
+		}
+	}
+	if ids := chartIDs(indexCharts([]*results.Summary{s, load(t, "other")})); slices.Contains(ids, "index_tpot_p99") {
+		t.Errorf("index charts %v include TPOT p99", ids)
+	}
+	h := renderPage(t, func(b *bytes.Buffer) error { return ScenarioFromDir(b, filepath.Join("testdata", "small"), Options{}) })
+	if !strings.Contains(h, "requests.csv has no tpot_ms column") || strings.Contains(h, "SLO met") {
+		t.Error("older results: no note on the TPOT CDF, or an SLO column")
+	}
+	// lru: TTFT p50..p99, then TPOT p50 and p99, E2E p99 as "-".
+	if !strings.Contains(h, `<td class="n">4.5</td><td class="n">-</td><td class="n">-</td><td class="n">-</td>`) {
+		t.Error("older results: TPOT and E2E cells not shown as -")
 	}
 }

@@ -30,7 +30,28 @@ type Request struct {
 	BlockHits        int
 	RecomputedTokens int
 	Rejected         bool
-	RunID            string
+	// TPOTNs is (DoneNs - first token) / (OutputTokens - 1), in whole ns;
+	// NoTPOT (an empty cell) for fewer than 2 output tokens, a rejected
+	// request, or a file without the column.
+	TPOTNs      int64
+	E2ENs       int64 // arrival to last token (0 for a rejected request, like TTFTNs)
+	LoadWaitNs  int64 // prefill issued until its loads had landed (first prefill)
+	Preemptions int   // times it lost its HBM and was re-queued
+	RunID       string
+}
+
+// NoTPOT is Request.TPOTNs of a request without a time per output token.
+const NoTPOT = -1
+
+// TPOT is the time per output token of a request that got its first token
+// at firstToken and its last at done: whole ns, or NoTPOT for fewer than 2
+// output tokens. The decode steps after the first token produce the other
+// outputTokens-1 tokens.
+func TPOT(firstToken, done int64, outputTokens int) int64 {
+	if outputTokens < 2 {
+		return NoTPOT
+	}
+	return (done - firstToken) / int64(outputTokens-1)
 }
 
 // RequestsHeader names requests.csv's columns; hit columns follow the
@@ -42,7 +63,8 @@ func RequestsHeader(tiers []string) string {
 	for _, t := range tiers {
 		b.WriteString(",hit_blocks_" + t)
 	}
-	b.WriteString(",block_hits,recomputed_tokens,rejected,run_id\n")
+	// Columns added later go before run_id, so older ones keep their place.
+	b.WriteString(",block_hits,recomputed_tokens,rejected,tpot_ms,e2e_ms,load_wait_ms,preemptions,run_id\n")
 	return b.String()
 }
 
@@ -74,6 +96,16 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = strconv.AppendInt(b, int64(r.RecomputedTokens), 10)
 	b = append(b, ',')
 	b = strconv.AppendBool(b, r.Rejected)
+	b = append(b, ',')
+	if r.TPOTNs >= 0 {
+		b = appendMS(b, r.TPOTNs)
+	}
+	b = append(b, ',')
+	b = appendMS(b, r.E2ENs)
+	b = append(b, ',')
+	b = appendMS(b, r.LoadWaitNs)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.Preemptions), 10)
 	b = append(b, ',')
 	b = append(b, r.RunID...)
 	return append(b, '\n')
@@ -111,11 +143,13 @@ func WriteRequests(path string, tiers []string, parts []string) error {
 }
 
 // RequestsReader reads requests.csv row by row. It picks columns by name,
-// so files of older kvsims (no rejected or run_id column) read too: a
-// missing column reads as its zero value.
+// so files of older kvsims (no rejected, run_id, tpot_ms, e2e_ms,
+// load_wait_ms or preemptions column) read too: a missing column reads as
+// its zero value, tpot_ms as NoTPOT.
 type RequestsReader struct {
 	Tiers    []string // from the hit_blocks_* columns
 	HasRunID bool     // the file has a run_id column
+	HasTPOT  bool     // the file has a tpot_ms column (kvsims before it had none)
 	path     string
 	f        *os.File
 	r        *csv.Reader
@@ -150,6 +184,7 @@ func OpenRequests(path string) (*RequestsReader, error) {
 		return nil, fmt.Errorf("%s: not a kvsim requests.csv: no policy or ttft_ms column", path)
 	}
 	_, rr.HasRunID = rr.col["run_id"]
+	_, rr.HasTPOT = rr.col["tpot_ms"]
 	return rr, nil
 }
 
@@ -210,5 +245,10 @@ func (rr *RequestsReader) Next(q *Request) error {
 		q.HitBlocks = append(q.HitBlocks, num("hit_blocks_"+t))
 	}
 	q.BlockHits, q.RecomputedTokens = int(num("block_hits")), int(num("recomputed_tokens"))
+	q.TPOTNs = NoTPOT
+	if str("tpot_ms") != "" {
+		q.TPOTNs = ms("tpot_ms")
+	}
+	q.E2ENs, q.LoadWaitNs, q.Preemptions = ms("e2e_ms"), ms("load_wait_ms"), int(num("preemptions"))
 	return err1
 }

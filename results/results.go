@@ -31,6 +31,14 @@ type Summary struct {
 	Run         Run          `json:"run"`
 	Series      []TimeSeries `json:"series,omitempty"`
 	Sweep       *SweepPoint  `json:"sweep,omitempty"` // set by kvsim sweep
+	SLO         *SLO         `json:"slo,omitempty"`   // the scenario's [slo]; nil without one
+}
+
+// SLO is the latency targets a policy's slo_attainment is measured
+// against; 0 is a target not set (only the other one counts).
+type SLO struct {
+	TTFTms float64 `json:"ttft_ms,omitempty"`
+	TPOTms float64 `json:"tpot_ms,omitempty"`
 }
 
 // SweepPoint places a summary in a kvsim sweep: the value it gave the key.
@@ -106,6 +114,16 @@ type Policy struct {
 	RecomputedTokens int64            `json:"recomputed_tokens"`
 	TTFTms           *Quantiles       `json:"ttft_ms"`  // nil: no request completed
 	QueueMs          *Quantiles       `json:"queue_ms"` // nil: no request completed
+	// TPOTms is over requests with 2 or more output tokens: nil when none
+	// completed (or in summaries of older kvsims, as the others below).
+	TPOTms           *Quantiles `json:"tpot_ms"`
+	E2Ems            *Quantiles `json:"e2e_ms"`              // arrival to last token; nil: no request completed
+	LoadWaitMs       *Quantiles `json:"load_wait_ms"`        // prefill issued to loads landed; nil: no request completed
+	OutputTokensPerS float64    `json:"output_tokens_per_s"` // output tokens of finished requests / simulated seconds
+	Preemptions      int64      `json:"preemptions"`
+	// SLOAttainment is the share of requests (rejected ones as misses)
+	// meeting the scenario's SLO; nil without an [slo].
+	SLOAttainment    *float64         `json:"slo_attainment"`
 	DepWaits         int64            `json:"dependency_waits"`
 	RecomputeCuts    int64            `json:"recompute_cuts"` // requests that recomputed cached blocks because loading them was slower
 	BytesMoved       map[string]int64 `json:"bytes_moved"`
@@ -181,6 +199,12 @@ type TimeSeries struct {
 	LinkUtil  map[string][]float64 `json:"link_utilization"`
 	Queued    []int                `json:"queued_requests"`
 	Running   []int                `json:"running_requests"`
+	// Batch composition: mean per engine step over each interval (the
+	// batched engine's; zeros under the simple engine, absent in series
+	// of older kvsims).
+	PrefillTokens []float64 `json:"prefill_tokens_per_step,omitempty"`
+	DecodeSeqs    []float64 `json:"decode_seqs_per_step,omitempty"`
+	Preemptions   []int64   `json:"preemptions,omitempty"` // cumulative at each point
 }
 
 // WriteFileAtomic writes data to path through a temporary file and a

@@ -45,6 +45,39 @@ func TestNoneCompleted(t *testing.T) {
 	}
 }
 
+// TestOldSummaryReads: a summary.json of a kvsim before TPOT, E2E, load
+// waits, preemptions and SLOs reads, with those latencies absent (nil, not
+// 0) and no SLO; a run without [slo] writes slo_attainment as null.
+func TestOldSummaryReads(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "summary.json")
+	old := `{"scenario": "s", "policies": [{"name": "lru", "requests": 2, "ttft_ms": {"mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1}}],
+		"series": [{"policy": "lru", "times_s": [1], "queued_requests": [0], "running_requests": [1]}]}`
+	if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := s.Policies[0]
+	if pol.TTFTms == nil || pol.TPOTms != nil || pol.E2Ems != nil || pol.LoadWaitMs != nil || pol.SLOAttainment != nil ||
+		pol.Preemptions != 0 || s.SLO != nil || s.Series[0].PrefillTokens != nil || s.Series[0].Preemptions != nil {
+		t.Errorf("old summary read as %+v, slo %v, series %+v", pol, s.SLO, s.Series[0])
+	}
+	if err := WriteSummary(p, s); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	for _, want := range []string{`"tpot_ms": null`, `"e2e_ms": null`, `"load_wait_ms": null`, `"slo_attainment": null`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("written summary lacks %s", want)
+		}
+	}
+	if strings.Contains(string(b), `"slo":`) || strings.Contains(string(b), "prefill_tokens_per_step") {
+		t.Errorf("absent SLO or batch series written:\n%s", b)
+	}
+}
+
 // A failed write names the file asked for, never the temporary one, and
 // leaves no temporary file behind.
 func TestWriteFileAtomicNamesPath(t *testing.T) {

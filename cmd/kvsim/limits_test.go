@@ -86,20 +86,33 @@ func TestRunNothingSimulated(t *testing.T) {
 }
 
 // TestPrintTableNull: printTable shows a policy without latencies as "-"
-// beside one with them, never 0.0.
+// beside one with them, never 0.0; TPOT gets two decimals, and the SLO
+// column appears only with an [slo].
 func TestPrintTableNull(t *testing.T) {
+	att := 0.5
 	s := &results.Summary{Scenario: "x", Tiers: []results.Tier{{Name: "hbm"}}, Policies: []results.Policy{
-		{Name: "lru", Hits: map[string]int64{"hbm": 3}, TTFTms: &results.Quantiles{P50: 1.25, P90: 2, P99: 3}, QueueMs: &results.Quantiles{P99: 0.5}},
+		{Name: "lru", Hits: map[string]int64{"hbm": 3}, TTFTms: &results.Quantiles{P50: 1.25, P90: 2, P99: 3}, QueueMs: &results.Quantiles{P99: 0.5},
+			TPOTms: &results.Quantiles{P50: 0.125, P99: 7.5}, Preemptions: 6, SLOAttainment: &att},
 		{Name: "fifo", Hits: map[string]int64{}, Rejected: 4},
 	}}
 	var b bytes.Buffer
 	printTable(&b, s)
 	lines := strings.Split(b.String(), "\n")
-	if f := strings.Fields(lines[2]); strings.Join(f[5:9], " ") != "1.2 2.0 3.0 0.5" {
+	if f := strings.Fields(lines[1]); strings.Join(f[7:], " ") != "TTFT p50 ms p90 p99 TPOT p50 ms p99 queue p99 ms moved GiB preempt rejected" {
+		t.Errorf("header %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); strings.Join(f[5:13], " ") != "1.2 2.0 3.0 0.12 7.50 0.5 0.0 6" {
 		t.Errorf("lru row %q", lines[2])
 	}
-	if f := strings.Fields(lines[3]); strings.Join(f[5:9], " ") != "- - - -" || f[10] != "4" {
+	if f := strings.Fields(lines[3]); strings.Join(f[5:11], " ") != "- - - - - -" || f[12] != "0" || f[13] != "4" {
 		t.Errorf("fifo row %q", lines[3])
+	}
+	s.SLO = &results.SLO{TTFTms: 100}
+	b.Reset()
+	printTable(&b, s)
+	lines = strings.Split(b.String(), "\n")
+	if !strings.HasSuffix(lines[1], "SLO met") || !strings.HasSuffix(lines[2], "50.0%") || !strings.HasSuffix(lines[3], " -") {
+		t.Errorf("SLO column:\n%s", b.String())
 	}
 }
 

@@ -110,6 +110,18 @@ func TestReportCommand(t *testing.T) {
 	if again := reportReadFile(t, filepath.Join(root, "small", "report.html")); again != page {
 		t.Error("a second render differs")
 	}
+	// Saved results of the batched engine re-render with their TPOT CDF,
+	// batch composition and preemptions (the series travel in summary.json).
+	reportFixture(t, "batched", filepath.Join(root, "batched"))
+	if _, stderr, code = reportCLI("report", "--quiet", filepath.Join(root, "batched")); code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	page = reportReadFile(t, filepath.Join(root, "batched", "report.html"))
+	for _, id := range []string{"tpot_cdf", "batch_prefill", "batch_decode", "preemptions"} {
+		if !strings.Contains(page, `id="kvsim_`+id+`"`) {
+			t.Errorf("batched report lacks chart %s", id)
+		}
+	}
 	if _, _, code := reportCLI("report", "-h"); code != 0 {
 		t.Errorf("report -h: status %d", code)
 	}
@@ -298,6 +310,20 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("quickstart report has %d charts, want at least 8", n)
 	}
 	checkDrawn(t, chromium, filepath.Join(out, "index.html"))
+	// The batched engine's charts (TPOT, E2E, batch composition,
+	// preemptions) draw, from the report package's fixture.
+	bat := filepath.Join(t.TempDir(), "batched")
+	reportFixture(t, "batched", bat)
+	if _, stderr, code := reportCLI("report", "--quiet", "--assets", dist, bat); code != 0 {
+		t.Fatalf("kvsim report: status %d: %s", code, stderr)
+	}
+	html := reportReadFile(t, filepath.Join(bat, "report.html"))
+	for _, id := range []string{"tpot_cdf", "tpot_quantiles", "e2e_quantiles", "batch_prefill", "batch_decode", "preemptions"} {
+		if !strings.Contains(html, `id="kvsim_`+id+`"`) {
+			t.Errorf("the batched fixture's report lacks chart %s", id)
+		}
+	}
+	checkDrawn(t, chromium, filepath.Join(bat, "report.html"))
 	// A sweep's index (its across-the-values charts) and a report with a
 	// shared tier's pipe draw too.
 	sw := t.TempDir()
@@ -356,4 +382,28 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("%s: %dx%d with %d colours: not a drawn report", shot, b.Dx(), b.Dy(), len(colours))
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// TestReportRerenderSame: kvsim report re-renders from saved results the
+// page kvsim run wrote from memory, byte for byte: TPOT, E2E, the SLO and
+// the batch series all travel in summary.json and requests.csv.
+func TestReportRerenderSame(t *testing.T) {
+	out := t.TempDir()
+	if _, stderr, code := reportCLI("run", "--quiet", "--limit", "200", "--out", out, "--set", "slo.ttft_ms=100", "--set", "slo.tpot_ms=20",
+		filepath.Join("..", "..", "scenarios", "quickstart.toml")); code != 0 {
+		t.Fatalf("kvsim run: status %d: %s", code, stderr)
+	}
+	page := filepath.Join(out, "quickstart", "report.html")
+	ran := reportReadFile(t, page)
+	for _, want := range []string{"kvsim_tpot_cdf", "kvsim_tpot_quantiles", "kvsim_batch_decode", "<th>SLO met</th>"} {
+		if !strings.Contains(ran, want) {
+			t.Errorf("kvsim run's report lacks %s", want)
+		}
+	}
+	if _, stderr, code := reportCLI("report", "--quiet", filepath.Join(out, "quickstart")); code != 0 {
+		t.Fatalf("kvsim report: status %d: %s", code, stderr)
+	}
+	if again := reportReadFile(t, page); again != ran {
+		t.Error("kvsim report's page differs from kvsim run's")
+	}
 }

@@ -203,7 +203,10 @@ func printTable(w io.Writer, s *results.Summary) {
 	for _, ti := range s.Tiers {
 		hdr += "from " + ti.Name + "\t"
 	}
-	hdr += "recomputed tok\tTTFT p50 ms\tp90\tp99\tqueue p99 ms\tmoved GiB\trejected\t"
+	hdr += "recomputed tok\tTTFT p50 ms\tp90\tp99\tTPOT p50 ms\tp99\tqueue p99 ms\tmoved GiB\tpreempt\trejected\t"
+	if s.SLO != nil {
+		hdr += "SLO met\t"
+	}
 	fmt.Fprintln(tw, hdr)
 	for _, p := range s.Policies {
 		row := p.Name + "\t" + pct(p.HitRatio) + "\t" + pct(p.BlockHitRatio) + "\t"
@@ -214,12 +217,27 @@ func printTable(w io.Writer, s *results.Summary) {
 		for _, b := range p.BytesMoved {
 			moved += b
 		}
-		ttft, queue := p.TTFTms.OrNaN(), p.QueueMs.OrNaN()
-		row += fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%.1f\t%d\t", p.RecomputedTokens, msCell(ttft.P50), msCell(ttft.P90),
-			msCell(ttft.P99), msCell(queue.P99), float64(moved)/(1<<30), p.Rejected)
+		ttft, queue, tpot := p.TTFTms.OrNaN(), p.QueueMs.OrNaN(), p.TPOTms.OrNaN()
+		row += fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t", p.RecomputedTokens, msCell(ttft.P50), msCell(ttft.P90),
+			msCell(ttft.P99), ms2Cell(tpot.P50), ms2Cell(tpot.P99), msCell(queue.P99), float64(moved)/(1<<30), p.Preemptions, p.Rejected)
+		if s.SLO != nil {
+			if p.SLOAttainment == nil {
+				row += "-\t"
+			} else {
+				row += pct(*p.SLOAttainment) + "\t"
+			}
+		}
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+}
+
+// ms2Cell is a TPOT in a printed table: a few ms, so one more decimal.
+func ms2Cell(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
 }
 
 // msCell is a latency in a printed table: "-" where no request completed.
