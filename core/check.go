@@ -25,11 +25,11 @@ func (c *Core) Check() error {
 	}
 	// Each running request pins each of its blocks once; nothing else pins.
 	pins := make([]int32, len(c.pins))
-	unit := int64(c.cfg.BlockTokens) * c.cfg.BytesPerToken
+	unit := int64(c.PageTokens()) * c.cfg.BytesPerToken
 	for _, id := range run {
 		r := &c.reqs[id]
 		if r.scratch%unit != 0 || r.scratch > c.outBytes(r.OutputTokens) {
-			return fmt.Errorf("request %d holds %d bytes of output KV: not whole blocks, or more than its %d output tokens need", r.Seq, r.scratch, r.OutputTokens)
+			return fmt.Errorf("request %d holds %d bytes of output KV: not whole pages, or more than its %d output tokens need", r.Seq, r.scratch, r.OutputTokens)
 		}
 		used[0] += r.scratch
 		pinned += r.scratch

@@ -69,8 +69,8 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 }
 
 // Grow makes request id, decoding, hold HBM for the KV of tokens generated
-// tokens (whole blocks of BlockTokens; at most its OutputTokens). The body
-// calls it before a decode step whose new token needs a new block. Cached
+// tokens (whole pages of PageTokens; at most its OutputTokens). The body
+// calls it before a decode step whose new token needs a new page. Cached
 // blocks nobody uses are evicted as needed; when pinned bytes leave no room,
 // decoding requests are preempted, the most recently admitted first (vLLM
 // v1's recompute preemption), each reported through Mover.Preempted. ok is

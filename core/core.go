@@ -114,8 +114,8 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	if nt == 0 || nt > MaxTiers {
 		return nil, fmt.Errorf("core: need 1..%d tiers, got %d", MaxTiers, nt)
 	}
-	if cfg.BytesPerToken <= 0 || cfg.BlockTokens <= 0 {
-		return nil, errors.New("core: bytes per token and block tokens must be > 0")
+	if cfg.BytesPerToken <= 0 || cfg.BlockTokens <= 0 || cfg.PageTokens < 0 {
+		return nil, errors.New("core: bytes per token and block tokens must be > 0, page tokens >= 0")
 	}
 	c := &Core{cfg: cfg, strategy: cfg.Strategy, mover: mv, observer: obs, nt: nt}
 	for i, t := range cfg.Tiers {
@@ -247,10 +247,19 @@ func (c *Core) distinct(blocks []Block) iter.Seq[Block] {
 }
 
 // outBytes is the HBM that the KV of tokens generated tokens takes: whole
-// blocks, as engines allocate it.
+// pages, as engines allocate it.
 func (c *Core) outBytes(tokens int) int64 {
-	bt := c.cfg.BlockTokens
-	return int64((tokens+bt-1)/bt) * int64(bt) * c.cfg.BytesPerToken
+	pt := c.PageTokens()
+	return int64((tokens+pt-1)/pt) * int64(pt) * c.cfg.BytesPerToken
+}
+
+// PageTokens is the unit in which generated tokens' KV is allocated
+// (Config.PageTokens, or BlockTokens where that is 0).
+func (c *Core) PageTokens() int {
+	if c.cfg.PageTokens > 0 {
+		return c.cfg.PageTokens
+	}
+	return c.cfg.BlockTokens
 }
 
 func sum(xs []int64) int64 {

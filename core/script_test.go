@@ -108,10 +108,13 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	}
 	switch f[0] {
 	case "config":
-		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun=]
+		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt=]
 		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
 		if v, ok := a["maxrun"]; ok {
 			s.cfg.MaxRunning = int(atoi(t, v))
+		}
+		if v, ok := a["pt"]; ok {
+			s.cfg.PageTokens = int(atoi(t, v))
 		}
 		for _, tv := range strings.Split(a["tiers"], ",") {
 			n, c, _ := strings.Cut(tv, ":")

@@ -27,6 +27,10 @@ type Config struct {
 	// MaxRunning bounds the admitted, unfinished requests (vLLM's
 	// max_num_seqs); 0: no limit.
 	MaxRunning int
+	// PageTokens is the engine's KV page: the KV of generated tokens is
+	// allocated in pages of this many tokens (vLLM's block_size, 16 by
+	// default), apart from BlockTokens, the cache's unit of reuse. 0: BlockTokens.
+	PageTokens int
 }
 
 // CostModel is a body's estimate of what loading and computing cost now.

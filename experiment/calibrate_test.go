@@ -30,7 +30,7 @@ func TestProfilePairs(t *testing.T) {
 		{"hbm", "remote_dram", "1000MB/s 2000MB/s"}, // remote DRAM is emulated like pinned
 		{"pinned", "remote_dram", "3000MB/s 3000MB/s"},
 		{"dram", "remote_dram", "7000MB/s 5000MB/s"}, // dram->pinned, pinned->dram
-		{"hbm", "ssd", "8000MB/s 9000MB/s"},         // disks: measured from DRAM
+		{"hbm", "ssd", "8000MB/s 9000MB/s"},          // disks: measured from DRAM
 		{"ssd", "remote_dram", "9000MB/s 8000MB/s"},
 		{"pinned", "nvmeof", "8000MB/s 9000MB/s"},
 	} {

@@ -39,6 +39,9 @@
 //	                              # 1..2147483647; default 8192
 //	max_num_seqs = 256            # running (admitted) requests at most, either engine (vLLM's max_num_seqs);
 //	                              # 1..2147483647; default 256
+//	page_tokens = 16              # generated tokens' KV is allocated in pages of this many tokens (vLLM's block_size);
+//	                              # the cache's unit of reuse stays model.block_tokens; 1..16777216;
+//	                              # default 16
 //	step_model = "roofline"       # time of one batched step; roofline | linear;
 //	                              # default "roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";
 //	                              # "linear" whenever a c_ key is set

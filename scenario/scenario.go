@@ -71,6 +71,7 @@ type GPU struct {
 	Engine           string // key engine: "batched" (default) or "simple"
 	MaxBatchedTokens int    // key max_num_batched_tokens; default 8192
 	MaxSeqs          int    // key max_num_seqs: running requests at most; default 256
+	PageTokens       int    // key page_tokens: the engine's KV page for generated tokens; default 16
 	StepModel        string // key step_model: "roofline" or "linear"
 
 	Preset       string  // key preset; "" for none
@@ -610,7 +611,7 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 	for _, k := range []struct {
 		key string
 		dst *int
-	}{{"max_num_batched_tokens", &g.MaxBatchedTokens}, {"max_num_seqs", &g.MaxSeqs}} {
+	}{{"max_num_batched_tokens", &g.MaxBatchedTokens}, {"max_num_seqs", &g.MaxSeqs}, {"page_tokens", &g.PageTokens}} {
 		n, err := t.integer(k.key)
 		if err != nil {
 			return g, err

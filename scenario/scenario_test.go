@@ -66,7 +66,7 @@ func TestMinimalDefaults(t *testing.T) {
 		Name:  "x",
 		Seed:  1,
 		Model: Model{Layers: 32, KVHeads: 8, HeadDim: 128, DType: "bf16", BlockTokens: 512},
-		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
+		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, PageTokens: 16, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
 			StepOverhead: 1e6, C0: 1e9 / 50, CPrefill: 1e9 / 20000, LegacyStep: true,
 			PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"},
 		Tiers: []Tier{
@@ -173,7 +173,7 @@ func TestFull(t *testing.T) {
 		Name:  "full",
 		Seed:  42,
 		Model: Model{Layers: 80, KVHeads: 8, HeadDim: 128, DType: "fp8", BlockTokens: 16},
-		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
+		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, PageTokens: 16, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
 			StepOverhead: 1e6, C0: 1e9 / 30., CPrefill: 1e9 / 15000., LegacyStep: true,
 			PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial"},
 		Tiers: []Tier{

@@ -125,6 +125,8 @@ var schema = []*section{
 			doc: "tokens one batched step computes at most (vLLM's max_num_batched_tokens)"},
 		{key: "max_num_seqs", typ: tInt, def: int64(256), min: atLeast1, max: maxInt32, example: "256",
 			doc: "running (admitted) requests at most, either engine (vLLM's max_num_seqs)"},
+		{key: "page_tokens", typ: tInt, def: int64(16), min: atLeast1, max: maxDim, example: "16",
+			doc: "generated tokens' KV is allocated in pages of this many tokens (vLLM's block_size);\nthe cache's unit of reuse stays model.block_tokens"},
 		{key: "step_model", typ: tString, enum: func() []string { return []string{"roofline", "linear"} }, example: `"roofline"`,
 			defDoc: `"roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";` + "\n" + `"linear" whenever a c_ key is set`,
 			doc:    "time of one batched step"},

@@ -83,7 +83,11 @@ func newEngine(s *Sim) (*engine, error) {
 	if b == 0 {
 		b = DefaultMaxBatchedTokens
 	}
-	return &engine{s: s, model: m, budget: b, bt: s.cfg.Core.BlockTokens}, nil
+	pt := s.cfg.Core.PageTokens
+	if pt <= 0 {
+		pt = s.cfg.Core.BlockTokens // as core.Core.PageTokens
+	}
+	return &engine{s: s, model: m, budget: b, bt: pt}, nil
 }
 
 func (e *engine) seq(id core.ReqID) *seq {

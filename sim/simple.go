@@ -187,7 +187,7 @@ func (s *Sim) decodeStep(now int64, req core.ReqID, epoch int32) {
 	if !s.core.Grow(now, req, rt.gen+1) {
 		return // preempted itself (Preempted saw it)
 	}
-	bt := s.cfg.Core.BlockTokens
+	bt := s.core.PageTokens()
 	rt.segEnd = rt.gen + min(bt-rt.gen%bt, rt.out-rt.gen)
 	end := rt.run0 + s.cfg.GPU.decodeNs(rt.segEnd-rt.base0) // each at most MaxTime: no wrap
 	if end > core.MaxTime {
