@@ -313,17 +313,17 @@ func (e *engine) stepDone(now int64) {
 // computeNs is the time a lone prompt of n tokens after c cached ones
 // takes: its chunks, one step each (the core's cost model).
 func (e *engine) computeNs(c, n int) int64 {
-	var t float64
+	var t int64 // each step rounds to ns, as a run's steps do
 	ctx := int64(c)
 	for n > 0 {
 		k := min(n, e.budget)
 		fk := float64(k)
 		e.tmp = StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: ctx, AttnPairs: fk*float64(ctx) + fk*(fk+1)/2}
-		t += e.model.StepNs(&e.tmp)
+		t = core.AddTime(t, toNs(e.model.StepNs(&e.tmp)))
 		ctx += int64(k)
 		n -= k
 	}
-	return toNs(t)
+	return t
 }
 
 // admissible checks that a request's steps alone stay representable: its

@@ -104,6 +104,16 @@ func genCase(seed uint64) *propCase {
 	if r.IntN(3) == 0 {
 		w("attention_ns_per_token2 = %g\n", logUniform(r, 1e-3, 10))
 	}
+	// Both engines; the batched one with budgets, sequence limits and
+	// pages small enough that chunking, the limit and preemption all show.
+	w("engine = %q\n", pick(r, "simple", "batched"))
+	if r.IntN(2) == 0 {
+		w("max_num_batched_tokens = %d\n", pick(r, 1, 3, 8, 64))
+	}
+	if r.IntN(2) == 0 {
+		w("max_num_seqs = %d\n", pick(r, 1, 2, 5))
+	}
+	w("page_tokens = %d\n", pick(r, 1, 2, 4, 16))
 
 	rate := func() string {
 		if pf {
@@ -263,8 +273,7 @@ func policyParams(r *rand.Rand, ev string) map[string]float64 {
 	case "s3fifo":
 		return map[string]float64{"small_fraction": pick(r, 0.01, 0.1, 0.5, 0.9), "move_threshold": pick(r, 1.0, 2.0, 3.0)}
 	case "mooncake":
-		lo := pick(r, 0.0, 0.5, 0.8)
-		return map[string]float64{"evict_fraction": pick(r, 0.01, 0.05, 1.0), "low_watermark": lo, "high_watermark": pick(r, lo, 0.9, 1.0)}
+		return map[string]float64{"evict_fraction": pick(r, 0.01, 0.05, 1.0), "high_watermark": pick(r, 0.0, 0.9, 1.0)}
 	case "wtinylfu":
 		return map[string]float64{"window": pick(r, 0.0, 0.01, 0.5), "protected": pick(r, 0.0, 0.8, 1.0), "doorkeeper": pick(r, 0.0, 1.0)}
 	case "2q":
@@ -517,7 +526,7 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 	p := sc.Policies[i]
 	opt := experiment.TraceOptions(sc, false, 0)
 	var fut policy.Future
-	if policy.Offline(p.Eviction) {
+	if p.Offline() {
 		if fut, err = experiment.BuildFuture(context.Background(), sc, opt); err != nil {
 			return nil, fmt.Errorf("future: %v", err)
 		}
@@ -558,7 +567,8 @@ func runPolicy(sc *scenario.Scenario, i int, check bool) (out *policyOutcome, er
 			if limit < 0 || events > limit { // the source has read ahead by one request at most
 				var blocks int64
 				for _, r := range src.reqs {
-					blocks += int64(len(r.Blocks))
+					// A batched step per token at worst (a preemption redoes some).
+					blocks += int64(len(r.Blocks)) + int64(r.InputTokens) + int64(r.OutputTokens)
 				}
 				limit = 16*(int64(len(src.reqs))+blocks) + 64
 				if events > limit {
@@ -596,6 +606,12 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 		failf("hits %v + misses %d != block accesses %d", st.Hits, st.Misses, st.BlockAccesses)
 	}
 	nt := len(sc.Tiers)
+	batched := cfg.GPU.Engine == sim.EngineBatched
+	// lone is a prompt's compute alone on the GPU, by the engine's model.
+	lone := cfg.GPU.ComputeNs
+	if batched {
+		lone = k.sim.EstimateCompute
+	}
 	hits := make([]int64, nt)
 	var accesses, ttfts int64
 	seen := make([]bool, len(reqs))
@@ -624,11 +640,18 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 			failf("request %d: no token computed (%d of %d cached): the engine computes at least the last one", r.Seq, r.InputTokens-r.RecomputedTokens, r.InputTokens)
 		}
 		// A preempted request prefills again (prompt and generated tokens):
-		// its compute adds up beyond the first prefill's.
-		if want := cfg.GPU.ComputeNs(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens); r.ComputeNs != want && (r.Preemptions == 0 || r.ComputeNs < want) {
+		// its compute adds up beyond the first prefill's. Batched, a prompt
+		// shares its steps with others: at least its chunks' time alone.
+		want := lone(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens)
+		if batched {
+			// A step sums its sequences' figures in floating point before
+			// rounding to ns: up to 1 ns per step off the lone sum.
+			want -= int64(r.RecomputedTokens)
+		}
+		if batched && r.ComputeNs < want || !batched && r.ComputeNs != want && (r.Preemptions == 0 || r.ComputeNs < want) {
 			failf("request %d: compute %d ns, the model says %d", r.Seq, r.ComputeNs, want)
 		}
-		if want := cfg.GPU.ComputeNs(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens); r.FirstToken-r.PrefillStart < want {
+		if r.FirstToken-r.PrefillStart < want {
 			failf("request %d: first token %d ns after its prefill started, compute alone takes %d", r.Seq, r.FirstToken-r.PrefillStart, want)
 		}
 		for t, h := range r.HitBlocks {
@@ -636,11 +659,11 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 		}
 		accesses += int64(r.Blocks)
 	}
-	// One GPU: prefills run one at a time, so their compute windows, in
-	// order of first token, do not overlap.
+	// One GPU: simple prefills run one at a time, so their compute windows,
+	// in order of first token, do not overlap (batched ones share steps).
 	var done []core.Record
 	for _, r := range o.Records {
-		if !r.Rejected {
+		if !r.Rejected && !batched {
 			done = append(done, r)
 		}
 	}
@@ -648,7 +671,7 @@ func checkOutcome(sc *scenario.Scenario, cfg sim.Config, o *policyOutcome, reqs 
 	// to its ComputeNs, not to its FirstToken.
 	for i := range done {
 		r := &done[i]
-		r.ComputeNs = cfg.GPU.ComputeNs(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens)
+		r.ComputeNs = lone(max(r.InputTokens-r.RecomputedTokens, 0), r.RecomputedTokens)
 	}
 	sort.SliceStable(done, func(i, j int) bool {
 		a, b := done[i], done[j]
