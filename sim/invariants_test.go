@@ -10,7 +10,8 @@ import (
 
 // TestConversationInvariants replays the Mooncake conversation trace with
 // small tiers (so eviction, demotion, promotion and queueing all happen) and
-// checks, per request and overall, what must always hold.
+// checks, per request and overall, what must always hold; after every
+// event, that no link idles while a transfer ready for it waits.
 func TestConversationInvariants(t *testing.T) {
 	path := needTrace(t)
 	for _, evict := range []string{"lru", "fifo", "s3fifo", "arc", "prefix-lru", "mooncake", "wtinylfu", "sieve", "gdsf"} {
@@ -47,6 +48,9 @@ func TestConversationInvariants(t *testing.T) {
 			}
 			events := 0
 			s.OnEvent(func(s *Sim) {
+				if err := linksBusy(s); err != nil {
+					t.Fatal(err)
+				}
 				// The GPU never idles while a queued prefill could start.
 				if s.gpu <= s.now {
 					for _, id := range s.pq {

@@ -319,23 +319,8 @@ func checkLinksRandom(t *testing.T, seed uint64) {
 		}
 	}
 	check := func() {
-		for _, l := range s.links {
-			if l.waiting.head != 0 && l.inFlight < len(l.lanes) {
-				t.Fatalf("t=%d %s: %d of %d lanes taken while transfers wait for one", s.now, l.name, l.inFlight, len(l.lanes))
-			}
-			if l.laned.head == 0 {
-				continue
-			}
-			x := &s.xfers[l.laned.head-1]
-			// Strictly before now: at now itself an event still due may
-			// be the one that starts it (the start check above pins that).
-			idle := x.ready < s.now && l.pipeFree < s.now
-			for _, d := range l.dev {
-				idle = idle && (d == nil || d.free < s.now)
-			}
-			if idle {
-				t.Fatalf("t=%d %s: pipe and devices free while a transfer ready since %d waits", s.now, l.name, x.ready)
-			}
+		if err := linksBusy(s); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// A move issued while the latest move into its source has not landed
@@ -407,4 +392,29 @@ func checkLinksRandom(t *testing.T, seed uint64) {
 	if hops == 0 {
 		t.Error("nothing moved")
 	}
+}
+
+// linksBusy reports a link or device left idle while a transfer ready for
+// it waits: a lane free with transfers waiting for one, or a transfer past
+// its latency whose pipe and devices are all free. It looks strictly
+// before now: at now itself an event still due may be the one that
+// starts it (checkLinksRandom pins start times exactly).
+func linksBusy(s *Sim) error {
+	for _, l := range s.links {
+		if l.waiting.head != 0 && l.inFlight < len(l.lanes) {
+			return fmt.Errorf("t=%d %s: %d of %d lanes taken while transfers wait for one", s.now, l.name, l.inFlight, len(l.lanes))
+		}
+		if l.laned.head == 0 {
+			continue
+		}
+		x := &s.xfers[l.laned.head-1]
+		idle := x.ready < s.now && l.pipeFree < s.now
+		for _, d := range l.dev {
+			idle = idle && (d == nil || d.free < s.now)
+		}
+		if idle {
+			return fmt.Errorf("t=%d %s: pipe and devices free while a transfer ready since %d waits", s.now, l.name, x.ready)
+		}
+	}
+	return nil
 }

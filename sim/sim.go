@@ -123,11 +123,7 @@ type Sim struct {
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
 	req     []reqTiming
-	landed  []int64                                       // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
-	xfers   []xfer                                        // moves in flight (move.go)
-	freeX   int32                                         // free xfers slots (index + 1, linked through next)
-	xseq    uint64                                        // hops queued so far
-	onHop   func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
+	landed  []int64 // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
 	obs     core.Observer
 	moved   [4]int64 // bytes by core.MoveKind
 	res     Result
@@ -137,6 +133,12 @@ type Sim struct {
 	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
 	gpuWake int64        // simple engine: time of the latest GPU wake queued
 	eng     *engine      // the batched engine; nil: the simple one
+
+	// links at work (move.go)
+	xfers []xfer                                        // moves in flight or waiting for their source
+	freeX int32                                         // free xfers slots (index + 1, linked through next)
+	xseq  uint64                                        // hops queued so far
+	onHop func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
 }
 
 // LimitError is a run that would leave the representable range of
