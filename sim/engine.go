@@ -215,7 +215,7 @@ func (e *engine) kick(now int64) {
 	ns := toNs(e.model.StepNs(b))
 	end := now + ns
 	if ns > core.MaxTime || end > core.MaxTime {
-		e.s.fail(e.batch[0], "gpu.step_model", "a step starting at %s (%d prefill tokens, %d decodes) ends past the simulated-time limit of %s",
+		e.s.fail(e.batch[0], e.limitKey(b), "a step starting at %s (%d prefill tokens, %d decodes) ends past the simulated-time limit of %s",
 			span(float64(now)), b.PrefillTokens, b.DecodeSeqs, limit)
 		return
 	}
@@ -336,9 +336,36 @@ func (e *engine) admissible(r *core.Request) error {
 	ctx := int64(r.InputTokens) + int64(r.OutputTokens)
 	e.tmp = StepBatch{DecodeSeqs: 1, ContextTokens: ctx, AttnPairs: float64(ctx + 1)}
 	if b := e.model.StepNs(&e.tmp); !(a < float64(core.MaxTime)) || !(b < float64(core.MaxTime)) {
-		return &LimitError{Key: "gpu.step_model", Line: r.Line, Msg: fmt.Sprintf(
+		key := e.limitKey(&e.tmp)
+		if !(a < float64(core.MaxTime)) {
+			fn := float64(n)
+			e.tmp = StepBatch{PrefillTokens: n, PrefillSeqs: 1, AttnPairs: fn * (fn + 1) / 2}
+			key = e.limitKey(&e.tmp)
+		}
+		return &LimitError{Key: key, Line: r.Line, Msg: fmt.Sprintf(
 			"request %d (%d input, %d output tokens): one step takes %s, past the simulated-time limit of %s",
 			r.Seq, r.InputTokens, r.OutputTokens, span(max(a, b)), limit)}
 	}
 	return nil
+}
+
+// limitKey names the scenario key behind a step too long to simulate:
+// under the old rates' mapping, the rate whose term dominates the step
+// (users of such a scenario set those, not a step model).
+func (e *engine) limitKey(b *StepBatch) string {
+	if e.s.cfg.GPU.Step != nil {
+		return "gpu.step_model"
+	}
+	m, ok := e.model.(LinearStep)
+	if !ok {
+		return "gpu.step_model"
+	}
+	key, big := "gpu.decode_tokens_per_s", m.C0 // one step of the old decode rate
+	if t := m.CPrefill * float64(b.PrefillTokens); !(t <= big) {
+		key, big = "gpu.prefill_tokens_per_s", t
+	}
+	if t := m.CAttn * b.AttnPairs; !(t <= big) {
+		key = "gpu.attention_ns_per_token2"
+	}
+	return key
 }

@@ -136,7 +136,9 @@ func TestRunTimeArithmetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
-	if len(rows) != 3 || !strings.HasPrefix(rows[1], "lru,0,0,0,0,0,5,5,") || !strings.HasPrefix(rows[2], "lru,1,10000,0,0,0,") {
+	// Batched under the old rates: a step is 20 ms (one token at 50 tokens/s)
+	// plus 5 ms for 1000 prompt tokens at 200,000 tokens/s.
+	if len(rows) != 3 || !strings.HasPrefix(rows[1], "lru,0,0,0,0,0,25,25,") || !strings.HasPrefix(rows[2], "lru,1,10000,0,0,0,") {
 		t.Errorf("requests.csv:\n%s", csv)
 	}
 
@@ -155,8 +157,12 @@ func TestRunTimeArithmetic(t *testing.T) {
 		{"decode rate at load", line("0", "10"), []string{"gpu.decode_tokens_per_s=1e-300"},
 			"SCEN (--set): gpu: decode_tokens_per_s: 1e-300 tokens/s takes forever per token, past the simulated-time limit of 146 years (2^62 ns)"},
 		// Fine per token, too slow for this request: found at run time.
-		{"decode rate at run time", line("0", "10"), []string{"gpu.decode_tokens_per_s=1e-9"},
+		{"decode rate at run time", line("0", "10"), []string{"gpu.decode_tokens_per_s=1e-9", "gpu.engine=simple"},
 			"SCEN: gpu.decode_tokens_per_s: decoding 10 tokens at 1e-09 tokens/s takes 316.9 years, past the simulated-time limit of 146.1 years (request at TRACE:1)"},
+		// Batched, the old rates are the step model's terms: the decode rate's
+		// is the one-step term, and the fifth 31.7-year step passes the limit.
+		{"decode rate at run time, batched", line("0", "10"), []string{"gpu.decode_tokens_per_s=1e-9"},
+			"SCEN: gpu.decode_tokens_per_s: a step starting at 126.8 years (0 prefill tokens, 1 decodes) ends past the simulated-time limit of 146.1 years (request at TRACE:1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := writeFile(t, dir, "t.jsonl", tc.trace)
