@@ -8,9 +8,9 @@ import (
 )
 
 // growOutput has the core hold HBM for request id's generated tokens, one
-// block after another; false if it was preempted (it is queued again).
-func growOutput(c *core.Core, now int64, id core.ReqID, blockTokens int) bool {
-	for k := 1; k <= c.Request(id).OutputTokens; k += blockTokens {
+// page after another; false if it was preempted (it is queued again).
+func growOutput(c *core.Core, now int64, id core.ReqID) bool {
+	for k := 1; k <= c.Request(id).OutputTokens; k += c.PageTokens() {
 		if !c.Grow(now, id, k) {
 			return false
 		}
@@ -21,7 +21,7 @@ func growOutput(c *core.Core, now int64, id core.ReqID, blockTokens int) bool {
 // RunSequential drives a core of its own on the real clock, without the
 // simulator: requests are replayed one at a time, each running to
 // completion (its moves really done, its KV written, its decode
-// instantaneous, though its output KV takes HBM block by block) before the
+// instantaneous, though its output KV takes HBM page by page) before the
 // next arrives. Completions are delivered in the
 // order the real work finished. It is the body standing alone, so that the
 // same policies can be checked against the simulator by their decisions,
@@ -66,9 +66,9 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 				c.PrefillDone(now(), e.req, t)
 			case doneDecode:
 				// Decoding is instantaneous, but its KV still takes HBM a
-				// block at a time, as in the simulator, so the cache sees
+				// page at a time, as in the simulator, so the cache sees
 				// the same evictions.
-				if growOutput(c, now(), e.req, cfg.BlockTokens) {
+				if growOutput(c, now(), e.req) {
 					c.DecodeDone(now(), e.req)
 				}
 			case doneMove:
