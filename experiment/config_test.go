@@ -105,18 +105,19 @@ func TestStepModels(t *testing.T) {
 	}
 }
 
-// Every shipped scenario still loads; those written for the rate engine
-// get the legacy mapping (no step model: the simulator maps their rates),
-// the preset one a roofline.
+// Every shipped scenario loads; those that give a GPU preset get a
+// roofline, the one written with the old rates (mooncake_conversation) the
+// legacy mapping (no step model: the simulator maps its rates).
 func TestShippedScenariosStepModel(t *testing.T) {
 	paths, err := filepath.Glob("../scenarios/*.toml")
 	if err != nil || len(paths) == 0 {
 		t.Fatal(paths, err)
 	}
+	legacy := 0
 	for _, p := range paths {
 		sc := load(t, p)
 		step := StepModel(sc)
-		if filepath.Base(p) == "llama8b_h100.toml" {
+		if sc.GPU.Preset != "" {
 			if _, ok := step.(sim.RooflineStep); !ok {
 				t.Errorf("%s: step model %T", p, step)
 			}
@@ -125,6 +126,10 @@ func TestShippedScenariosStepModel(t *testing.T) {
 		if step != nil || !sc.GPU.LegacyStep {
 			t.Errorf("%s: step model %+v, want the legacy mapping", p, step)
 		}
+		legacy++
+	}
+	if legacy == 0 {
+		t.Error("no shipped scenario shows the old rates still loading")
 	}
 }
 

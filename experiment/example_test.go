@@ -34,9 +34,9 @@ func Example() {
 	fmt.Println("records:", finished.Load())
 	// Output:
 	// quickstart: 500 requests
-	// lru        hit 0.423  TTFT p50 29.9 ms
-	// fifo       hit 0.423  TTFT p50 29.7 ms
-	// s3fifo     hit 0.423  TTFT p50 29.7 ms
-	// prefix-lru hit 0.423  TTFT p50 29.9 ms
+	// lru        hit 0.423  TTFT p50 33.1 ms
+	// fifo       hit 0.423  TTFT p50 32.6 ms
+	// s3fifo     hit 0.423  TTFT p50 32.7 ms
+	// prefix-lru hit 0.423  TTFT p50 33.1 ms
 	// records: 2000
 }
