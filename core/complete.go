@@ -12,7 +12,8 @@ func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
 	r.rec.ComputeNs += t.ComputeNs
 	r.rec.LoadWaitNs += t.LoadWaitNs
 	c.Stats.ResumeTokens += int64(t.ResumeTokens)
-	r.resumed, r.decoding = false, true
+	r.resumed = false
+	c.startDecoding(id)
 	for _, b := range r.produced {
 		if c.producer[b] == id {
 			c.producer[b] = -1
@@ -43,7 +44,8 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
-	r.scratch, r.decoding = 0, false
+	r.scratch = 0
+	c.stopDecoding(id)
 	c.nrun--
 	c.tally(&r.rec, len(r.Blocks), now)
 	c.free = append(c.free, id)
@@ -100,16 +102,39 @@ func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
 }
 
 // victim is the decoding request admitted last. Grow's caller is one, so
-// there always is one. A linear scan: preemptions are rare.
+// there always is one. A scan of the decoding requests only: an overloaded
+// run preempts often while tens of thousands of requests queue.
 func (c *Core) victim() ReqID {
 	v := ReqID(-1)
-	for id := range c.reqs {
-		r := &c.reqs[id]
-		if r.decoding && (v < 0 || r.admitted > c.reqs[v].admitted) {
-			v = ReqID(id)
+	for _, id := range c.decoders {
+		if v < 0 || c.reqs[id].admitted > c.reqs[v].admitted {
+			v = id
 		}
 	}
 	return v
+}
+
+// startDecoding and stopDecoding keep Core.decoders: the requests that
+// are decoding, each once.
+func (c *Core) startDecoding(id ReqID) {
+	r := &c.reqs[id]
+	if r.decoding {
+		return
+	}
+	r.decoding, r.decoderAt = true, int32(len(c.decoders))
+	c.decoders = append(c.decoders, id)
+}
+
+func (c *Core) stopDecoding(id ReqID) {
+	r := &c.reqs[id]
+	if !r.decoding {
+		return
+	}
+	last := c.decoders[len(c.decoders)-1]
+	c.decoders[r.decoderAt] = last
+	c.reqs[last].decoderAt = r.decoderAt
+	c.decoders = c.decoders[:len(c.decoders)-1]
+	r.decoding = false
 }
 
 // preempt takes request id's HBM back: its blocks stay cached but become
@@ -124,19 +149,27 @@ func (c *Core) preempt(now int64, id ReqID) {
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
 	r.held, r.scratch = r.scratch, 0
-	r.decoding, r.resumed = false, true
+	c.stopDecoding(id)
+	r.resumed = true
 	r.produced = r.produced[:0]
 	r.queuedAt = now
 	r.rec.Preemptions++
 	c.Stats.Preemptions++
 	c.nrun--
-	if c.qh > 0 {
-		c.qh--
-		c.queue[c.qh] = id
-	} else {
-		c.queue = append(c.queue, 0)
-		copy(c.queue[1:], c.queue)
-		c.queue[0] = id
+	if c.qh == 0 { // room in front, for this and the next ones: O(1) amortized
+		n := len(c.queue)
+		room := max(16, n/2)
+		if cap(c.queue) >= n+room { // in place: no allocation in steady state
+			c.queue = c.queue[:n+room]
+			copy(c.queue[room:], c.queue[:n])
+		} else {
+			q := make([]ReqID, n+room, 2*(n+room))
+			copy(q[room:], c.queue)
+			c.queue = q
+		}
+		c.qh = room
 	}
+	c.qh--
+	c.queue[c.qh] = id
 	c.mover.Preempted(now, id)
 }

@@ -60,6 +60,7 @@ type reqState struct {
 	compute     int   // prompt tokens the current admission's prefill computes
 	admitted    int64 // admission order (c.admissions when admitted): preemption takes the latest
 	decoding    bool  // prefill done, not finished: a possible preemption victim
+	decoderAt   int32 // its index in Core.decoders while decoding
 	prefilled   bool  // its first prefill finished (FirstToken set)
 	resumed     bool  // re-admitted after a preemption: its record counts the first admission only
 	rec         Record
@@ -101,8 +102,9 @@ type Core struct {
 	queue []ReqID // requests waiting for HBM, in arrival order, from qh on
 	qh    int
 
-	nrun       int   // admitted, unfinished requests
-	admissions int64 // admissions so far, preempted requests' again included
+	nrun       int     // admitted, unfinished requests
+	decoders   []ReqID // the decoding requests (preemption victims), in no order
+	admissions int64   // admissions so far, preempted requests' again included
 
 	Stats Stats
 }
