@@ -51,6 +51,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 		c.reject(now, id)
 		return
 	}
+	c.queuedToks += int64(r.InputTokens) // tryAdmit takes it off
 	if c.Queued() == 0 && c.tryAdmit(now, id) {
 		return
 	}
@@ -128,6 +129,9 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	c.takeBlocks(now, id, r)
 	// A resumed request gets back the output KV it held (recomputed).
 	r.scratch, r.held = r.held, 0
+	c.queuedToks -= int64(r.InputTokens)
+	c.runToks += int64(r.InputTokens)
+	c.outHeld += r.scratch
 	c.used[0] += r.scratch
 	c.pinnedHBM += r.scratch
 	c.peak(0)

@@ -37,11 +37,21 @@ func (c *Core) Check() error {
 			pins[b]++
 		}
 	}
+	var qt, rt, oh int64
+	for _, id := range run {
+		rt += int64(c.reqs[id].InputTokens)
+		oh += c.reqs[id].scratch
+	}
 	for _, id := range c.queue[c.qh:] {
 		r := &c.reqs[id]
+		qt += int64(r.InputTokens)
 		if r.scratch != 0 || r.decoding || r.held > c.outBytes(r.OutputTokens) {
 			return fmt.Errorf("queued request %d holds %d bytes of output KV (decoding %v), keeps %d", r.Seq, r.scratch, r.decoding, r.held)
 		}
+	}
+	if qt != c.queuedToks || rt != c.runToks || oh != c.outHeld {
+		return fmt.Errorf("queued/running prompt tokens and output KV bytes counted %d/%d/%d, requests add to %d/%d/%d",
+			c.queuedToks, c.runToks, c.outHeld, qt, rt, oh)
 	}
 	for b, n := range pins {
 		if c.pins[b] != n {

@@ -44,6 +44,8 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
+	c.outHeld -= r.scratch
+	c.runToks -= int64(r.InputTokens)
 	r.scratch = 0
 	c.stopDecoding(id)
 	c.nrun--
@@ -95,6 +97,7 @@ func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
 	}
 	c.freeHBM(now, need)
 	r.scratch += need
+	c.outHeld += need
 	c.used[0] += need
 	c.pinnedHBM += need
 	c.peak(0)
@@ -148,6 +151,9 @@ func (c *Core) preempt(now int64, id ReqID) {
 	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
+	c.outHeld -= r.scratch
+	c.runToks -= int64(r.InputTokens)
+	c.queuedToks += int64(r.InputTokens)
 	r.held, r.scratch = r.scratch, 0
 	c.stopDecoding(id)
 	r.resumed = true

@@ -133,6 +133,8 @@ type Sim struct {
 	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
 	gpuWake int64        // simple engine: time of the latest GPU wake queued
 	eng     *engine      // the batched engine; nil: the simple one
+	open    bool         // stopped at an arrival no request has taken yet
+	pending bool         // the arrival event's tail (after) has yet to run
 
 	// links at work (move.go)
 	xfers []xfer                                        // moves in flight or waiting for their source
@@ -502,32 +504,119 @@ func (s *Sim) admissible(r *core.Request) error {
 func (s *Sim) Run(src core.Source) (*Result, error) {
 	var next core.Request
 	var last int64
-	have := false
-	read := func() error {
+	for {
 		err := src.Next(&next)
 		if err == io.EOF {
-			have = false
-			return nil
+			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		switch {
-		case next.Arrival > core.MaxTime:
-			return &LimitError{Key: "timestamp", Line: next.Line, Msg: fmt.Sprintf(
-				"request %d arrives at %s, past the simulated-time limit of %s", next.Seq, span(float64(next.Arrival)), limit)}
-		case next.Arrival < last:
-			return &LimitError{Key: "timestamp", Line: next.Line, Msg: fmt.Sprintf(
-				"request %d arrives at %d ns, before the one ahead of it (%d ns): arrivals must be in order", next.Seq, next.Arrival, last)}
+		if err := CheckArrival(&next, last); err != nil {
+			return nil, err
 		}
 		last = next.Arrival
-		have = true
-		s.heap.push(next.Arrival, evArrival, -1)
-		return nil
+		if err := s.AdvanceTo(next.Arrival); err != nil {
+			return nil, err
+		}
+		if err := s.Arrive(&next); err != nil {
+			return nil, err
+		}
 	}
-	if err := read(); err != nil {
+	return s.Finish()
+}
+
+// CheckArrival checks r's arrival time as Run does, last being the arrival
+// of the request before it: within the simulated-time limit and in order.
+func CheckArrival(r *core.Request, last int64) error {
+	switch {
+	case r.Arrival > core.MaxTime:
+		return &LimitError{Key: "timestamp", Line: r.Line, Msg: fmt.Sprintf(
+			"request %d arrives at %s, past the simulated-time limit of %s", r.Seq, span(float64(r.Arrival)), limit)}
+	case r.Arrival < last:
+		return &LimitError{Key: "timestamp", Line: r.Line, Msg: fmt.Sprintf(
+			"request %d arrives at %d ns, before the one ahead of it (%d ns): arrivals must be in order", r.Seq, r.Arrival, last)}
+	}
+	return nil
+}
+
+// The stepping API lets a coordinator drive several Sims in one virtual
+// time (Run is built on it). An arrival at t is an event like the others:
+// AdvanceTo(t) queues it behind the events already due at t and processes
+// events until it comes up; the Sim then stands at t, and Arrive hands it
+// the request (or, if the request went elsewhere, the next AdvanceTo moves
+// on). What the event's processing does after the request (starting GPU
+// work) runs at the next AdvanceTo or Finish, after the next arrival has
+// been queued: the order Run has always had, so that a coordinator over one
+// Sim reproduces Run byte for byte.
+
+// NextEventTime is the time of the earliest pending event; ok is false
+// when none is pending.
+func (s *Sim) NextEventTime() (t int64, ok bool) {
+	if s.heap.len() == 0 {
+		return 0, false
+	}
+	return s.heap.ev[0].t, true
+}
+
+// AdvanceTo processes every event due before an arrival at t (those at t
+// queued before it included) and stops at that arrival. t must not be
+// before the current time nor past core.MaxTime.
+func (s *Sim) AdvanceTo(t int64) error {
+	if s.err != nil {
+		return s.err
+	}
+	if t < s.now || t > core.MaxTime {
+		return &LimitError{Key: "timestamp", Msg: fmt.Sprintf("an arrival at %d ns, outside %d..%d ns", t, s.now, core.MaxTime)}
+	}
+	s.heap.push(t, evArrival, -1)
+	s.open = false
+	if s.pending {
+		s.pending = false
+		if err := s.after(); err != nil {
+			return err
+		}
+	}
+	return s.loop()
+}
+
+// Arrive hands the Sim request r at r.Arrival: at the arrival AdvanceTo
+// stopped at, or after advancing to r.Arrival itself. The Sim copies what
+// it keeps of r.
+func (s *Sim) Arrive(r *core.Request) error {
+	if !s.open || s.now != r.Arrival {
+		if err := s.AdvanceTo(r.Arrival); err != nil {
+			return err
+		}
+	}
+	s.open = false
+	if err := s.admissible(r); err != nil {
+		return err
+	}
+	s.core.Arrive(s.now, r)
+	return nil
+}
+
+// Finish runs every pending event and returns the run's result.
+func (s *Sim) Finish() (*Result, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.open = false
+	if s.pending {
+		s.pending = false
+		if err := s.after(); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.loop(); err != nil {
 		return nil, err
 	}
+	return s.result(), nil
+}
+
+// loop processes events until the heap is empty or an arrival comes up.
+func (s *Sim) loop() error {
 	for s.heap.len() > 0 {
 		e := s.heap.pop()
 		if s.sampler != nil {
@@ -536,15 +625,8 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		s.now = e.t
 		switch e.kind {
 		case evArrival:
-			if have {
-				if err := s.admissible(&next); err != nil {
-					return nil, err
-				}
-				s.core.Arrive(s.now, &next)
-			}
-			if err := read(); err != nil {
-				return nil, err
-			}
+			s.open, s.pending = true, true
+			return nil
 		case evPrefillDone:
 			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
 		case evDecodeDone:
@@ -558,19 +640,32 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		case evStep:
 			s.eng.stepDone(s.now)
 		}
-		if s.eng != nil && s.err == nil {
-			s.eng.kick(s.now)
-		}
-		if len(s.pq) > 0 {
-			s.kickSimple(s.now)
-		}
-		if s.err != nil {
-			return nil, s.err
-		}
-		if s.hook != nil {
-			s.hook(s)
+		if err := s.after(); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// after ends an event: the GPU takes up what the event made ready.
+func (s *Sim) after() error {
+	if s.eng != nil && s.err == nil {
+		s.eng.kick(s.now)
+	}
+	if len(s.pq) > 0 {
+		s.kickSimple(s.now)
+	}
+	if s.err != nil {
+		return s.err
+	}
+	if s.hook != nil {
+		s.hook(s)
+	}
+	return nil
+}
+
+// result fills the run's Result from the current state.
+func (s *Sim) result() *Result {
 	s.res.Stats = s.core.Stats
 	s.res.End = s.now
 	s.res.MovedByKind = s.moved
@@ -589,5 +684,5 @@ func (s *Sim) Run(src core.Source) (*Result, error) {
 		}
 	}
 	res := s.res // a copy: a pointer into s would keep the whole simulation alive
-	return &res, nil
+	return &res
 }
