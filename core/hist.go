@@ -90,3 +90,22 @@ func (h *Hist) Quantile(q float64) int64 {
 	}
 	return h.max
 }
+
+// Merge adds o's values to h, as if each had been added to h.
+func (h *Hist) Merge(o *Hist) {
+	if o.n == 0 {
+		return
+	}
+	if len(o.counts) > len(h.counts) {
+		h.counts = append(h.counts, make([]int64, len(o.counts)-len(h.counts))...)
+	}
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	if h.n == 0 || o.min < h.min {
+		h.min = o.min
+	}
+	h.max = max(h.max, o.max)
+	h.n += o.n
+	h.sum += o.sum
+}
