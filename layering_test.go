@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"scenario": {"core", "policy", "trace", "results"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
+	"cluster":  {"core", "policy", "sim"},
 	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":        {"hw/internal/sys"},
@@ -40,7 +41,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest": {}, // hw's test helpers (testHelpers)
 	"mrc":                {"policy", "trace"},
 	"report":             {"results"},
-	"experiment":         {"core", "policy", "trace", "results", "scenario", "workload", "sim", "hw", "hw/bucket"},
+	"experiment":         {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
 	"internal/testenv":   {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":    {},
 	"cmd":                nil, // the leaf: flags, printing and exit codes over all of the above
@@ -56,7 +57,8 @@ var allowed = map[string][]string{
 // which would make x's tests depend on its own users.
 var testExtra = map[string][]string{
 	"sim":        {"trace", "workload"},
-	"hw/hostmem": {"hw/payload"}, // stores are checked with the replay's payloads
+	"cluster":    {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
+	"hw/hostmem": {"hw/payload"},                    // stores are checked with the replay's payloads
 }
 
 // testHelpers are packages only test files may import (skip-or-fail,

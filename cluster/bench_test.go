@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"testing"
+
+	"kvsim/core"
+	"kvsim/internal/testenv"
+	"kvsim/policy"
+	"kvsim/sim"
+	"kvsim/trace"
+	"kvsim/workload"
+)
+
+// conversationNode is sim's benchmark system: 60 GiB HBM + 512 GiB DRAM
+// for an 8B-class GQA model (128 KiB per token).
+func conversationNode() sim.Config {
+	return sim.Config{
+		Core: core.Config{
+			Tiers:         []core.Tier{{Name: "hbm", Capacity: 60 << 30}, {Name: "dram", Capacity: 512 << 30}},
+			BytesPerToken: 128 << 10, BlockTokens: 512, PageTokens: 16,
+			NewPolicy: func(_ int, c int64) (policy.Policy, error) {
+				return policy.New("lru", policy.Config{Capacity: c})
+			},
+		},
+		Links: []sim.LinkSpec{{From: 0, To: 1, Bandwidth: 25e9, Latency: 10_000}},
+		GPU:   sim.GPUSpec{PrefillTokensPerSec: 200_000, DecodeTokensPerSec: 50, Layers: 32},
+	}
+}
+
+// BenchmarkClusterConversation replays the conversation trace on 16
+// instances with LRU and round robin: the coordinator's cost per request
+// (advancing every instance, the router's view) on top of the engines'.
+func BenchmarkClusterConversation(b *testing.B) {
+	path := testenv.ConversationTrace(b)
+	b.ReportAllocs()
+	var requests int64
+	for b.Loop() {
+		r, err := trace.Open(path, trace.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := Config{Router: &rrTest{}}
+		for range 16 {
+			cfg.Instances = append(cfg.Instances, conversationNode())
+		}
+		src := workload.NewSource(r, trace.NewDict())
+		if _, err := Run(src, cfg, nil); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		requests += src.Requests
+	}
+	b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "requests/s")
+}

@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"kvsim/core"
+	"kvsim/sim"
+)
+
+// Config is a cluster: one sim.Config per instance and the router.
+type Config struct {
+	Instances []sim.Config
+	Router    Router
+	// Setup, if set, is called with each instance's simulator before the
+	// run (to sample its series, to watch its events).
+	Setup func(inst int, s *sim.Sim)
+}
+
+// Result is what a cluster run produced.
+type Result struct {
+	Instances []*sim.Result
+	Series    []*sim.Series // per instance; nil entries unless sampled (Setup)
+	Router    string
+	Chosen    []int64 // requests routed to each instance
+	Rejected  int64   // requests the router refused
+	// WithPrefix counts routed requests some instance held a cached
+	// prefix of (in any tier); BestPrefix those of them sent to an
+	// instance holding the longest.
+	WithPrefix, BestPrefix int64
+}
+
+// BestPrefixShare is the share of routed requests with a cached prefix
+// somewhere that went to an instance holding the longest one (0 when no
+// request had one).
+func (r *Result) BestPrefixShare() float64 {
+	if r.WithPrefix == 0 {
+		return 0
+	}
+	return float64(r.BestPrefix) / float64(r.WithPrefix)
+}
+
+// Total is the cluster as a whole: the instances' stats and bytes summed,
+// their histograms merged, the latest end; router rejections count as
+// rejected requests. Links and devices add up by position (every
+// instance has the same hierarchy). A one-instance cluster's total is its
+// instance's result.
+func (r *Result) Total() *sim.Result {
+	var t sim.Result
+	for k, in := range r.Instances {
+		if k == 0 {
+			t = *in
+			t.Stats = cloneStats(in.Stats)
+			t.Links = append([]sim.LinkStats(nil), in.Links...)
+			t.Devices = append([]sim.DeviceStats(nil), in.Devices...)
+			t.TTFT, t.Queue, t.TPOT, t.E2E, t.LoadWait = core.Hist{}, core.Hist{}, core.Hist{}, core.Hist{}, core.Hist{}
+		} else {
+			addStats(&t.Stats, &in.Stats)
+			for i := range min(len(t.Links), len(in.Links)) {
+				l := &t.Links[i]
+				l.Bytes += in.Links[i].Bytes
+				l.Transfers += in.Links[i].Transfers
+				l.BusyNs += in.Links[i].BusyNs
+			}
+			for i := range min(len(t.Devices), len(in.Devices)) {
+				d := &t.Devices[i]
+				d.Bytes += in.Devices[i].Bytes
+				d.Transfers += in.Devices[i].Transfers
+				d.BusyNs += in.Devices[i].BusyNs
+			}
+			t.End = max(t.End, in.End)
+			for i := range t.MovedByKind {
+				t.MovedByKind[i] += in.MovedByKind[i]
+			}
+			t.Steps += in.Steps
+			t.OutputTokens += in.OutputTokens
+		}
+		t.TTFT.Merge(&in.TTFT)
+		t.Queue.Merge(&in.Queue)
+		t.TPOT.Merge(&in.TPOT)
+		t.E2E.Merge(&in.E2E)
+		t.LoadWait.Merge(&in.LoadWait)
+	}
+	t.Stats.Rejected += r.Rejected
+	return &t
+}
+
+// cloneStats copies s with slices of its own.
+func cloneStats(s core.Stats) core.Stats {
+	for _, p := range statSlices(&s) {
+		*p = append([]int64(nil), *p...)
+	}
+	return s
+}
+
+func statSlices(s *core.Stats) []*[]int64 {
+	return []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.Lost, &s.PeakUsed}
+}
+
+// addStats adds o to s; peak use adds up too (the cluster's bytes, each
+// instance at its own peak: an upper bound of the cluster's peak).
+func addStats(s, o *core.Stats) {
+	s.Requests += o.Requests
+	s.Rejected += o.Rejected
+	s.BlockAccesses += o.BlockAccesses
+	s.Misses += o.Misses
+	s.BlockHits += o.BlockHits
+	s.RecomputedTokens += o.RecomputedTokens
+	s.DepWaits += o.DepWaits
+	s.WriteThroughs += o.WriteThroughs
+	s.TransientLoads += o.TransientLoads
+	s.Prefetches += o.Prefetches
+	s.PrefetchLate += o.PrefetchLate
+	s.RecomputeCuts += o.RecomputeCuts
+	s.Preemptions += o.Preemptions
+	s.ResumeTokens += o.ResumeTokens
+	s.Staged += o.Staged
+	ss, os := statSlices(s), statSlices(o)
+	for k := range ss {
+		for i := range min(len(*ss[k]), len(*os[k])) {
+			(*ss[k])[i] += (*os[k])[i]
+		}
+	}
+}
+
+// Run replays src over the cluster. obs (optional) sees every finished or
+// rejected request with the instance that ran it (-1: the router refused
+// it), in the order they finish; a record is valid during the call only.
+func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Result, error) {
+	n := len(cfg.Instances)
+	if n == 0 {
+		return nil, errors.New("cluster: no instances")
+	}
+	if cfg.Router == nil {
+		return nil, errors.New("cluster: no router")
+	}
+	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
+	for i := range n {
+		var o core.Observer
+		if obs != nil {
+			o = func(r *core.Record) { obs(i, r) }
+		}
+		s, err := sim.New(cfg.Instances[i], o)
+		if err != nil {
+			if n == 1 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		if cfg.Setup != nil {
+			cfg.Setup(i, s)
+		}
+		v.sims[i] = s
+		v.blockTokens[i] = cfg.Instances[i].Core.BlockTokens
+	}
+	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n)}
+	rejected := core.Record{Rejected: true, HitBlocks: make([]int64, len(cfg.Instances[0].Core.Tiers))}
+	var next core.Request
+	var last int64
+	for {
+		err := src.Next(&next)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := sim.CheckArrival(&next, last); err != nil {
+			return nil, err
+		}
+		last = next.Arrival
+		for _, s := range v.sims {
+			if err := s.AdvanceTo(next.Arrival); err != nil {
+				return nil, err
+			}
+		}
+		inst, reject := cfg.Router.Route(next.Arrival, &next, v)
+		if reject {
+			res.Rejected++
+			if obs != nil {
+				r := &next
+				rejected.Seq, rejected.Arrival, rejected.InputTokens, rejected.OutputTokens = r.Seq, r.Arrival, r.InputTokens, r.OutputTokens
+				rejected.Admitted, rejected.PrefillStart, rejected.FirstToken, rejected.Done = r.Arrival, r.Arrival, r.Arrival, r.Arrival
+				rejected.Blocks = len(r.Blocks)
+				obs(-1, &rejected)
+			}
+			continue
+		}
+		if inst < 0 || inst >= n {
+			return nil, fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, n)
+		}
+		res.Chosen[inst]++
+		if n > 1 {
+			v.scorePrefix(res, inst, next.Blocks)
+		}
+		if err := v.sims[inst].Arrive(&next); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range v.sims {
+		r, err := s.Finish()
+		if err != nil {
+			return nil, err
+		}
+		res.Instances = append(res.Instances, r)
+		res.Series = append(res.Series, s.Series())
+	}
+	return res, nil
+}
+
+// scorePrefix counts whether inst holds the longest cached prefix of blocks.
+func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
+	best, mine := 0, 0
+	for i := range v.sims {
+		_, a := v.Prefix(i, blocks)
+		best = max(best, a)
+		if i == inst {
+			mine = a
+		}
+	}
+	if best > 0 {
+		res.WithPrefix++
+		if mine == best {
+			res.BestPrefix++
+		}
+	}
+}
+
+// view is the View over the instances' simulators.
+type view struct {
+	sims        []*sim.Sim
+	blockTokens []int
+}
+
+func (v *view) Instances() int            { return len(v.sims) }
+func (v *view) Queued(i int) int          { return v.sims[i].Core().Queued() }
+func (v *view) Running(i int) int         { return v.sims[i].Core().Running() }
+func (v *view) QueuedTokens(i int) int64  { return v.sims[i].Core().QueuedTokens() }
+func (v *view) RunningTokens(i int) int64 { return v.sims[i].Core().RunningTokens() }
+
+func (v *view) Prefix(i int, blocks []core.Block) (hbm, any int) {
+	c := v.sims[i].Core()
+	for k, b := range blocks {
+		if !c.Cached(b) {
+			break
+		}
+		any++
+		if hbm == k && c.Resident(b, 0) {
+			hbm++
+		}
+	}
+	return hbm, any
+}
+
+// EstimateTTFT sums, on instance i: the queue's prefill work (its requests
+// taken as equal in size, each computed from scratch: an upper bound, the
+// queue's own hits unknown), loading r's cached prefix from the fastest
+// tier holding each block (the first hop's backlog and the route's idle
+// time, per tier), and computing the rest of r's prompt. Running
+// requests' remaining work is not counted.
+func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
+	s := v.sims[i]
+	c := s.Core()
+	now := s.Now()
+	var t int64
+	if q := c.Queued(); q > 0 {
+		avg := int(max(c.QueuedTokens()/int64(q), 1))
+		per := s.EstimateCompute(0, avg)
+		t = core.AddTime(t, satMul(per, int64(q)))
+	}
+	var bytes [core.MaxTiers]int64
+	nt := c.Tiers()
+	prefix := 0
+	for _, b := range r.Blocks {
+		if !c.Cached(b) {
+			break
+		}
+		prefix++
+		for tier := range nt {
+			if c.Resident(b, tier) {
+				bytes[tier] += c.BlockBytes(b)
+				break
+			}
+		}
+	}
+	for tier := 1; tier < nt; tier++ {
+		if bytes[tier] > 0 {
+			backlog, service := s.EstimateLoad(now, tier, bytes[tier])
+			t = core.AddTime(t, core.AddTime(backlog, service))
+		}
+	}
+	cached := min(prefix*v.blockTokens[i], r.InputTokens)
+	compute := max(r.InputTokens-cached, 1) // the core computes at least one token
+	return core.AddTime(t, s.EstimateCompute(r.InputTokens-compute, compute))
+}
+
+// satMul is a*b for non-negative a, b, saturating past core.MaxTime.
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > core.MaxTime/b {
+		return core.MaxTime + 1
+	}
+	return a * b
+}
