@@ -5,13 +5,10 @@ import "kvsim/core"
 // View is what a router may see of the cluster at a request's arrival.
 type View interface {
 	Instances() int
-	Queued(i int) int         // requests waiting for HBM on instance i
-	Running(i int) int        // admitted, unfinished
-	QueuedTokens(i int) int64 // prompt tokens of the queued requests
-	// RunningTokens is the prompt + generated-so-far tokens of the running
-	// ones. An estimate: generated tokens count by the output KV pages
-	// they hold, so up to a page each ahead of the tokens generated.
-	RunningTokens(i int) int64
+	Queued(i int) int          // requests waiting for HBM on instance i
+	Running(i int) int         // admitted, unfinished
+	QueuedTokens(i int) int64  // prompt tokens of the queued requests
+	RunningTokens(i int) int64 // prompt + generated-so-far tokens of the running ones (an estimate is fine: document it)
 	// Prefix is how many leading blocks of blocks instance i holds: in its HBM
 	// (hbm) and in HBM or any lower tier (any); the longest usable prefix.
 	Prefix(i int, blocks []core.Block) (hbm, any int)
@@ -19,8 +16,6 @@ type View interface {
 	// prefill work + loading r's cached prefix + computing the rest (ns).
 	EstimateTTFT(i int, r *core.Request) int64
 }
-
-// Router chooses the instance of each request.
 type Router interface {
 	Name() string
 	// Route picks an instance for r; reject refuses r (counted, never run).
