@@ -150,6 +150,26 @@
 //	tpot_ms = 50                  # time per output token at most, ms (requests with one output token meet it);
 //	                              # > 0; default none
 //
+//	[cluster]                     # optional;
+//	                              # optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)
+//	instances = 4                 # each with its own engine, HBM and copy of every declared tier;
+//	                              # 1..4096; required
+//	router = "cache_aware"        # chooses each request's instance (docs/routers.md);
+//	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;
+//	                              # default "round_robin"
+//	cache_threshold = 0.5         # cache_aware: a prefix match above this share of the prompt wins (SGLang);
+//	                              # >= 0; default 0.5
+//	balance_abs = 32              # cache_aware: imbalanced when the loads differ by more than this ...;
+//	                              # >= 0; default 32
+//	balance_rel = 1.0001          # ... and the largest exceeds the smallest times this (>= 1); >= 0;
+//	                              # default 1.0001
+//	overlap_weight = 1.0          # kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo);
+//	                              # >= 0; default 1
+//	host_weight = 0.5             # kv_cost: the share of a hit a block found below hbm is credited (0..1);
+//	                              # >= 0; default 0.5
+//	slo_reject = false            # mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms;
+//	                              # default false
+//
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //
 //	kind         capacity   bandwidth  latency  $/GB

@@ -31,6 +31,7 @@ type Scenario struct {
 	Workload Workload
 	Policies []Policy
 	SLO      SLO      // [slo]; zero when absent
+	Cluster  Cluster  // [cluster]; zero (Instances 0) when absent
 	Sets     []string // --set overrides applied, as given
 }
 
@@ -104,6 +105,17 @@ type SLO struct {
 
 // Set reports whether any target is set.
 func (s SLO) Set() bool { return s.TTFTms > 0 || s.TPOTms > 0 }
+
+// Cluster is the [cluster] table: Instances copies of the GPU and the
+// tiers, and the router choosing each request's instance.
+type Cluster struct {
+	Instances int    // key instances; 0: no [cluster], one GPU
+	Router    string // key router; default round_robin
+	// Router parameters, by key (each router reads its own).
+	CacheThreshold, BalanceAbs, BalanceRel float64
+	OverlapWeight, HostWeight              float64
+	SLOReject                              bool // key slo_reject: needs [slo] ttft_ms
+}
 
 // GPUMemoryUtilization is the share of GPU memory the hbm tier's default
 // capacity may fill with weights and KV: vLLM's gpu_memory_utilization
@@ -520,7 +532,48 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 			return err
 		}
 	}
+	if cl := tables["cluster"][0]; cl != nil {
+		if s.Cluster, err = parseCluster(cl, s.SLO); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func parseCluster(t *table, slo SLO) (Cluster, error) {
+	var c Cluster
+	n, err := t.integer("instances")
+	if err != nil {
+		return c, err
+	}
+	c.Instances = int(n)
+	if c.Router, err = t.str("router"); err != nil {
+		return c, err
+	}
+	for _, d := range []struct {
+		key string
+		dst *float64
+	}{{"cache_threshold", &c.CacheThreshold}, {"balance_abs", &c.BalanceAbs}, {"balance_rel", &c.BalanceRel},
+		{"overlap_weight", &c.OverlapWeight}, {"host_weight", &c.HostWeight}} {
+		if *d.dst, err = t.number(d.key); err != nil {
+			return c, err
+		}
+	}
+	switch {
+	case c.CacheThreshold > 1:
+		return c, t.errf("cache_threshold", "must be within 0..1, got %g", c.CacheThreshold)
+	case c.BalanceRel < 1:
+		return c, t.errf("balance_rel", "must be >= 1, got %g", c.BalanceRel)
+	case c.HostWeight > 1:
+		return c, t.errf("host_weight", "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g", c.HostWeight)
+	}
+	if c.SLOReject, err = t.boolean("slo_reject"); err != nil {
+		return c, err
+	}
+	if c.SLOReject && !(slo.TTFTms > 0) {
+		return c, t.errf("slo_reject", "needs [slo] ttft_ms")
+	}
+	return c, nil
 }
 
 // maxDim bounds model dimensions so that byte counts cannot overflow.
@@ -1326,6 +1379,20 @@ func (s *Scenario) Describe() string {
 			t = append(t, fmt.Sprintf("TPOT <= %g ms", s.SLO.TPOTms))
 		}
 		fmt.Fprintf(&b, "slo: %s\n", strings.Join(t, ", "))
+	}
+	if c := s.Cluster; c.Instances > 0 {
+		fmt.Fprintf(&b, "cluster: %d instances, router %s", c.Instances, c.Router)
+		switch c.Router {
+		case "cache_aware":
+			fmt.Fprintf(&b, " (cache_threshold=%g balance_abs=%g balance_rel=%g)", c.CacheThreshold, c.BalanceAbs, c.BalanceRel)
+		case "kv_cost":
+			fmt.Fprintf(&b, " (overlap_weight=%g host_weight=%g)", c.OverlapWeight, c.HostWeight)
+		case "mooncake":
+			if c.SLOReject {
+				b.WriteString(" (slo_reject)")
+			}
+		}
+		b.WriteByte('\n')
 	}
 	if len(s.Sets) > 0 {
 		fmt.Fprintf(&b, "overrides: %s\n", strings.Join(s.Sets, ", "))

@@ -215,6 +215,33 @@ var schema = []*section{
 		{key: "ttft_ms", typ: tNumber, min: above0, defDoc: "none", example: "500", doc: "time to first token at most, ms"},
 		{key: "tpot_ms", typ: tNumber, min: above0, defDoc: "none", example: "50", doc: "time per output token at most, ms (requests with one output token meet it)"},
 	}},
+	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: []field{
+		{key: "instances", typ: tInt, required: true, need: "the number of instances", min: atLeast1, max: MaxInstances, example: "4",
+			doc: "each with its own engine, HBM and copy of every declared tier"},
+		{key: "router", typ: tString, def: "round_robin", enum: RouterNames, example: `"cache_aware"`,
+			doc: "chooses each request's instance (docs/routers.md)"},
+		{key: "cache_threshold", typ: tNumber, def: 0.5, min: atLeast0, example: "0.5",
+			doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},
+		{key: "balance_abs", typ: tNumber, def: 32.0, min: atLeast0, example: "32",
+			doc: "cache_aware: imbalanced when the loads differ by more than this ..."},
+		{key: "balance_rel", typ: tNumber, def: 1.0001, min: atLeast0, example: "1.0001",
+			doc: "... and the largest exceeds the smallest times this (>= 1)"},
+		{key: "overlap_weight", typ: tNumber, def: 1.0, min: atLeast0, example: "1.0",
+			doc: "kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo)"},
+		{key: "host_weight", typ: tNumber, def: 0.5, min: atLeast0, example: "0.5",
+			doc: "kv_cost: the share of a hit a block found below hbm is credited (0..1)"},
+		{key: "slo_reject", typ: tBool, def: false, example: "false",
+			doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},
+	}},
+}
+
+// MaxInstances bounds [cluster] instances.
+const MaxInstances = 4096
+
+// RouterNames lists the routers [cluster] router accepts: the cluster
+// package's (a test there checks that each builds).
+func RouterNames() []string {
+	return []string{"round_robin", "least_loaded", "cache_aware", "kv_cost", "mooncake"}
 }
 
 // gpuDoc heads [gpu] in the reference: the two step models.

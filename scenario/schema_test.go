@@ -128,6 +128,7 @@ func TestEveryKeyRead(t *testing.T) {
 		"workload": "[workload]\ntrace = \"t\"\n",
 		"policy":   "[[policy]]\neviction = \"lru\"\n",
 		"slo":      "[slo]\n",
+		"cluster":  "[cluster]\ninstances = 2\n",
 	}
 	for _, s := range schema {
 		for _, f := range s.fields {

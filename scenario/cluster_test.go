@@ -1,0 +1,48 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCluster: [cluster] is absent by default, takes the routers' defaults,
+// and refuses bad values naming the file, line and key.
+func TestCluster(t *testing.T) {
+	s, err := Parse([]byte(doc("")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cluster.Instances != 0 {
+		t.Fatalf("no [cluster]: %+v", s.Cluster)
+	}
+	s, err = Parse([]byte(doc("[cluster]\ninstances = 4\n")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Cluster{Instances: 4, Router: "round_robin", CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, OverlapWeight: 1, HostWeight: 0.5}
+	if s.Cluster != want {
+		t.Fatalf("defaults %+v, want %+v", s.Cluster, want)
+	}
+	if !strings.Contains(s.Describe(), "cluster: 4 instances, router round_robin\n") {
+		t.Fatalf("description lacks the cluster:\n%s", s.Describe())
+	}
+	s, err = Parse([]byte(doc("[slo]\nttft_ms = 500\n[cluster]\ninstances = 2\nrouter = \"mooncake\"\nslo_reject = true\n")), path)
+	if err != nil || !s.Cluster.SLOReject || s.Cluster.Router != "mooncake" {
+		t.Fatalf("mooncake with slo_reject: %+v, %v", s.Cluster, err)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"[cluster]\nrouter = \"kv_cost\"\n", "x.toml:1: cluster: instances: required"},
+		{"[cluster]\ninstances = 0\n", "x.toml:2: cluster: instances: must be >= 1"},
+		{"[cluster]\ninstances = 2\nrouter = \"random\"\n", `x.toml:3: cluster: router: unknown router "random"`},
+		{"[cluster]\ninstances = 2\ncache_threshold = 1.5\n", "x.toml:3: cluster: cache_threshold: must be within 0..1"},
+		{"[cluster]\ninstances = 2\nbalance_rel = 0.5\n", "x.toml:3: cluster: balance_rel: must be >= 1"},
+		{"[cluster]\ninstances = 2\nhost_weight = 2\n", "x.toml:3: cluster: host_weight: must be within 0..1"},
+		{"[cluster]\ninstances = 2\nslo_reject = true\n", "x.toml:3: cluster: slo_reject: needs [slo] ttft_ms"},
+		{"[cluster]\ninstances = 2\nscope = \"cluster\"\n", `x.toml:3: unknown key "scope"`},
+	} {
+		_, err := Parse([]byte(doc(c.src)), path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
