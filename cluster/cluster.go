@@ -74,6 +74,7 @@ func (r *Result) Total() *sim.Result {
 				t.MovedByKind[i] += in.MovedByKind[i]
 			}
 			t.Steps += in.Steps
+			t.GPUBusyNs += in.GPUBusyNs
 			t.OutputTokens += in.OutputTokens
 		}
 		t.TTFT.Merge(&in.TTFT)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/results"
 	"kvsim/scenario"
@@ -56,13 +57,15 @@ func (noProgress) Add(int64) {}
 
 // policyRun is one [[policy]] entry's simulation.
 type policyRun struct {
-	res    *sim.Result
+	res    *sim.Result // with [cluster], the cluster's total
 	series *sim.Series
 	trace  results.Trace // what the source read; the source itself (its id map) is let go
 	csv    string        // temporary file with this policy's requests.csv rows
 	slo    sloCount
 	err    error
 	wallS  float64
+
+	cluster *cluster.Result // with [cluster]
 }
 
 // Run simulates every policy of sc over its trace and summarises them.
@@ -149,6 +152,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 // go to a temporary file there.
 func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace.Options, dir, id string, o Options) (pr policyRun) {
 	p := sc.Policies[i]
+	if p.Offline() && sc.Cluster.Instances > 0 {
+		pr.err = BadInputf("%s: policy %q: eviction %q reads the whole trace's future, which one instance of a [cluster] does not see", sc.Path, p.Name, p.Eviction)
+		return
+	}
 	var fut *workload.Future
 	if p.Offline() {
 		f, err := BuildFuture(ctx, sc, opt)
@@ -186,6 +193,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	var buf []byte
 	row := results.Request{Policy: p.Name, RunID: id}
 	slo := newSLOCheck(sc.SLO)
+	inst := 0 // the instance of the record obs is given
 	obs := func(r *core.Record) {
 		if o.OnRecord != nil {
 			o.OnRecord(i, r)
@@ -203,6 +211,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		row.InputTokens, row.OutputTokens, row.Blocks = r.InputTokens, r.OutputTokens, r.Blocks
 		row.HitBlocks, row.BlockHits, row.RecomputedTokens, row.Rejected = r.HitBlocks, r.BlockHits, r.RecomputedTokens, r.Rejected
 		row.TPOTNs, row.E2ENs, row.LoadWaitNs, row.Preemptions = tpot, r.Done-r.Arrival, r.LoadWaitNs, r.Preemptions
+		row.Instance = inst
 		buf = results.AppendRequest(buf[:0], &row)
 		w.Write(buf)
 	}
@@ -220,9 +229,27 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	defer rd.Close()
 	src := workload.NewSource(rd, trace.NewDict())
-	s.SampleEvery(1e9)
-	pr.res, err = s.Run(&ctxSource{ctx: ctx, src: src, prog: o.Progress})
-	pr.series = s.Series()
+	csrc := &ctxSource{ctx: ctx, src: src, prog: o.Progress}
+	if n := sc.Cluster.Instances; n > 0 {
+		ccfg := cluster.Config{Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }}
+		if ccfg.Router, err = NewRouter(sc); err != nil {
+			closeTmp()
+			pr.err = BadInputf("%s: cluster: %v", sc.Path, err)
+			return
+		}
+		for range n {
+			ccfg.Instances = append(ccfg.Instances, cfg)
+		}
+		pr.cluster, err = cluster.Run(csrc, ccfg, func(i int, r *core.Record) { inst = i; obs(r) })
+		if err == nil {
+			pr.res = pr.cluster.Total()
+			pr.series = mergeSeries(pr.cluster.Series)
+		}
+	} else {
+		s.SampleEvery(1e9)
+		pr.res, err = s.Run(csrc)
+		pr.series = s.Series()
+	}
 	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
 		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
 		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}

@@ -121,6 +121,9 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			}
 			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
 		}
+		if r.cluster != nil {
+			pol.Instances, pol.Router = instances(sc, r.cluster)
+		}
 		sum.Policies = append(sum.Policies, pol)
 		if r.series != nil {
 			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.series))

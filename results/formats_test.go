@@ -65,7 +65,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 				ComputeNs: ns(), TTFTNs: ns(), DoneNs: ns(), InputTokens: rng.IntN(1e6), OutputTokens: rng.IntN(1e4),
 				Blocks: rng.IntN(1e4), HitBlocks: []int64{rng.Int64N(9), rng.Int64N(9), rng.Int64N(9)},
 				BlockHits: rng.IntN(100), RecomputedTokens: rng.IntN(100), Rejected: rng.IntN(5) == 0,
-				TPOTNs: ns(), E2ENs: ns(), LoadWaitNs: ns(), Preemptions: rng.IntN(4), RunID: "0123abcd"}
+				TPOTNs: ns(), E2ENs: ns(), LoadWaitNs: ns(), Preemptions: rng.IntN(4), Instance: rng.IntN(5) - 1, RunID: "0123abcd"}
 			if rng.IntN(4) == 0 {
 				r.TPOTNs = NoTPOT // an empty cell
 			}
@@ -122,9 +122,9 @@ func TestRequestsReaderOldAndBad(t *testing.T) {
 	if err := rr.Next(&q); err != nil || rr.HasRunID || q.TTFTNs != 1_500_000 || q.HitBlocks[0] != 3 || q.Rejected {
 		t.Errorf("old file: %+v, %v", q, err)
 	}
-	// No tpot_ms, e2e_ms, load_wait_ms or preemptions column (kvsims
+	// No tpot_ms, e2e_ms, load_wait_ms, preemptions or instance column (kvsims
 	// before them): no TPOT, zeros, and the reader says the column lacks.
-	if rr.HasTPOT || q.TPOTNs != NoTPOT || q.E2ENs != 0 || q.LoadWaitNs != 0 || q.Preemptions != 0 {
+	if rr.HasTPOT || q.TPOTNs != NoTPOT || q.E2ENs != 0 || q.LoadWaitNs != 0 || q.Preemptions != 0 || q.Instance != 0 {
 		t.Errorf("old file: tpot column %v, row %+v", rr.HasTPOT, q)
 	}
 	rr.Close()
@@ -159,9 +159,9 @@ func TestRequestsColumnsKeepPlace(t *testing.T) {
 		t.Fatalf("header %q", h)
 	}
 	r := Request{Policy: "lru", TTFTNs: 5e6, DoneNs: 9e6, OutputTokens: 1, HitBlocks: []int64{0}, TPOTNs: NoTPOT,
-		E2ENs: 9e6, Preemptions: 2, RunID: "x"}
+		E2ENs: 9e6, Preemptions: 2, Instance: 3, RunID: "x"}
 	line := string(AppendRequest(nil, &r))
-	if want := "lru,0,0,0,0,0,0,5,9,0,1,0,0,0,0,false,,9,0,2,x\n"; line != want {
+	if want := "lru,0,0,0,0,0,0,5,9,0,1,0,0,0,0,false,,9,0,2,3,x\n"; line != want {
 		t.Errorf("row %q, want %q", line, want)
 	}
 }

@@ -37,6 +37,7 @@ type Request struct {
 	E2ENs       int64 // arrival to last token (0 for a rejected request, like TTFTNs)
 	LoadWaitNs  int64 // prefill issued until its loads had landed (first prefill)
 	Preemptions int   // times it lost its HBM and was re-queued
+	Instance    int   // the cluster instance that ran it: 0 without [cluster], -1 refused by the router
 	RunID       string
 }
 
@@ -64,7 +65,7 @@ func RequestsHeader(tiers []string) string {
 		b.WriteString(",hit_blocks_" + t)
 	}
 	// Columns added later go before run_id, so older ones keep their place.
-	b.WriteString(",block_hits,recomputed_tokens,rejected,tpot_ms,e2e_ms,load_wait_ms,preemptions,run_id\n")
+	b.WriteString(",block_hits,recomputed_tokens,rejected,tpot_ms,e2e_ms,load_wait_ms,preemptions,instance,run_id\n")
 	return b.String()
 }
 
@@ -107,6 +108,8 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(r.Preemptions), 10)
 	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.Instance), 10)
+	b = append(b, ',')
 	b = append(b, r.RunID...)
 	return append(b, '\n')
 }
@@ -144,7 +147,7 @@ func WriteRequests(path string, tiers []string, parts []string) error {
 
 // RequestsReader reads requests.csv row by row. It picks columns by name,
 // so files of older kvsims (no rejected, run_id, tpot_ms, e2e_ms,
-// load_wait_ms or preemptions column) read too: a missing column reads as
+// load_wait_ms, preemptions or instance column) read too: a missing column reads as
 // its zero value, tpot_ms as NoTPOT.
 type RequestsReader struct {
 	Tiers    []string // from the hit_blocks_* columns
@@ -250,5 +253,6 @@ func (rr *RequestsReader) Next(q *Request) error {
 		q.TPOTNs = ms("tpot_ms")
 	}
 	q.E2ENs, q.LoadWaitNs, q.Preemptions = ms("e2e_ms"), ms("load_wait_ms"), int(num("preemptions"))
+	q.Instance = int(num("instance"))
 	return err1
 }

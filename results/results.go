@@ -136,6 +136,34 @@ type Policy struct {
 	Drops            map[string]int64 `json:"drops"`
 	PeakUsedBytes    map[string]int64 `json:"peak_used_bytes"`
 	SimulatedSeconds float64          `json:"simulated_seconds"`
+	// Instances and Router: runs with [cluster] only.
+	Instances []Instance `json:"instances,omitempty"`
+	Router    *Router    `json:"router,omitempty"`
+}
+
+// Instance is one cluster instance's share of a policy's run.
+type Instance struct {
+	Requests int64            `json:"requests"` // finished
+	Rejected int64            `json:"rejected"` // too large for its HBM (router refusals are the router's)
+	HitRatio float64          `json:"hit_ratio"`
+	Hits     map[string]int64 `json:"hits"` // usable-prefix block hits by the tier they came from
+	TTFTms   *Quantiles       `json:"ttft_ms"`
+	QueueMs  *Quantiles       `json:"queue_ms"`
+	// GPUBusyShare is the share of the run's simulated time the instance
+	// ran steps (batched engine; nil for the simple one).
+	GPUBusyShare *float64 `json:"gpu_busy_share"`
+	Chosen       int64    `json:"chosen"` // requests the router sent it
+}
+
+// Router is what a cluster's router decided.
+type Router struct {
+	Name      string  `json:"name"`
+	Decisions []int64 `json:"decisions"` // requests sent to each instance
+	Rejected  int64   `json:"rejected"`  // requests it refused
+	// BestPrefixShare is, of the routed requests some instance held a
+	// cached prefix of, the share sent to an instance holding the longest.
+	BestPrefixShare float64 `json:"best_prefix_share"`
+	WithPrefix      int64   `json:"with_prefix"`
 }
 
 // OrNaN is *q, or NaN in every field when q is nil (no request

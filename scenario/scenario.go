@@ -31,8 +31,11 @@ type Scenario struct {
 	Workload Workload
 	Policies []Policy
 	SLO      SLO      // [slo]; zero when absent
-	Cluster  Cluster  // [cluster]; zero (Instances 0) when absent
 	Sets     []string // --set overrides applied, as given
+
+	// Cluster is [cluster]; zero (Instances 0) when absent, and then left
+	// out of the JSON run_ids hash, so scenarios without one keep theirs.
+	Cluster Cluster `json:",omitzero"`
 }
 
 // Model is the served model: its KV geometry and, for the roofline step

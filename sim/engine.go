@@ -63,6 +63,7 @@ type engine struct {
 	start  int64     // when it started
 
 	steps, prefillSum, decodeSum int64                           // totals over the run (samples, Result)
+	busyNs                       int64                           // steps' time in all (Result)
 	onStep                       func(start int64, b *StepBatch) // tests: each step as it starts
 	preempted                    bool
 }
@@ -224,6 +225,7 @@ func (e *engine) kick(now int64) {
 		e.onStep(now, b)
 	}
 	e.steps++
+	e.busyNs += ns
 	e.prefillSum += int64(b.PrefillTokens)
 	e.decodeSum += int64(b.DecodeSeqs)
 	e.s.heap.push(end, evStep, -1)

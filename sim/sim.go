@@ -83,6 +83,7 @@ type Result struct {
 	MovedByKind [4]int64
 
 	Steps        int64     // batched engine: steps run
+	GPUBusyNs    int64     // batched engine: the steps' time in all
 	TPOT         core.Hist // per request with >= 2 output tokens: (Done-FirstToken)/(OutputTokens-1)
 	E2E          core.Hist // Done - Arrival
 	LoadWait     core.Hist // Prefill issued until its loads landed
@@ -671,6 +672,7 @@ func (s *Sim) result() *Result {
 	s.res.MovedByKind = s.moved
 	if s.eng != nil {
 		s.res.Steps = s.eng.steps
+		s.res.GPUBusyNs = s.eng.busyNs
 	}
 	s.res.Links, s.res.Devices = nil, nil // fresh: an earlier Run's result keeps its own
 	for _, l := range s.links {

@@ -1,0 +1,113 @@
+package experiment
+
+import (
+	"kvsim/cluster"
+	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
+)
+
+// NewRouter builds the router of sc's [cluster], its parameters from the
+// scenario (the routers' own defaults for what the scenario does not set).
+func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
+	c := sc.Cluster
+	p := cluster.DefaultParams()
+	p.CacheThreshold, p.BalanceAbs, p.BalanceRel = c.CacheThreshold, c.BalanceAbs, c.BalanceRel
+	p.OverlapWeight, p.HostWeight = c.OverlapWeight, c.HostWeight
+	p.SLOReject = c.SLOReject
+	if sc.SLO.TTFTms > 0 {
+		p.SLOTTFT = int64(sc.SLO.TTFTms * 1e6)
+	}
+	p.BlockTokens = sc.Model.BlockTokens
+	return cluster.NewRouter(c.Router, p)
+}
+
+// mergeSeries is the cluster's time series: counts summed, shares (tier
+// use, link and pipe utilisation) averaged over the instances, every
+// instance alike. An instance whose series ended earlier (its last event
+// came sooner) counts as idle, its tiers as they were at its last point.
+// One instance's series is returned as it is.
+func mergeSeries(ss []*sim.Series) *sim.Series {
+	if len(ss) == 0 || ss[0] == nil {
+		return nil
+	}
+	if len(ss) == 1 {
+		return ss[0]
+	}
+	longest := ss[0]
+	for _, s := range ss {
+		if len(s.Times) > len(longest.Times) {
+			longest = s
+		}
+	}
+	n := len(longest.Times)
+	out := &sim.Series{Interval: longest.Interval, Times: longest.Times, Pipes: longest.Pipes,
+		Queued: make([]int, n), Running: make([]int, n), Preemptions: make([]int64, n)}
+	if longest.PrefillTokens != nil {
+		out.PrefillTokens, out.DecodeSeqs = make([]float64, n), make([]float64, n)
+	}
+	out.TierUsed = make([][]float64, len(longest.TierUsed))
+	for t := range out.TierUsed {
+		out.TierUsed[t] = make([]float64, n)
+	}
+	out.LinkUtil = make([][]float64, len(longest.LinkUtil))
+	for l := range out.LinkUtil {
+		out.LinkUtil[l] = make([]float64, n)
+	}
+	k := float64(len(ss))
+	for _, s := range ss {
+		m := len(s.Times)
+		for i := range n {
+			j := min(i, m-1) // past its end: its last point
+			if m == 0 {
+				break
+			}
+			for t := range out.TierUsed {
+				out.TierUsed[t][i] += s.TierUsed[t][j] / k
+			}
+			out.Preemptions[i] += s.Preemptions[j]
+			if i >= m {
+				continue // idle: no queue, no work, no transfers
+			}
+			for l := range out.LinkUtil {
+				out.LinkUtil[l][i] += s.LinkUtil[l][i] / k
+			}
+			out.Queued[i] += s.Queued[i]
+			out.Running[i] += s.Running[i]
+			if out.PrefillTokens != nil {
+				out.PrefillTokens[i] += s.PrefillTokens[i] / k
+				out.DecodeSeqs[i] += s.DecodeSeqs[i] / k
+			}
+		}
+	}
+	return out
+}
+
+// instances is summary.json's per-instance view of a cluster run.
+func instances(sc *scenario.Scenario, cr *cluster.Result) ([]results.Instance, *results.Router) {
+	var out []results.Instance
+	end := int64(0)
+	for _, r := range cr.Instances {
+		end = max(end, r.End)
+	}
+	for i, r := range cr.Instances {
+		st := r.Stats
+		in := results.Instance{Requests: st.Requests, Rejected: st.Rejected, Hits: map[string]int64{},
+			TTFTms: quantiles(&r.TTFT), QueueMs: quantiles(&r.Queue), Chosen: cr.Chosen[i]}
+		var hits int64
+		for t, h := range st.Hits {
+			in.Hits[sc.Tiers[t].Name] = h
+			hits += h
+		}
+		if st.BlockAccesses > 0 {
+			in.HitRatio = float64(hits) / float64(st.BlockAccesses)
+		}
+		if sc.GPU.Engine == "batched" && end > 0 {
+			b := float64(r.GPUBusyNs) / float64(end)
+			in.GPUBusyShare = &b
+		}
+		out = append(out, in)
+	}
+	return out, &results.Router{Name: cr.Router, Decisions: cr.Chosen, Rejected: cr.Rejected,
+		BestPrefixShare: cr.BestPrefixShare(), WithPrefix: cr.WithPrefix}
+}
