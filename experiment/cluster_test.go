@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"kvsim/results"
+	"kvsim/sim"
 )
 
 // TestOneInstanceCluster: a scenario with a one-instance [cluster] writes
@@ -113,5 +115,41 @@ func TestClusterRun(t *testing.T) {
 	bel := load(t, "../scenarios/quickstart.toml", "cluster.instances=2", "policy.lru.eviction=belady")
 	if _, err := Run(context.Background(), bel, Options{Limit: 50}); err == nil || !strings.Contains(err.Error(), "[cluster]") {
 		t.Errorf("belady in a cluster: %v", err)
+	}
+}
+
+// TestMergeSeries: counts add up, shares average over the instances, and
+// an instance whose series ended earlier counts as idle with its tiers as
+// at its last point.
+func TestMergeSeries(t *testing.T) {
+	a := &sim.Series{Interval: 1e9, Times: []int64{1e9, 2e9, 3e9}, Pipes: []string{"hbm->dram"},
+		TierUsed: [][]float64{{0.2, 0.4, 0.6}}, LinkUtil: [][]float64{{0.5, 0.5, 1}},
+		Queued: []int{1, 2, 3}, Running: []int{4, 5, 6}, Preemptions: []int64{0, 1, 1},
+		PrefillTokens: []float64{10, 20, 30}, DecodeSeqs: []float64{1, 1, 1}}
+	b := &sim.Series{Interval: 1e9, Times: []int64{1e9}, Pipes: []string{"hbm->dram"},
+		TierUsed: [][]float64{{0.8}}, LinkUtil: [][]float64{{0.1}},
+		Queued: []int{7}, Running: []int{1}, Preemptions: []int64{2},
+		PrefillTokens: []float64{30}, DecodeSeqs: []float64{3}}
+	if got := mergeSeries([]*sim.Series{a}); got != a {
+		t.Error("one instance's series is not returned as it is")
+	}
+	m := mergeSeries([]*sim.Series{a, b})
+	want := &sim.Series{Interval: 1e9, Times: a.Times, Pipes: a.Pipes,
+		TierUsed: [][]float64{{0.5, 0.6, 0.7}}, LinkUtil: [][]float64{{0.3, 0.25, 0.5}},
+		Queued: []int{8, 2, 3}, Running: []int{5, 5, 6}, Preemptions: []int64{2, 3, 3},
+		PrefillTokens: []float64{20, 10, 15}, DecodeSeqs: []float64{2, 0.5, 0.5}}
+	near := func(x, y []float64) bool {
+		for i := range x {
+			if d := x[i] - y[i]; d > 1e-12 || d < -1e-12 {
+				return false
+			}
+		}
+		return len(x) == len(y)
+	}
+	if !near(m.TierUsed[0], want.TierUsed[0]) || !near(m.LinkUtil[0], want.LinkUtil[0]) ||
+		!near(m.PrefillTokens, want.PrefillTokens) || !near(m.DecodeSeqs, want.DecodeSeqs) ||
+		!reflect.DeepEqual(m.Queued, want.Queued) || !reflect.DeepEqual(m.Running, want.Running) ||
+		!reflect.DeepEqual(m.Preemptions, want.Preemptions) || !reflect.DeepEqual(m.Times, want.Times) {
+		t.Errorf("merged %+v\nwant %+v", m, want)
 	}
 }
