@@ -256,10 +256,11 @@ func (v *view) Prefix(i int, blocks []core.Block) (hbm, any int) {
 
 // EstimateTTFT sums, on instance i: the queue's prefill work (its requests
 // taken as equal in size, each computed from scratch: an upper bound, the
-// queue's own hits unknown), loading r's cached prefix from the fastest
-// tier holding each block (the first hop's backlog and the route's idle
-// time, per tier), and computing the rest of r's prompt. Running
-// requests' remaining work is not counted.
+// queue's own hits unknown), the admitted requests' prompt tokens not yet
+// computed (as one prompt; a step under way counts whole), loading r's
+// cached prefix from the fastest tier holding each block (the first hop's
+// backlog and the route's idle time, per tier), and computing the rest of
+// r's prompt. Decodes sharing the steps are not counted.
 func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 	s := v.sims[i]
 	c := s.Core()
@@ -269,6 +270,9 @@ func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 		avg := int(max(c.QueuedTokens()/int64(q), 1))
 		per := s.EstimateCompute(0, avg)
 		t = core.AddTime(t, satMul(per, int64(q)))
+	}
+	if p := s.PendingPrefillTokens(); p > 0 {
+		t = core.AddTime(t, s.EstimateCompute(0, int(min(p, int64(core.MaxTime)))))
 	}
 	var bytes [core.MaxTiers]int64
 	nt := c.Tiers()

@@ -173,9 +173,10 @@ func TestViewByHand(t *testing.T) {
 		// Request 0 is mid-prefill (its step ends at 1080): 8 prompt
 		// tokens, no output KV yet. Its blocks count as held though still
 		// being computed (the core's residency: request 1 would wait for
-		// them), so 8 of 12 tokens are cached on instance 0 (one step of 4,
-		// 1040; the step in progress is not counted) and none on 1 (2120).
-		"t=500 q0 r1 qt0 rt8 | prefix 2/2 0/0 | ttft 1040 2120",
+		// them), so 8 of 12 tokens are cached on instance 0: its pending 8
+		// tokens (the whole step, 1080) + one step of 4 (1040) = 2120; none
+		// on 1: 12 from scratch, 2120.
+		"t=500 q0 r1 qt0 rt8 | prefix 2/2 0/0 | ttft 2120 2120",
 		// Both done; 0, 1 and 2 cached on instance 0: the whole prompt is
 		// cached, one token is computed (1010).
 		"t=10000 q0 r0 qt0 rt0 | prefix 3/3 0/0 | ttft 1010 2120",

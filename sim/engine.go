@@ -107,6 +107,7 @@ func (e *engine) prefill(now int64, id core.ReqID, cached, compute int) {
 	}
 	q.resume = q.gen
 	q.left = compute + q.gen
+	e.s.toFill += int64(q.left)
 	q.ctx = int64(cached)
 	q.chunk = 0
 	q.issued, q.first, q.loadNs = now, -1, 0
@@ -290,6 +291,7 @@ func (e *engine) stepDone(now int64) {
 				c.DecodeDone(now, id)
 			}
 		case seqPrefill:
+			e.s.toFill -= int64(q.chunk)
 			q.left -= q.chunk
 			q.ctx += int64(q.chunk)
 			q.chunk = 0

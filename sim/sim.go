@@ -134,6 +134,7 @@ type Sim struct {
 	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
 	gpuWake int64        // simple engine: time of the latest GPU wake queued
 	eng     *engine      // the batched engine; nil: the simple one
+	toFill  int64        // prompt tokens issued for prefill, not computed yet (routers read it)
 	open    bool         // stopped at an arrival no request has taken yet
 	pending bool         // the arrival event's tail (after) has yet to run
 
@@ -315,6 +316,12 @@ func (s *Sim) Core() *core.Core { return s.core }
 
 // Now is the current virtual time.
 func (s *Sim) Now() int64 { return s.now }
+
+// PendingPrefillTokens is the prompt tokens (with a resumed request's
+// generated ones) of the admitted requests still to be computed: the
+// batched engine counts a step's chunks once the step ends, the simple one
+// a prefill once it starts.
+func (s *Sim) PendingPrefillTokens() int64 { return s.toFill }
 
 func (s *Sim) observe(r *core.Record) {
 	if !r.Rejected {

@@ -52,6 +52,7 @@ func (s *Sim) simplePrefill(now int64, req core.ReqID, cached, compute int) {
 	}
 	rt.loads = false // the next admission's loads start afresh
 	rt.phase = phaseQueued
+	s.toFill += int64(rt.compute)
 	s.pq = append(s.pq, req)
 	s.kickSimple(now)
 }
@@ -125,6 +126,7 @@ func (s *Sim) kickSimple(now int64) {
 // last of them lands (the GPU is held meanwhile).
 func (s *Sim) startPrefill(now int64, req core.ReqID, rt *reqTiming) {
 	rt.start = now
+	s.toFill -= int64(rt.compute)
 	rt.timing.ComputeNs = s.cfg.GPU.ComputeNs(rt.cached, rt.compute)
 	rt.phase = phaseRunning
 	if rt.landed == unknown {

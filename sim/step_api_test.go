@@ -69,10 +69,16 @@ func TestSteppingMatchesRun(t *testing.T) {
 			if err := s2.Core().Check(); err != nil {
 				t.Fatal(err)
 			}
+			if p := s2.PendingPrefillTokens(); p < 0 {
+				t.Fatalf("seed %d: %d prompt tokens pending", seed, p)
+			}
 		}
 		gres, err := s2.Finish()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if p := s2.PendingPrefillTokens(); p != 0 {
+			t.Fatalf("seed %d: %d prompt tokens pending after the run", seed, p)
 		}
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("seed %d: records differ from Run's", seed)
