@@ -153,3 +153,45 @@ func TestMergeSeries(t *testing.T) {
 		t.Errorf("merged %+v\nwant %+v", m, want)
 	}
 }
+
+// TestClusterRouterRejects: requests the router refuses count as rejected
+// in the policy's totals and as SLO misses, and their requests.csv rows
+// name instance -1.
+func TestClusterRouterRejects(t *testing.T) {
+	sc := load(t, "../scenarios/quickstart.toml", "cluster.instances=2", "cluster.router=mooncake",
+		"cluster.slo_reject=true", "slo.ttft_ms=20")
+	out := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Out: out, Limit: 400, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sum.Policies[0]
+	var instRejected int64
+	for _, in := range p.Instances {
+		instRejected += in.Rejected
+	}
+	if p.Router.Rejected == 0 || p.Rejected != p.Router.Rejected+instRejected || p.Requests+p.Rejected != 400 {
+		t.Fatalf("router refused %d, instances rejected %d, policy %d finished + %d rejected", p.Router.Rejected, instRejected, p.Requests, p.Rejected)
+	}
+	if p.SLOAttainment == nil || *p.SLOAttainment > float64(p.Requests)/400 {
+		t.Errorf("SLO attainment %v with %d of 400 finished", p.SLOAttainment, p.Requests)
+	}
+	rr, err := results.OpenRequests(filepath.Join(out, sc.Name, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	var refused int64
+	var q results.Request
+	for rr.Next(&q) == nil {
+		if q.Policy == p.Name && q.Instance == -1 {
+			if !q.Rejected {
+				t.Fatalf("row of seq %d: instance -1 but not rejected", q.Seq)
+			}
+			refused++
+		}
+	}
+	if refused != p.Router.Rejected {
+		t.Errorf("%d rows with instance -1, router refused %d", refused, p.Router.Rejected)
+	}
+}
