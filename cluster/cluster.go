@@ -192,9 +192,7 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 			return nil, fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, n)
 		}
 		res.Chosen[inst]++
-		if n > 1 {
-			v.scorePrefix(res, inst, next.Blocks)
-		}
+		v.scorePrefix(res, inst, next.Blocks)
 		if err := v.sims[inst].Arrive(&next); err != nil {
 			return nil, err
 		}

@@ -230,6 +230,9 @@ func TestOneInstanceIsSim(t *testing.T) {
 		if !reflect.DeepEqual(wres, res.Instances[0]) || !reflect.DeepEqual(wres, res.Total()) {
 			t.Fatalf("seed %d: results differ", seed)
 		}
+		if res.WithPrefix == 0 || res.BestPrefix != res.WithPrefix {
+			t.Fatalf("seed %d: one instance holds the longest prefix of %d of %d requests with one", seed, res.BestPrefix, res.WithPrefix)
+		}
 	}
 }
 
