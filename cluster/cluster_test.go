@@ -348,3 +348,25 @@ func TestRunErrors(t *testing.T) {
 		t.Error("arrivals out of order: no error")
 	}
 }
+
+// TestRelabelledInstances: instances share nothing, so round robin started
+// one instance later gives each instance the results its neighbour had.
+func TestRelabelledInstances(t *testing.T) {
+	node, reqs := randomScenario(3)
+	const n = 3
+	cfg := func(start int) Config {
+		c := Config{Router: &rrTest{next: start}}
+		for range n {
+			c.Instances = append(c.Instances, node)
+		}
+		return c
+	}
+	a, _ := runCluster(t, cfg(0), reqs)
+	b, _ := runCluster(t, cfg(1), reqs)
+	for i := range n {
+		// Request k goes to (k+start)%n: a's instance i is b's instance i+1.
+		if !reflect.DeepEqual(a.Instances[i], b.Instances[(i+1)%n]) {
+			t.Fatalf("instance %d of the first run is not instance %d of the second", i, (i+1)%n)
+		}
+	}
+}
