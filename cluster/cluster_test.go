@@ -363,6 +363,9 @@ func TestRelabelledInstances(t *testing.T) {
 	}
 	a, _ := runCluster(t, cfg(0), reqs)
 	b, _ := runCluster(t, cfg(1), reqs)
+	if reflect.DeepEqual(a.Instances[0], a.Instances[1]) {
+		t.Fatal("two instances ran alike: the test shows nothing")
+	}
 	for i := range n {
 		// Request k goes to (k+start)%n: a's instance i is b's instance i+1.
 		if !reflect.DeepEqual(a.Instances[i], b.Instances[(i+1)%n]) {
