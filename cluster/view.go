@@ -1,0 +1,23 @@
+package cluster
+
+import "kvsim/core"
+
+// View is what a router may see of the cluster at a request's arrival.
+type View interface {
+	Instances() int
+	Queued(i int) int          // requests waiting for HBM on instance i
+	Running(i int) int         // admitted, unfinished
+	QueuedTokens(i int) int64  // prompt tokens of the queued requests
+	RunningTokens(i int) int64 // prompt + generated-so-far tokens of the running ones (an estimate is fine: document it)
+	// Prefix is how many leading blocks of blocks instance i holds: in its HBM
+	// (hbm) and in HBM or any lower tier (any); the longest usable prefix.
+	Prefix(i int, blocks []core.Block) (hbm, any int)
+	// EstimateTTFT is the instance's own estimate for r now: its queue's
+	// prefill work + loading r's cached prefix + computing the rest (ns).
+	EstimateTTFT(i int, r *core.Request) int64
+}
+type Router interface {
+	Name() string
+	// Route picks an instance for r; reject refuses r (counted, never run).
+	Route(now int64, r *core.Request, v View) (instance int, reject bool)
+}
