@@ -428,3 +428,34 @@ func TestRoutersAreDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoute routes conversation-like requests over 16 instances; run
+// with -benchmem: a router at its tree bound allocates nothing per request.
+func BenchmarkRoute(b *testing.B) {
+	for _, name := range RouterNames() {
+		b.Run(name, func(b *testing.B) {
+			p := DefaultParams()
+			p.MaxTreeBlocks = 256
+			r, err := NewRouter(name, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			v := newFake(16)
+			randomState(rng, v)
+			reqs := make([]*core.Request, 1024)
+			for k := range reqs {
+				n := 1 + rng.IntN(20)
+				bl := make([]core.Block, n)
+				for j := range bl {
+					bl[j] = core.Block(j*64 + rng.IntN(4))
+				}
+				reqs[k] = req(512*n, bl...)
+			}
+			b.ResetTimer()
+			for k := range b.N {
+				r.Route(int64(k), reqs[k%len(reqs)], v)
+			}
+		})
+	}
+}
