@@ -165,8 +165,8 @@
 //	                              # default 1.0001
 //	overlap_weight = 1.0          # kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo);
 //	                              # >= 0; default 1
-//	host_weight = 0.5             # kv_cost: the share of a hit a block found below hbm is credited (0..1);
-//	                              # >= 0; default 0.5
+//	host_weight = 0.75            # kv_cost: the share of a hit a block found below hbm is credited (0..1;
+//	                              # Dynamo's host_cache_hit_weight); >= 0; default 0.75
 //	slo_reject = false            # mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms;
 //	                              # default false
 //
