@@ -27,6 +27,7 @@ var goldenOutputs = []string{"summary.json", "requests.csv", "report.html"}
 // does not ship (users download it), as a --set relative to the scenario.
 var goldenTraces = map[string]string{
 	"mooncake_conversation": "../../shared/traces/conversation_trace.jsonl",
+	"cluster_conversation":  "../../shared/traces/conversation_trace.jsonl",
 }
 
 // runBlock is summary.json's top-level run block: wall-clock figures and
