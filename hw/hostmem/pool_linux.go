@@ -79,29 +79,33 @@ func newMemfdPool(name string, size int64, hs *HugeSpec) (*Pool, error) {
 	if size <= 0 || uint64(size) > uint64(^uintptr(0)>>1) {
 		return nil, fmt.Errorf("pool size %d: out of range", size)
 	}
-	fd, err := unix.MemfdCreate(name, flags)
+	fd, err := sys.MemfdCreate(name, flags)
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
+	kept := false
+	defer func() {
+		if !kept {
+			fd.Close()
+		}
+	}()
 	// ftruncate succeeds even with no hugepages free; mmap is where the
 	// kernel reserves them, so that is where a shortage shows (ENOMEM).
-	if err := unix.Ftruncate(fd, size); err != nil {
-		unix.Close(fd)
+	if err := unix.Ftruncate(fd.Int(), size); err != nil {
 		return nil, fmt.Errorf("memfd ftruncate %d: %w", size, err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, poolSeals); err != nil {
-		unix.Close(fd)
+	if _, err := unix.FcntlInt(uintptr(fd.Int()), unix.F_ADD_SEALS, poolSeals); err != nil {
 		return nil, fmt.Errorf("memfd seal (F_ADD_SEALS): %w", err)
 	}
-	mem, err := mmapShared(fd, size)
+	mem, err := mmapShared(fd.Int(), size)
 	if err != nil {
-		unix.Close(fd)
 		if hs != nil && errors.Is(err, unix.ENOMEM) {
 			return nil, hugeShortage(*hs, size, err)
 		}
 		return nil, err
 	}
-	return &Pool{mem: mem, fd: sys.Own(fd), backend: backend, pageSize: page}, nil
+	kept = true
+	return &Pool{mem: mem, fd: fd, backend: backend, pageSize: page}, nil
 }
 
 // poolSeals fix a pool's size for good: a mapping can never lose its

@@ -203,18 +203,18 @@ func ReceivePool(socketPath string) (*Pool, error) {
 		return nil, fmt.Errorf("receive pool from %s: %w", socketPath, err)
 	}
 	fds, perr := parseRights(oob[:oobn])
-	fd := -1
+	var owned sys.FD // the pool's descriptor, owned from here on
 	for i, f := range fds {
 		if i == 0 {
-			fd = f
+			owned = sys.Own(f)
 		} else {
-			unix.Close(f)
+			stray := sys.Own(f)
+			stray.Close()
 		}
 	}
+	fd := owned.Int()
 	closeFD := func(err error) (*Pool, error) {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
+		owned.Close()
 		return nil, fmt.Errorf("receive pool from %s: %w", socketPath, err)
 	}
 	switch {
@@ -256,7 +256,7 @@ func ReceivePool(socketPath string) (*Pool, error) {
 	if err != nil {
 		return closeFD(err)
 	}
-	return &Pool{mem: mem, fd: sys.Own(fd), backend: backend, pageSize: page}, nil
+	return &Pool{mem: mem, fd: owned, backend: backend, pageSize: page}, nil
 }
 
 func parseRights(oob []byte) ([]int, error) {
