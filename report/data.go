@@ -563,10 +563,14 @@ func int64s(v []int64) []float64 {
 // scenarioCharts is every chart of a scenario's report, in page order.
 // lat may be nil (no requests.csv): the CDFs are then left out.
 //
-// Charts sit two to a row: the hit ratio beside recomputed tokens, then
-// the TTFT CDF beside the TPOT CDF.
+// Charts sit two to a row: the hit ratio beside recomputed tokens, in a
+// cluster run requests per instance beside its hit ratio, then the TTFT
+// CDF beside the TPOT CDF.
 func scenarioCharts(s *results.Summary, lat *latencies) []chart {
 	out := []chart{hitChart(s), recomputeChart(s)}
+	if n := clusterSize(s); n > 0 { // a cluster run: how the router spread the work
+		out = append(out, instanceRequestsChart(s, n), instanceHitChart(s, n))
+	}
 	if c, ok := ttftCDFChart(s, lat); ok {
 		out = append(out, c)
 	}
@@ -700,5 +704,113 @@ func mrcChart(title string, curves []Curve) chart {
 	}
 	// Sizes spanning two decades or more read better on a log axis.
 	c.XLog = lo > 0 && hi/lo >= 100
+	return c
+}
+
+// clusterSize is the number of instances of a cluster run: 0 without
+// [cluster] (summaries of single runs and of older kvsims).
+func clusterSize(s *results.Summary) int {
+	n := 0
+	for _, p := range s.Policies {
+		n = max(n, len(p.Instances))
+		if p.Router != nil {
+			n = max(n, len(p.Router.Decisions))
+		}
+	}
+	return n
+}
+
+// routed is how many requests the router sent instance i.
+func routed(p *results.Policy, i int) int64 {
+	if p.Router != nil && i < len(p.Router.Decisions) {
+		return p.Router.Decisions[i]
+	}
+	if i < len(p.Instances) {
+		return p.Instances[i].Chosen
+	}
+	return 0
+}
+
+// instanceTierShare is the share of instance in's block accesses served
+// from tier t: summary.json gives the hit ratio and the hits by tier, not
+// the accesses, so the ratio is split in proportion to the hits.
+func instanceTierShare(in *results.Instance, t string) float64 {
+	var hits int64
+	for _, h := range in.Hits {
+		hits += h
+	}
+	if hits == 0 {
+		return 0
+	}
+	return in.HitRatio * float64(in.Hits[t]) / float64(hits)
+}
+
+// instanceRequestsChart: how a router spread the requests, one bar per
+// policy at each instance.
+func instanceRequestsChart(s *results.Summary, n int) chart {
+	c := chart{ID: "instance_requests", Kind: kindBar, Title: "Requests routed per instance",
+		Subtitle: "requests the router sent each instance; in brackets: share of the policy's routed requests",
+		XName:    "instance", YName: "requests", Unit: " requests", Decimals: 0,
+		DetailUnit: " % of routed", DetailDecimals: 1}
+	for i := range n {
+		c.Categories = append(c.Categories, strconv.Itoa(i))
+	}
+	for pi := range s.Policies {
+		p := &s.Policies[pi]
+		var total int64
+		for i := range n {
+			total += routed(p, i)
+		}
+		sr := series{Name: p.Name}
+		for i := range n {
+			r := routed(p, i)
+			sr.Values = append(sr.Values, float64(r))
+			sr.Detail = append(sr.Detail, round(100*ratio(r, total)))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	return c
+}
+
+// instanceHitChart stacks each instance's hit ratio by the tier the hits
+// came from, one bar per policy and instance.
+func instanceHitChart(s *results.Summary, n int) chart {
+	c := chart{ID: "instance_hit_ratio", Kind: kindBar, Title: "Hit ratio per instance by tier",
+		Subtitle: "share of each instance's block accesses served from each tier; in brackets: blocks",
+		XName:    "policy / instance", YName: "block accesses (%)", YMax: 100, Stack: true,
+		Unit: " %", Decimals: 2, DetailUnit: " blocks"}
+	var cols []*results.Instance // nil: no figures for that instance
+	for pi := range s.Policies {
+		p := &s.Policies[pi]
+		for i := range n {
+			c.Categories = append(c.Categories, p.Name+" / "+strconv.Itoa(i))
+			var in *results.Instance
+			if i < len(p.Instances) {
+				in = &p.Instances[i]
+			}
+			cols = append(cols, in)
+		}
+	}
+	for _, t := range tierNames(s) {
+		sr := series{Name: t}
+		for _, col := range cols {
+			v, d := math.NaN(), math.NaN()
+			if col != nil {
+				v, d = round(100*instanceTierShare(col, t)), float64(col.Hits[t])
+			}
+			sr.Values = append(sr.Values, v)
+			sr.Detail = append(sr.Detail, d)
+		}
+		c.Series = append(c.Series, sr)
+	}
+	rest := series{Name: "recomputed"}
+	for _, col := range cols {
+		v := math.NaN()
+		if col != nil {
+			v = round(100 * max(1-col.HitRatio, 0))
+		}
+		rest.Values = append(rest.Values, v)
+	}
+	c.Series = append(c.Series, rest)
 	return c
 }

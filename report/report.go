@@ -177,13 +177,15 @@ type page struct {
 	Pre     string   // preformatted description
 	Facts   []string // one line each under the description
 	Table   *table   // optional summary table
+	More    []*table // tables under it, each with a caption (a cluster's instances)
 	Notes   []string // small print above the charts
 	Charts  []chart
 }
 
 type table struct {
-	Head []string
-	Rows [][]cell
+	Caption string
+	Head    []string
+	Rows    [][]cell
 }
 
 type cell struct {
@@ -317,9 +319,19 @@ func scenarioPage(s *results.Summary, lat *latencies) *page {
 		p.Facts = append(p.Facts, sloFact(s))
 	}
 	p.Table = &table{Head: head([]string{"policy", "eviction"}, slo)}
+	n := clusterSize(s)
+	if n > 0 {
+		p.Facts = append(p.Facts, clusterFact(s, n))
+		p.Table.Head = append(p.Table.Head, routerHead...)
+	}
 	for i := range s.Policies {
 		pol := &s.Policies[i]
-		p.Table.Rows = append(p.Table.Rows, append([]cell{{Text: pol.Name}, {Text: pol.Eviction}}, policyCells(pol, slo)...))
+		row := append([]cell{{Text: pol.Name}, {Text: pol.Eviction}}, policyCells(pol, slo)...)
+		if n > 0 {
+			row = append(row, routerCells(pol, n)...)
+			p.More = append(p.More, instanceTable(s, pol, n))
+		}
+		p.Table.Rows = append(p.Table.Rows, row)
 	}
 	switch {
 	case lat == nil:
@@ -329,6 +341,73 @@ func scenarioPage(s *results.Summary, lat *latencies) *page {
 	}
 	p.Charts = scenarioCharts(s, lat)
 	return p
+}
+
+// routerHead is the comparison table's columns for a cluster's router.
+var routerHead = []string{"router", "best-prefix share", "routed max/min"}
+
+func clusterFact(s *results.Summary, n int) string {
+	return fmt.Sprintf("Cluster: %d instances. Best-prefix share: of the routed requests some instance held a cached prefix of, "+
+		"the share sent to an instance holding the longest. Routed max/min: the most requests routed to one instance over the fewest "+
+		"(1.00 is an even spread).", n)
+}
+
+// routerCells are a policy's router name, best-prefix share and
+// imbalance (most requests routed to one instance over the fewest).
+func routerCells(p *results.Policy, n int) []cell {
+	name, best := "-", "-"
+	if p.Router != nil {
+		name, best = p.Router.Name, pct(p.Router.BestPrefixShare)
+		if p.Router.WithPrefix == 0 {
+			best = "-" // no request had a cached prefix anywhere: no share
+		}
+	}
+	lo, hi := routed(p, 0), routed(p, 0)
+	for i := 1; i < n; i++ {
+		lo, hi = min(lo, routed(p, i)), max(hi, routed(p, i))
+	}
+	imb := "-"
+	switch {
+	case lo > 0:
+		imb = f2(float64(hi) / float64(lo))
+	case hi > 0:
+		imb = "∞" // an instance got nothing
+	}
+	return []cell{{Text: name}, num(best), num(imb)}
+}
+
+// instanceTable is a policy's figures per instance of a cluster run.
+func instanceTable(s *results.Summary, p *results.Policy, n int) *table {
+	tiers := tierNames(s)
+	t := &table{Caption: "Policy " + p.Name + ", per instance",
+		Head: []string{"instance", "routed", "finished", "rejected", "hit ratio"}}
+	for _, tier := range tiers {
+		t.Head = append(t.Head, "from "+tier)
+	}
+	t.Head = append(t.Head, "TTFT p50 ms", "TTFT p99 ms", "queue p99 ms", "GPU busy")
+	for i := range n {
+		row := []cell{num(strconv.Itoa(i)), num(itoa(routed(p, i)))}
+		if i >= len(p.Instances) {
+			for range len(t.Head) - len(row) {
+				row = append(row, num("-"))
+			}
+			t.Rows = append(t.Rows, row)
+			continue
+		}
+		in := &p.Instances[i]
+		row = append(row, num(itoa(in.Requests)), num(itoa(in.Rejected)), num(pct(in.HitRatio)))
+		for _, tier := range tiers {
+			row = append(row, num(pct(instanceTierShare(in, tier))))
+		}
+		ttft, queue := in.TTFTms.OrNaN(), in.QueueMs.OrNaN()
+		busy := "-" // the simple engine has no steps
+		if in.GPUBusyShare != nil {
+			busy = pct(*in.GPUBusyShare)
+		}
+		row = append(row, num(ms1(ttft.P50)), num(ms1(ttft.P99)), num(ms1(queue.P99)), num(busy))
+		t.Rows = append(t.Rows, row)
+	}
+	return t
 }
 
 func indexPage(ss []*results.Summary) *page {
@@ -409,6 +488,12 @@ if (typeof echarts === "undefined") {
 {{- with .Table}}<table>
 <tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{if .Num}} class="n"{{end}}>{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{- range .More}}<p><b>{{.Caption}}</b></p>
+<table>
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Num}} class="n"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
 {{- range .Notes}}<p><i>{{.}}</i></p>

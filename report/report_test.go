@@ -167,7 +167,8 @@ var idPat = regexp.MustCompile(`^[a-z0-9_]+$`)
 func TestChartsLabelled(t *testing.T) {
 	s := load(t, "small")
 	b := load(t, "batched")
-	all := [][]chart{scenarioCharts(s, lats(t, "small", s)), scenarioCharts(b, lats(t, "batched", b)),
+	cl := load(t, "cluster")
+	all := [][]chart{scenarioCharts(s, lats(t, "small", s)), scenarioCharts(b, lats(t, "batched", b)), scenarioCharts(cl, nil),
 		indexCharts([]*results.Summary{s, b}),
 		indexCharts([]*results.Summary{s, load(t, "other")}), {mrcChart("t", testCurves)}}
 	for _, cs := range all {
@@ -626,5 +627,119 @@ func TestOlderResults(t *testing.T) {
 	// lru: TTFT p50..p99, then TPOT p50 and p99, E2E p99 as "-".
 	if !strings.Contains(h, `<td class="n">4.5</td><td class="n">-</td><td class="n">-</td><td class="n">-</td>`) {
 		t.Error("older results: TPOT and E2E cells not shown as -")
+	}
+}
+
+// TestGoldenCluster pins the charts of a two-instance cluster run (a
+// fixture whose per-instance figures were set by hand).
+func TestGoldenCluster(t *testing.T) {
+	s := load(t, "cluster")
+	goldenCharts(t, "cluster", scenarioCharts(s, lats(t, "cluster", s)))
+}
+
+// TestClusterCharts checks the per-instance charts of the cluster fixture
+// against figures worked out by hand from its summary.json.
+func TestClusterCharts(t *testing.T) {
+	s := load(t, "cluster")
+	cs := scenarioCharts(s, lats(t, "cluster", s))
+	if ids := strings.Join(chartIDs(cs), ","); !strings.HasPrefix(ids, "hit_ratio,recomputed,instance_requests,instance_hit_ratio,ttft_cdf") {
+		t.Fatalf("charts %s: want the per-instance pair after recomputed tokens", ids)
+	}
+	req, hit := cs[2], cs[3]
+	if strings.Join(req.Categories, ",") != "0,1" || len(req.Series) != 2 || req.Series[0].Name != "lru" || req.Series[1].Name != "s3fifo" {
+		t.Fatalf("requests chart: categories %v, series %+v", req.Categories, req.Series)
+	}
+	// lru routed 5 and 7 of 12, s3fifo 3 and 9.
+	for i, want := range [][2][]float64{{{5, 7}, {41.6667, 58.3333}}, {{3, 9}, {25, 75}}} {
+		if sr := req.Series[i]; !equal(sr.Values, want[0]) || !equal(sr.Detail, want[1]) {
+			t.Errorf("%s: routed %v (%v %%), want %v (%v %%)", sr.Name, sr.Values, sr.Detail, want[0], want[1])
+		}
+	}
+	if got := strings.Join(hit.Categories, ","); got != "lru / 0,lru / 1,s3fifo / 0,s3fifo / 1" || !hit.Stack {
+		t.Fatalf("hit chart categories %s, stacked %v", got, hit.Stack)
+	}
+	// Each instance's hit ratio split in proportion to its hits by tier:
+	// lru/0 0.25 of 8+2 hits, lru/1 0.5 of 12+3, s3fifo/0 0.2 of 6,
+	// s3fifo/1 0.8 of 10+5+5.
+	want := map[string][]float64{
+		"hbm":        {20, 40, 20, 40},
+		"host":       {5, 0, 0, 20},
+		"ssd":        {0, 10, 0, 20},
+		"recomputed": {75, 50, 80, 20},
+	}
+	if len(hit.Series) != len(want) {
+		t.Fatalf("%d series, want %d", len(hit.Series), len(want))
+	}
+	for _, sr := range hit.Series {
+		if !equal(sr.Values, want[sr.Name]) {
+			t.Errorf("%s: %v %%, want %v", sr.Name, sr.Values, want[sr.Name])
+		}
+	}
+	if d := hit.Series[2].Detail; !equal(d, []float64{0, 3, 0, 5}) {
+		t.Errorf("ssd hit blocks %v, want 0 3 0 5", d)
+	}
+
+	h := renderPage(t, func(b *bytes.Buffer) error {
+		return ScenarioFromDir(b, filepath.Join("testdata", "cluster"), Options{})
+	})
+	for _, want := range []string{
+		"<th>router</th><th>best-prefix share</th><th>routed max/min</th></tr>",
+		`<td>cache_aware</td><td class="n">90.00 %</td><td class="n">1.40</td></tr>`, // lru: 7/5
+		`<td>cache_aware</td><td class="n">75.00 %</td><td class="n">3.00</td></tr>`, // s3fifo: 9/3
+		"Cluster: 2 instances.",
+		"<p><b>Policy lru, per instance</b></p>",
+		"<p><b>Policy s3fifo, per instance</b></p>",
+		"<tr><th>instance</th><th>routed</th><th>finished</th><th>rejected</th><th>hit ratio</th><th>from hbm</th><th>from host</th><th>from ssd</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>queue p99 ms</th><th>GPU busy</th></tr>",
+		// lru/1: routed 7, 7 finished, 50 % hits: 40 from hbm, 10 from ssd.
+		`<tr><td class="n">1</td><td class="n">7</td><td class="n">7</td><td class="n">0</td><td class="n">50.00 %</td><td class="n">40.00 %</td><td class="n">0.00 %</td><td class="n">10.00 %</td><td class="n">51.0</td><td class="n">126.1</td><td class="n">0.0</td><td class="n">96.76 %</td></tr>`,
+		// s3fifo/1: queue p99 4 ms, no GPU busy share.
+		`<td class="n">4.0</td><td class="n">-</td></tr>`,
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, c := range cs {
+		if !strings.Contains(h, `id="kvsim_`+c.ID+`"`) {
+			t.Errorf("page lacks chart %s", c.ID)
+		}
+	}
+}
+
+// TestClusterImbalance: an instance the router never chose makes the
+// imbalance infinite, and a run where no request had a cached prefix has
+// no best-prefix share.
+func TestClusterImbalance(t *testing.T) {
+	s := load(t, "cluster")
+	p := &s.Policies[0]
+	p.Router.Decisions = []int64{12, 0}
+	p.Router.WithPrefix = 0
+	c := routerCells(p, 2)
+	if c[1].Text != "-" || c[2].Text != "∞" {
+		t.Errorf("cells %+v, want - and ∞", c)
+	}
+	p.Router.Decisions = []int64{0, 0}
+	if c := routerCells(p, 2); c[2].Text != "-" {
+		t.Errorf("nothing routed: imbalance %q, want -", c[2].Text)
+	}
+}
+
+// TestNotClusterUnchanged: a run without [cluster] gets no per-instance
+// chart, table or router column.
+func TestNotClusterUnchanged(t *testing.T) {
+	for _, name := range []string{"small", "batched", "other"} {
+		s := load(t, name)
+		if n := clusterSize(s); n != 0 {
+			t.Fatalf("%s: cluster of %d", name, n)
+		}
+		for _, id := range chartIDs(scenarioCharts(s, nil)) {
+			if strings.HasPrefix(id, "instance_") {
+				t.Errorf("%s: chart %s", name, id)
+			}
+		}
+		p := scenarioPage(s, nil)
+		if len(p.More) != 0 || slices.Contains(p.Table.Head, "router") {
+			t.Errorf("%s: %d instance tables, head %v", name, len(p.More), p.Table.Head)
+		}
 	}
 }

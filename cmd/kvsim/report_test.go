@@ -407,3 +407,30 @@ func TestReportRerenderSame(t *testing.T) {
 		t.Error("kvsim report's page differs from kvsim run's")
 	}
 }
+
+// TestReportRerenderSameCluster: kvsim report re-renders a cluster run's
+// page, per-instance view included, byte for byte from the saved files.
+func TestReportRerenderSameCluster(t *testing.T) {
+	out := t.TempDir()
+	if _, stderr, code := reportCLI("run", "--quiet", "--limit", "60", "--out", out,
+		filepath.Join("..", "..", "scenarios", "cluster_routers.toml")); code != 0 {
+		t.Fatalf("kvsim run: status %d: %s", code, stderr)
+	}
+	page := filepath.Join(out, "cluster_routers", "report.html")
+	ran := reportReadFile(t, page)
+	for _, want := range []string{"kvsim_instance_requests", "kvsim_instance_hit_ratio", "<th>best-prefix share</th>",
+		"<p><b>Policy lru, per instance</b></p>", "<p><b>Policy s3fifo, per instance</b></p>"} {
+		if !strings.Contains(ran, want) {
+			t.Errorf("kvsim run's report lacks %s", want)
+		}
+	}
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := reportCLI("report", "--quiet", filepath.Join(out, "cluster_routers")); code != 0 {
+		t.Fatalf("kvsim report: status %d: %s", code, stderr)
+	}
+	if again := reportReadFile(t, page); again != ran {
+		t.Error("kvsim report's page differs from kvsim run's")
+	}
+}
