@@ -31,24 +31,33 @@ func conversationNode() sim.Config {
 // instances with LRU and round robin: the coordinator's cost per request
 // (advancing every instance, the router's view) on top of the engines'.
 func BenchmarkClusterConversation(b *testing.B) {
-	path := testenv.ConversationTrace(b)
-	b.ReportAllocs()
-	var requests int64
-	for b.Loop() {
-		r, err := trace.Open(path, trace.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := Config{Router: &rrTest{}}
-		for range 16 {
-			cfg.Instances = append(cfg.Instances, conversationNode())
-		}
-		src := workload.NewSource(r, trace.NewDict())
-		if _, err := Run(src, cfg, nil); err != nil {
-			b.Fatal(err)
-		}
-		r.Close()
-		requests += src.Requests
+	for _, eng := range []struct {
+		name string
+		e    sim.Engine
+	}{{"simple", sim.EngineSimple}, {"batched", sim.EngineBatched}} {
+		b.Run(eng.name, func(b *testing.B) {
+			path := testenv.ConversationTrace(b)
+			b.ReportAllocs()
+			var requests int64
+			for b.Loop() {
+				r, err := trace.Open(path, trace.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg := Config{Router: &rrTest{}}
+				for range 16 {
+					n := conversationNode()
+					n.GPU.Engine = eng.e
+					cfg.Instances = append(cfg.Instances, n)
+				}
+				src := workload.NewSource(r, trace.NewDict())
+				if _, err := Run(src, cfg, nil); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				requests += src.Requests
+			}
+			b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "requests/s")
+		})
 	}
-	b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "requests/s")
 }
