@@ -108,6 +108,13 @@ func TestTwoInstancesByHand(t *testing.T) {
 		{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: 1, Blocks: []core.Block{0, 1}},
 		{Seq: 1, Arrival: 10_000, InputTokens: 12, OutputTokens: 1, Blocks: []core.Block{0, 1, 2}},
 	}
+	named := func(name string) Router {
+		r, err := NewRouter(name, DefaultParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	for _, tc := range []struct {
 		router     Router
 		inst1      int
@@ -117,6 +124,15 @@ func TestTwoInstancesByHand(t *testing.T) {
 	}{
 		{&rrTest{}, 1, 2120, 0, 0},
 		{&prefixTest{}, 0, 1040, 2, 1},
+		// The shipped routers: round robin ignores the cache; the others
+		// follow the follow-up turn to its prefix (cache_aware: 2 of 3
+		// blocks routed there before, above 0.5, loads equal; kv_cost: 1
+		// block to prefill there against 3; mooncake: its estimate, one
+		// block's compute against three).
+		{named("round_robin"), 1, 2120, 0, 0},
+		{named("cache_aware"), 0, 1040, 2, 1},
+		{named("kv_cost"), 0, 1040, 2, 1},
+		{named("mooncake"), 0, 1040, 2, 1},
 	} {
 		cfg := Config{Instances: []sim.Config{tinyNode(), tinyNode()}, Router: tc.router}
 		res, recs := runCluster(t, cfg, reqs)
