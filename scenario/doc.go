@@ -49,8 +49,10 @@
 //	                              # each key overrides; a100 | b200 | h100 | h200 | l40s; default none
 //	tp = 1                        # tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's;
 //	                              # 1..65536; default 1
-//	peak_tflops = 989             # dense bf16 TFLOP/s of one GPU; > 0; default the preset's
-//	hbm_bandwidth = "3.35TB/s"    # of one GPU; > 0; default the preset's
+//	peak_tflops = 989             # dense bf16 TFLOP/s of one GPU; > 0;
+//	                              # only with step_model = "roofline"; default the preset's
+//	hbm_bandwidth = "3.35TB/s"    # of one GPU; > 0; only with step_model = "roofline";
+//	                              # default the preset's
 //	hbm_capacity = "80GiB"        # of one GPU;
 //	                              # the hbm tier's capacity defaults to 0.9 x hbm_capacity x tp minus the weights
 //	                              # (vLLM's gpu_memory_utilization = 0.9); > 0; default the preset's

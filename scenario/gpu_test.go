@@ -90,7 +90,6 @@ func TestStepModelDefault(t *testing.T) {
 		{"rates and a preset", doc(m8b + "[gpu]\npreset = \"h100\"\nprefill_tokens_per_s = 1e5\n"), "roofline", false},
 		{"a preset", doc(m8b + "[gpu]\npreset = \"a100\"\n"), "roofline", false},
 		{"figures without rates", doc(m8b + "[gpu]\npeak_tflops = 100\nhbm_bandwidth = \"1TB/s\"\n"), "roofline", false},
-		{"figures with rates", doc("[gpu]\nhbm_bandwidth = \"1TB/s\"\ndecode_tokens_per_s = 10\n"), "linear", true},
 		{"a coefficient and a preset", doc("[gpu]\npreset = \"h100\"\nc_decode = \"30us\"\n[[tier]]\nkind = \"hbm\"\ncapacity = \"1GiB\"\n"), "linear", false},
 		{"explicit linear", doc("[gpu]\npreset = \"h100\"\nstep_model = \"linear\"\n[[tier]]\nkind = \"hbm\"\ncapacity = \"1GiB\"\n"), "linear", true},
 		{"roofline of a simple engine needs no figures", doc("[gpu]\nengine = \"simple\"\nstep_model = \"roofline\"\n"), "roofline", false},
@@ -267,6 +266,10 @@ func TestNewKeyErrors(t *testing.T) {
 		{"c_ctx negative", doc("[gpu]\nc_ctx = \"-1ns\"\n"), `scenarios/x.toml:2: gpu: c_ctx: must be >= 0`},
 		{"c_decode past the time limit", doc("[gpu]\nc_decode = \"5000000000s\"\n"), `scenarios/x.toml:2: gpu: c_decode: 5000000000s is past the simulated-time limit of 146 years (2^62 ns)`},
 		{"coefficient with roofline", doc(m8b + "[gpu]\npreset = \"h100\"\nstep_model = \"roofline\"\nc_decode = \"1us\"\n"), `scenarios/x.toml:6: gpu: c_decode: only with step_model = "linear" (step_model is "roofline")`},
+		{"peak with linear", doc(m8b + "[gpu]\npreset = \"h100\"\nstep_model = \"linear\"\npeak_tflops = 5\n"), `scenarios/x.toml:6: gpu: peak_tflops: only with step_model = "roofline" (step_model is "linear")`},
+		// Rates make the step model linear: a GPU figure beside them would be unused.
+		{"figures with rates", doc("[gpu]\nhbm_bandwidth = \"1TB/s\"\ndecode_tokens_per_s = 10\n"), `scenarios/x.toml:2: gpu: hbm_bandwidth: only with step_model = "roofline" (step_model is "linear")`},
+		{"bandwidth with coefficients", doc(m8b + "[gpu]\nhbm_bandwidth = \"3TB/s\"\nc0 = \"1ms\"\n"), `scenarios/x.toml:4: gpu: hbm_bandwidth: only with step_model = "roofline" (step_model is "linear")`},
 		{"efficiency with linear", doc("[gpu]\nprefill_tokens_per_s = 1000\ncompute_efficiency = 0.4\n"), `scenarios/x.toml:3: gpu: compute_efficiency: only with step_model = "roofline" (step_model is "linear")`},
 		{"roofline without params", doc("[gpu]\npreset = \"h100\"\n[[tier]]\nkind = \"hbm\"\ncapacity = \"1GiB\"\n"), `scenarios/x.toml:6: model: params: required for step_model = "roofline" (or a [model] preset: llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-3b, qwen2.5-32b, qwen2.5-72b, qwen2.5-7b)`},
 		{"roofline without heads", doc("[gpu]\npreset = \"h100\"\n[model]\nlayers = 2\nkv_heads = 1\nhead_dim = 64\nparams = 1e9\n"), `scenarios/x.toml:3: model: heads: required for step_model = "roofline" (query heads, or a [model] preset)`},
