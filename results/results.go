@@ -194,6 +194,13 @@ func (s *Summary) NoneCompleted() string {
 		return why
 	case t.Requests == 0:
 		return "the trace has no requests"
+	case len(s.Policies) > 0 && s.Policies[0].Rejected == t.Requests && s.Policies[0].Router != nil && s.Policies[0].Router.Rejected > 0:
+		r := s.Policies[0].Router
+		why := fmt.Sprintf("all %d requests were rejected: router %q refused %d", t.Requests, r.Name, r.Rejected)
+		if n := t.Requests - r.Rejected; n > 0 {
+			why += fmt.Sprintf(", and %d needed more HBM than an instance holds", n)
+		}
+		return why + " (slo_reject: no instance's estimate met [slo] ttft_ms)"
 	case len(s.Policies) > 0 && s.Policies[0].Rejected == t.Requests && len(s.Tiers) > 0:
 		return fmt.Sprintf("all %d requests were rejected: each needs more HBM for its prompt and output KV than tier %q holds (%s)",
 			t.Requests, s.Tiers[0].Name, fmtBytes(s.Tiers[0].CapacityBytes))

@@ -17,6 +17,15 @@ func TestNoneCompleted(t *testing.T) {
 	if got, want := s.NoneCompleted(), `all 5 requests were rejected: each needs more HBM for its prompt and output KV than tier "hbm" holds (3 GiB)`; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	// A cluster's router refused them (all, or some beside those too large).
+	s.Policies[0].Router = &Router{Name: "mooncake", Rejected: 5}
+	if got, want := s.NoneCompleted(), `all 5 requests were rejected: router "mooncake" refused 5 (slo_reject: no instance's estimate met [slo] ttft_ms)`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	s.Policies[0].Router.Rejected = 3
+	if got, want := s.NoneCompleted(), `all 5 requests were rejected: router "mooncake" refused 3, and 2 needed more HBM than an instance holds (slo_reject: no instance's estimate met [slo] ttft_ms)`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 	s.Policies[1].Requests = 1
 	if got := s.NoneCompleted(); got != "" {
 		t.Errorf("one policy completed a request, got %q", got)
