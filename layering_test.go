@@ -44,7 +44,8 @@ var allowed = map[string][]string{
 	"experiment":         {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
 	"internal/testenv":   {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":    {},
-	"cmd":                nil, // the leaf: flags, printing and exit codes over all of the above
+	"internal/coretest":  {"core", "policy"}, // driving a core by hand in tests (testHelpers)
+	"cmd":                nil,                // the leaf: flags, printing and exit codes over all of the above
 }
 
 // Test files, internal (package x) and external (package x_test) alike,
@@ -63,7 +64,7 @@ var testExtra = map[string][]string{
 
 // testHelpers are packages only test files may import (skip-or-fail,
 // shared data paths, golden files); each also needs its row in allowed.
-var testHelpers = []string{"internal/testenv", "internal/golden", "hw/internal/hwtest"}
+var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest"}
 
 // pkgRow gives the row of allowed that governs directory dir.
 func pkgRow(dir string) (string, bool) {

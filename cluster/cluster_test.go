@@ -2,29 +2,15 @@ package cluster
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 	"kvsim/policy"
 	"kvsim/sim"
 )
-
-type sliceSource struct {
-	reqs []core.Request
-	i    int
-}
-
-func (s *sliceSource) Next(r *core.Request) error {
-	if s.i >= len(s.reqs) {
-		return io.EOF
-	}
-	*r = s.reqs[s.i]
-	s.i++
-	return nil
-}
 
 // rrTest is round robin, for the tests of this file (the package's own
 // routers live in router*.go).
@@ -85,7 +71,7 @@ type instRec struct {
 func runCluster(t *testing.T, cfg Config, reqs []core.Request) (*Result, []instRec) {
 	t.Helper()
 	var recs []instRec
-	res, err := Run(&sliceSource{reqs: reqs}, cfg, func(inst int, r *core.Record) {
+	res, err := Run(&coretest.Slice{Reqs: reqs}, cfg, func(inst int, r *core.Record) {
 		c := *r
 		c.HitBlocks = append([]int64(nil), r.HitBlocks...)
 		recs = append(recs, instRec{inst, c})
@@ -228,7 +214,7 @@ func TestOneInstanceIsSim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wres, err := s.Run(&sliceSource{reqs: reqs})
+		wres, err := s.Run(&coretest.Slice{Reqs: reqs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,20 +247,7 @@ func randomScenario(seed uint64) (sim.Config, []core.Request) {
 	cfg.Core.Tiers[1].Capacity = int64(60+rng.IntN(100)) * 4000
 	cfg.Core.MaxRunning = rng.IntN(5)
 	cfg.GPU.MaxBatchedTokens = []int{4, 8, 16, 64}[rng.IntN(4)]
-	var reqs []core.Request
-	var t int64
-	for i := range 80 {
-		t += int64(rng.IntN(4000))
-		conv := rng.IntN(6)
-		k := 1 + rng.IntN(8)
-		var blocks []core.Block
-		for j := range k {
-			blocks = append(blocks, core.Block(conv*100+j))
-		}
-		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: t, InputTokens: 4*k - rng.IntN(4),
-			OutputTokens: rng.IntN(40), Blocks: blocks})
-	}
-	return cfg, reqs
+	return cfg, coretest.Conversations(rng, 80)
 }
 
 // TestClusterInvariants: over seeded random clusters of 1-4 instances,
@@ -354,13 +327,13 @@ func TestRunErrors(t *testing.T) {
 		{Router: &rrTest{}},
 		{Instances: []sim.Config{tinyNode()}},
 	} {
-		if _, err := Run(&sliceSource{reqs: reqs}, cfg, nil); err == nil {
+		if _, err := Run(&coretest.Slice{Reqs: reqs}, cfg, nil); err == nil {
 			t.Errorf("%+v: no error", cfg.Router)
 		}
 	}
 	// Out of order arrivals fail as in sim.Run.
 	reqs = append(reqs, core.Request{Seq: 1, Arrival: -1, InputTokens: 4, Blocks: []core.Block{1}})
-	if _, err := Run(&sliceSource{reqs: reqs}, Config{Instances: []sim.Config{tinyNode()}, Router: &rrTest{}}, nil); err == nil {
+	if _, err := Run(&coretest.Slice{Reqs: reqs}, Config{Instances: []sim.Config{tinyNode()}, Router: &rrTest{}}, nil); err == nil {
 		t.Error("arrivals out of order: no error")
 	}
 }

@@ -4,49 +4,9 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 	"kvsim/policy"
 )
-
-// driver is a Mover that queues the core's prefill and decode commands for
-// the test to complete; moves and drops are counted. The embedded Mover
-// (nil) stands for methods these tests never trigger.
-type driver struct {
-	core.Mover
-	prefills, decodes []core.ReqID
-	drops             map[int]int // per tier
-}
-
-func (d *driver) Move(int64, core.ReqID, core.Block, int64, int, int, core.MoveKind) {}
-func (d *driver) Drop(_ int64, _ core.Block, t int)                                  { d.drops[t]++ }
-func (d *driver) Prefill(_ int64, id core.ReqID, _, _ int)                           { d.prefills = append(d.prefills, id) }
-func (d *driver) Decode(_ int64, id core.ReqID, _ int)                               { d.decodes = append(d.decodes, id) }
-func (d *driver) Wake(int64, core.ReqID)                                             {}
-
-// finish completes every request the core started, in order, at now (each
-// completion may admit queued requests, which are finished too).
-func (d *driver) finish(c *core.Core, now int64) {
-	for len(d.prefills) > 0 || len(d.decodes) > 0 {
-		if len(d.prefills) > 0 {
-			id := d.prefills[0]
-			d.prefills = d.prefills[1:]
-			c.PrefillDone(now, id, core.Timing{})
-			continue
-		}
-		id := d.decodes[0]
-		d.decodes = d.decodes[1:]
-		c.DecodeDone(now, id)
-	}
-}
-
-func newCore(t *testing.T, tiers []core.Tier, pol func(tier int, capacity int64) (policy.Policy, error)) (*core.Core, *driver) {
-	t.Helper()
-	d := &driver{drops: map[int]int{}}
-	c, err := core.New(core.Config{Tiers: tiers, BytesPerToken: 1, BlockTokens: 10, NewPolicy: pol}, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, d
-}
 
 func mooncakeOn(tier int, params policy.Params) func(int, int64) (policy.Policy, error) {
 	return func(t int, capacity int64) (policy.Policy, error) {
@@ -63,7 +23,7 @@ func mooncakeOn(tier int, params policy.Params) func(int, int64) (policy.Policy,
 // first, each through the core's eviction path (dropped: no tier below).
 // Before, nothing was evicted until a put did not fit.
 func TestMooncakeAhead(t *testing.T) {
-	c, d := newCore(t, []core.Tier{{Name: "hbm", Capacity: 100}, {Name: "dram", Capacity: 1000}},
+	c, d := coretest.NewCore(t, []core.Tier{{Name: "hbm", Capacity: 100}, {Name: "dram", Capacity: 1000}},
 		mooncakeOn(1, policy.Params{"high_watermark": 0.95}))
 	for b := range core.Block(96) {
 		if !c.Preload(1, b, 10) {
@@ -73,9 +33,9 @@ func TestMooncakeAhead(t *testing.T) {
 			t.Fatalf("used %d at 95 blocks, want 950", c.Used(1))
 		}
 	}
-	if c.Used(1) != 900 || c.Stats.Evictions[1] != 6 || c.Stats.Drops[1] != 6 || d.drops[1] != 6 {
+	if c.Used(1) != 900 || c.Stats.Evictions[1] != 6 || c.Stats.Drops[1] != 6 || d.Drops[1] != 6 {
 		t.Errorf("used %d, evictions %d, drops %d (mover %d); want 900 and 6 evicted at once",
-			c.Used(1), c.Stats.Evictions[1], c.Stats.Drops[1], d.drops[1])
+			c.Used(1), c.Stats.Evictions[1], c.Stats.Drops[1], d.Drops[1])
 	}
 	for b := range core.Block(96) {
 		if got, want := c.Resident(b, 1), b >= 6; got != want {
@@ -92,7 +52,7 @@ func TestMooncakeAhead(t *testing.T) {
 // resident to be hit. Before, the batch was handed out one block per
 // eviction while the rest stayed resident, and hitting.
 func TestMooncakeBatchGone(t *testing.T) {
-	c, d := newCore(t, []core.Tier{{Name: "hbm", Capacity: 20}, {Name: "dram", Capacity: 200}},
+	c, d := coretest.NewCore(t, []core.Tier{{Name: "hbm", Capacity: 20}, {Name: "dram", Capacity: 200}},
 		mooncakeOn(1, policy.Params{"high_watermark": 1, "evict_fraction": 0.25}))
 	for b := range core.Block(20) {
 		if !c.Preload(1, b, 10) {
@@ -102,7 +62,7 @@ func TestMooncakeBatchGone(t *testing.T) {
 	// R0 computes blocks 20 and 21 into HBM; R1's blocks 22 and 23 push
 	// them down into the full DRAM: a batch of ceil(.25 x 20) = 5.
 	c.Arrive(0, &core.Request{Seq: 0, InputTokens: 20, Blocks: []core.Block{20, 21}})
-	d.finish(c, 1)
+	d.Finish(c, 1)
 	c.Arrive(2, &core.Request{Seq: 1, InputTokens: 20, Blocks: []core.Block{22, 23}})
 	for b := range core.Block(20) {
 		if got, want := c.Resident(b, 1), b >= 5; got != want {
@@ -113,10 +73,10 @@ func TestMooncakeBatchGone(t *testing.T) {
 		t.Errorf("block 20 in DRAM %v, DRAM evictions %d drops %d; want true, 5, 5",
 			c.Resident(20, 1), c.Stats.Evictions[1], c.Stats.Drops[1])
 	}
-	d.finish(c, 3)
+	d.Finish(c, 3)
 	// A doomed block asked for again is a miss, not a hit.
 	c.Arrive(4, &core.Request{Seq: 2, InputTokens: 10, Blocks: []core.Block{4}})
-	d.finish(c, 5)
+	d.Finish(c, 5)
 	if c.Stats.Hits[1] != 0 {
 		t.Errorf("a block of the evicted batch hit in DRAM (%d hits)", c.Stats.Hits[1])
 	}

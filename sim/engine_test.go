@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 	"kvsim/policy"
 	"kvsim/trace"
 	"kvsim/workload"
@@ -61,7 +62,7 @@ func runBatched(t *testing.T, cfg Config, reqs []core.Request, preload func(c *c
 	}
 	var steps []stepRec
 	s.eng.onStep = func(start int64, b *StepBatch) { steps = append(steps, stepRec{start, *b}) }
-	res, err := s.Run(&sliceSource{reqs: reqs})
+	res, err := s.Run(&coretest.Slice{Reqs: reqs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,20 +282,7 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 	if rng.IntN(2) == 0 {
 		cfg.GPU.Step = LinearStep{C0: 1000, CPrefill: 10, CDecode: 100, CCtx: 1, CAttn: 0.01}
 	}
-	var reqs []core.Request
-	var t int64
-	for i := range 80 {
-		t += int64(rng.IntN(4000))
-		conv := rng.IntN(6)
-		k := 1 + rng.IntN(8)
-		var blocks []core.Block
-		for j := range k {
-			blocks = append(blocks, core.Block(conv*100+j))
-		}
-		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: t, InputTokens: 4*k - rng.IntN(4),
-			OutputTokens: rng.IntN(40), Blocks: blocks})
-	}
-	return cfg, reqs
+	return cfg, coretest.Conversations(rng, 80)
 }
 
 // TestBatchedInvariants replays random scenarios and checks, after every
@@ -331,7 +319,7 @@ func TestBatchedInvariants(t *testing.T) {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			})
-			res, err := s.Run(&sliceSource{reqs: reqs})
+			res, err := s.Run(&coretest.Slice{Reqs: reqs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,7 +384,7 @@ func TestBatchedSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SampleEvery(2500)
-	if _, err := s.Run(&sliceSource{reqs: reqs}); err != nil {
+	if _, err := s.Run(&coretest.Slice{Reqs: reqs}); err != nil {
 		t.Fatal(err)
 	}
 	// Steps start at 0 (P8), 1080 (P8), 2160 (P4), 3200 (D1), 4300 (D1);
@@ -457,7 +445,7 @@ func TestBatchedLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		reqs := []core.Request{{Seq: 0, Line: 7, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{0}}}
-		_, err = s.Run(&sliceSource{reqs: reqs})
+		_, err = s.Run(&coretest.Slice{Reqs: reqs})
 		var le *LimitError
 		if !errors.As(err, &le) || le.Key != "gpu.step_model" || le.Line != 7 {
 			t.Errorf("c0 %g: %v", c0, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 )
 
 // TestFullHitComputesLastToken: a prompt found whole in the cache still
@@ -58,7 +59,7 @@ func runLimit(t *testing.T, cfg Config, reqs []core.Request) *LimitError {
 		t.Fatal(err)
 	}
 	s.SampleEvery(1e9) // the sampler must not loop on huge times either
-	res, err := s.Run(&sliceSource{reqs: reqs})
+	res, err := s.Run(&coretest.Slice{Reqs: reqs})
 	var le *LimitError
 	if !errors.As(err, &le) {
 		t.Fatalf("got %v (result %+v), want a *LimitError", err, res)
@@ -138,7 +139,7 @@ func TestLongTraceIsFine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SampleEvery(1e9)
-	res, err := s.Run(&sliceSource{reqs: []core.Request{
+	res, err := s.Run(&coretest.Slice{Reqs: []core.Request{
 		{Seq: 0, Arrival: 0, InputTokens: 20, OutputTokens: 5, Blocks: []core.Block{0, 1}},
 		{Seq: 1, Arrival: core.MaxTime - 100*ms, InputTokens: 20, OutputTokens: 5, Blocks: []core.Block{0, 1}},
 	}})

@@ -2,26 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"io"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 	"kvsim/policy"
 )
-
-type sliceSource struct {
-	reqs []core.Request
-	i    int
-}
-
-func (s *sliceSource) Next(r *core.Request) error {
-	if s.i >= len(s.reqs) {
-		return io.EOF
-	}
-	*r = s.reqs[s.i]
-	s.i++
-	return nil
-}
 
 const ms = int64(1e6)
 
@@ -74,7 +60,7 @@ func runChecked(t *testing.T, s *Sim, reqs []core.Request) *Result {
 			t.Fatalf("t=%d: %v", s.Now(), err)
 		}
 	})
-	res, err := s.Run(&sliceSource{reqs: reqs})
+	res, err := s.Run(&coretest.Slice{Reqs: reqs})
 	if err != nil {
 		t.Fatal(err)
 	}

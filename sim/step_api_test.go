@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/internal/coretest"
 )
 
 // TestSteppingMatchesRun drives random scenarios (both engines) through
@@ -34,7 +35,7 @@ func TestSteppingMatchesRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wres, err := s.Run(&sliceSource{reqs: reqs})
+		wres, err := s.Run(&coretest.Slice{Reqs: reqs})
 		if err != nil {
 			t.Fatal(err)
 		}
