@@ -16,6 +16,23 @@ type Config struct {
 	// Setup, if set, is called with each instance's simulator before the
 	// run (to sample its series, to watch its events).
 	Setup func(inst int, s *sim.Sim)
+	// PoolShare > 0 makes the instances' last tier one pool (core.Pool)
+	// to which each node contributes PoolShare bytes (the tier's own
+	// capacity is then unused), ordered by the policy the instances'
+	// NewPolicy builds for it; its cross-node reads and writes pass
+	// through every node's NIC.
+	PoolShare int64
+	NIC       sim.NICSpec
+}
+
+// PoolStats describes the pooled tier after a run.
+type PoolStats struct {
+	Tier     int
+	Capacity int64 // all nodes' shares
+	Share    int64 // one node's
+	Peak     int64 // most bytes resident at once
+	Used     int64 // at the end
+	NodeUsed []int64
 }
 
 // Result is what a cluster run produced.
@@ -29,6 +46,8 @@ type Result struct {
 	// prefix of (in any tier); BestPrefix those of them sent to an
 	// instance holding the longest.
 	WithPrefix, BestPrefix int64
+	Pool                   *PoolStats     // nil without a pool
+	NICs                   []sim.NICStats // per node; nil without a fabric
 }
 
 // BestPrefixShare is the share of routed requests with a cached prefix
@@ -84,6 +103,9 @@ func (r *Result) Total() *sim.Result {
 		t.LoadWait.Merge(&in.LoadWait)
 	}
 	t.Stats.Rejected += r.Rejected
+	if p := r.Pool; p != nil { // one pool, not one per instance
+		t.Stats.PeakUsed[p.Tier] = p.Peak
+	}
 	return &t
 }
 
@@ -117,6 +139,7 @@ func addStats(s, o *core.Stats) {
 	s.Preemptions += o.Preemptions
 	s.ResumeTokens += o.ResumeTokens
 	s.Staged += o.Staged
+	s.PoolRemoteHits += o.PoolRemoteHits
 	ss, os := statSlices(s), statSlices(o)
 	for k := range ss {
 		for i := range min(len(*ss[k]), len(*os[k])) {
@@ -136,13 +159,44 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 	if cfg.Router == nil {
 		return nil, errors.New("cluster: no router")
 	}
+	var pool *core.Pool
+	var fab *sim.Fabric
+	if cfg.PoolShare > 0 {
+		cc := cfg.Instances[0].Core
+		pt := len(cc.Tiers) - 1
+		if pt < 1 {
+			return nil, errors.New("cluster: a pool must be a tier below hbm")
+		}
+		total := int64(n) * cfg.PoolShare
+		if total/int64(n) != cfg.PoolShare || total > core.MaxTime {
+			return nil, fmt.Errorf("cluster: a pool of %d x %d bytes is too large", n, cfg.PoolShare)
+		}
+		p, err := cc.NewPolicy(pt, total)
+		if err != nil {
+			return nil, fmt.Errorf("tier %q: %w", cc.Tiers[pt].Name, err)
+		}
+		if pool, err = core.NewPool(n, cfg.PoolShare, p); err != nil {
+			return nil, err
+		}
+		nics := make([]sim.NICSpec, n)
+		for i := range nics {
+			nics[i] = cfg.NIC
+		}
+		if fab, err = sim.NewFabric(nics); err != nil {
+			return nil, err
+		}
+	}
 	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
 	for i := range n {
 		var o core.Observer
 		if obs != nil {
 			o = func(r *core.Record) { obs(i, r) }
 		}
-		s, err := sim.New(cfg.Instances[i], o)
+		ic := cfg.Instances[i]
+		if pool != nil {
+			ic.Core.Pool, ic.Core.Node, ic.Net, ic.Node = pool, i, fab, i
+		}
+		s, err := sim.New(ic, o)
 		if err != nil {
 			if n == 1 {
 				return nil, err
@@ -156,6 +210,7 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		v.blockTokens[i] = cfg.Instances[i].Core.BlockTokens
 	}
 	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n)}
+	g := sim.NewGroup(v.sims, fab)
 	rejected := core.Record{Rejected: true, HitBlocks: make([]int64, len(cfg.Instances[0].Core.Tiers))}
 	var next core.Request
 	var last int64
@@ -171,10 +226,8 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 			return nil, err
 		}
 		last = next.Arrival
-		for _, s := range v.sims {
-			if err := s.AdvanceTo(next.Arrival); err != nil {
-				return nil, err
-			}
+		if err := g.AdvanceTo(next.Arrival); err != nil {
+			return nil, err
 		}
 		inst, reject := cfg.Router.Route(next.Arrival, &next, v)
 		if reject {
@@ -197,6 +250,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 			return nil, err
 		}
 	}
+	if err := g.Finish(); err != nil {
+		return nil, err
+	}
 	for _, s := range v.sims {
 		r, err := s.Finish()
 		if err != nil {
@@ -204,6 +260,14 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 		res.Instances = append(res.Instances, r)
 		res.Series = append(res.Series, s.Series())
+	}
+	if pool != nil {
+		res.Pool = &PoolStats{Tier: len(cfg.Instances[0].Core.Tiers) - 1, Capacity: pool.Capacity(), Share: pool.Share(),
+			Peak: pool.Peak(), Used: pool.Used()}
+		for i := range n {
+			res.Pool.NodeUsed = append(res.Pool.NodeUsed, pool.NodeUsed(i))
+		}
+		res.NICs = fab.Stats()
 	}
 	return res, nil
 }

@@ -230,6 +230,9 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 		if t, hit := src.tier(); hit {
 			rec.HitBlocks[t]++
 			rec.BlockHits++
+			if t == c.pt && c.pool.Home(b) != c.node {
+				rec.PoolRemote++
+			}
 			if t == 0 {
 				c.hitHBM(now, id, b)
 			} else {

@@ -62,6 +62,9 @@ func (c *Core) Check() error {
 		return fmt.Errorf("pinned HBM bytes %d, blocks add to %d", c.pinnedHBM, pinned)
 	}
 	for t := range used {
+		if t == c.pt { // shared: Pool.Check
+			continue
+		}
 		if used[t] != c.used[t] {
 			return fmt.Errorf("tier %d: used %d, blocks add to %d", t, c.used[t], used[t])
 		}
@@ -70,6 +73,9 @@ func (c *Core) Check() error {
 		}
 	}
 	for t, p := range c.policies {
+		if t == c.pt {
+			continue
+		}
 		n := 0
 		for _, w := range c.where {
 			if w&(1<<t) != 0 {

@@ -18,7 +18,7 @@ func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
 		if c.producer[b] == id {
 			c.producer[b] = -1
 		}
-		if c.strategy.WriteThrough && c.nt > 1 && c.where[b] == 1 && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
+		if c.strategy.WriteThrough && c.nt > 1 && c.where[b] == 1 && !c.has(1, b) && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
 			c.insert(now, 1, b)
 			c.Stats.WriteThroughs++
 			c.mover.Move(now, Background, b, c.size[b], 0, 1, WriteThrough)
@@ -66,6 +66,7 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 	}
 	s.Misses += int64(blocks) - sum(rec.HitBlocks)
 	s.BlockHits += int64(rec.BlockHits)
+	s.PoolRemoteHits += int64(rec.PoolRemote)
 	s.RecomputedTokens += int64(rec.RecomputedTokens)
 	if c.observer != nil {
 		c.observer(rec)

@@ -38,7 +38,8 @@ type Stats struct {
 	PrefetchLate     int64   // still in flight when their request was admitted
 	Lost             []int64 // copies a body reported unusable (failed write, corrupt read), by tier
 	RecomputeCuts    int64   // requests that recomputed part of their prefix rather than load it
-	PeakUsed         []int64 // bytes
+	PeakUsed         []int64 // bytes (a pooled tier: the pool's, as this core saw it)
+	PoolRemoteHits   int64   // hits on the pool whose copy lives on another node
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)
@@ -82,6 +83,10 @@ type Core struct {
 	pinnedHBM int64           // HBM bytes not evictable: pinned blocks + scratch
 	pinViews  []tierPins      // per tier: what its policy sees as pinned
 	phooks    policyHooks     // batches and request order for policies that want them (offline.go)
+	pool      *Pool           // the shared last tier, or nil (pool.go)
+	pt        int             // its index; -1 without a pool
+	node      int             // this core's node in the pool
+	placeAt   int             // the pool node makeRoom chose for the next insert
 
 	// per block
 	size         []int64
@@ -122,8 +127,22 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	if cfg.BytesPerToken <= 0 || cfg.BlockTokens <= 0 || cfg.PageTokens < 0 {
 		return nil, errors.New("core: bytes per token and block tokens must be > 0, page tokens >= 0")
 	}
-	c := &Core{cfg: cfg, strategy: cfg.Strategy, mover: mv, observer: obs, nt: nt}
+	c := &Core{cfg: cfg, strategy: cfg.Strategy, mover: mv, observer: obs, nt: nt, pt: -1, node: cfg.Node}
+	if cfg.Pool != nil {
+		if nt < 2 {
+			return nil, errors.New("core: a pool must be a tier below hbm")
+		}
+		if err := cfg.Pool.join(c, cfg.Node, nt-1); err != nil {
+			return nil, err
+		}
+		c.pool, c.pt = cfg.Pool, nt-1
+	}
 	for i, t := range cfg.Tiers {
+		if i == c.pt {
+			c.policies = append(c.policies, c.pool.policy)
+			c.capacity = append(c.capacity, c.pool.Capacity())
+			continue
+		}
 		if t.Capacity <= 0 {
 			return nil, fmt.Errorf("core: tier %q: capacity must be > 0", t.Name)
 		}
@@ -154,7 +173,30 @@ func (c *Core) Pinned(b Block) bool { return c.pins[b] > 0 }
 func (c *Core) BlockBytes(b Block) int64 { return c.size[b] }
 
 // Used returns the bytes resident in a tier.
-func (c *Core) Used(tier int) int64 { return c.used[tier] }
+func (c *Core) Used(tier int) int64 { return c.usedOf(tier) }
+
+// usedOf is tier t's resident bytes: a pool's, for the pooled tier.
+func (c *Core) usedOf(t int) int64 {
+	if t == c.pt {
+		return c.pool.used
+	}
+	return c.used[t]
+}
+
+// has reports whether tier t holds b: for the pool, whether any node
+// holds it, published to this core or not.
+func (c *Core) has(t int, b Block) bool {
+	if t == c.pt {
+		return c.pool.Has(b)
+	}
+	return c.where[b]&(1<<t) != 0
+}
+
+// Pool is the core's pooled tier, or nil.
+func (c *Core) Pool() *Pool { return c.pool }
+
+// Node is the core's node in its pool.
+func (c *Core) Node() int { return c.node }
 
 // Capacity returns a tier's capacity in bytes.
 func (c *Core) Capacity(tier int) int64 { return c.capacity[tier] }

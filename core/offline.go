@@ -58,7 +58,7 @@ func (c *Core) takeBatch(now int64, t int) {
 func (c *Core) evictAhead(now int64, t int, b Block) {
 	h := c.hooks()
 	bp := h.batch[t]
-	if bp == nil || !bp.Overfull(c.used[t], c.capacity[t]) {
+	if bp == nil || !bp.Overfull(c.usedOf(t), c.capacity[t]) {
 		return
 	}
 	pins := &h.except[t] // per tier: a victim's demotion may evict ahead below

@@ -12,6 +12,9 @@ type tierPins struct {
 }
 
 func (p *tierPins) Pinned(b Block) bool {
+	if p.tier == p.c.pt {
+		return p.c.pool.pins.Pinned(b)
+	}
 	return p.c.pins[b] > 0 || (p.tier > 0 && p.c.prefetchPins[b] > 0)
 }
 
@@ -22,7 +25,7 @@ func (p *tierPins) Pinned(b Block) bool {
 // is already there, when bytes is not positive or contradicts b's size as
 // already known, or when b does not fit in what is left of the tier.
 func (c *Core) Preload(t int, b Block, bytes int64) bool {
-	if len(c.reqs) > 0 || t <= 0 || t >= c.nt || b < 0 || bytes <= 0 {
+	if len(c.reqs) > 0 || t <= 0 || t >= c.nt || t == c.pt || b < 0 || bytes <= 0 {
 		return false
 	}
 	c.growBlocks(b)
@@ -68,6 +71,12 @@ func (c *Core) unpin(now int64, b Block) {
 
 // insert makes b resident in tier t; the caller has made room.
 func (c *Core) insert(now int64, t int, b Block) {
+	if t == c.pt {
+		c.pool.add(now, c, b, c.placeAt)
+		c.peak(t)
+		c.evictAhead(now, t, b)
+		return
+	}
 	c.where[b] |= 1 << t
 	c.used[t] += c.size[b]
 	c.policies[t].Insert(b, c.size[b], now)
@@ -83,11 +92,19 @@ func (c *Core) insert(now int64, t int, b Block) {
 
 // remove forgets b's copy in tier t (the policy already let go of it).
 func (c *Core) remove(t int, b Block) {
+	if t == c.pt {
+		c.pool.drop(b)
+		return
+	}
 	c.where[b] &^= 1 << t
 	c.used[t] -= c.size[b]
 }
 
 func (c *Core) peak(t int) {
+	if t == c.pt {
+		c.Stats.PeakUsed[t] = max(c.Stats.PeakUsed[t], c.pool.used)
+		return
+	}
 	if c.used[t] > c.Stats.PeakUsed[t] {
 		c.Stats.PeakUsed[t] = c.used[t]
 	}
@@ -104,6 +121,10 @@ func (c *Core) visible(b Block) uint8 { return c.where[b] }
 
 // makeRoom evicts from tier t until need bytes are free.
 func (c *Core) makeRoom(now int64, t int, need int64) bool {
+	if t == c.pt {
+		c.placeAt = c.pool.room(now, c, need)
+		return c.placeAt >= 0
+	}
 	if need > c.capacity[t] {
 		return false
 	}
@@ -134,7 +155,7 @@ func (c *Core) evicted(now int64, t int, b Block) {
 	c.Stats.Evictions[t]++
 	n := t + 1
 	if n < c.nt {
-		if c.where[b]&(1<<n) != 0 {
+		if c.has(n, b) {
 			c.mover.Drop(now, b, t) // clean: the copy below is current
 			return
 		}
@@ -154,7 +175,7 @@ func (c *Core) evicted(now int64, t int, b Block) {
 // with ENOSPC or EIO, a read found it corrupt, the store evicted it). The
 // core forgets that copy, so it is never served; HBM copies cannot be lost.
 func (c *Core) Lost(now int64, b Block, tier int) {
-	if tier <= 0 || int(b) >= len(c.where) || c.where[b]&(1<<tier) == 0 {
+	if tier <= 0 || tier >= c.nt || int(b) >= len(c.where) || !c.has(tier, b) {
 		return
 	}
 	c.policies[tier].Remove(b)

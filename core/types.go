@@ -31,6 +31,11 @@ type Config struct {
 	// allocated in pages of this many tokens (vLLM's block_size, 16 by
 	// default), apart from BlockTokens, the cache's unit of reuse. 0: BlockTokens.
 	PageTokens int
+	// Pool, if set, is the last tier, shared with other cores (a
+	// cluster's pooled tier); its Tiers entry names it, and its capacity
+	// and policy are the pool's. Node is this core's node in the pool.
+	Pool *Pool
+	Node int
 }
 
 // CostModel is a body's estimate of what loading and computing cost now.
@@ -143,6 +148,7 @@ type Record struct {
 	// Admission, hits and recomputed tokens are those of the first
 	// admission: a preempted request's later ones do not count again.
 	HitBlocks        []int64 // usable-prefix hits per tier
+	PoolRemote       int     // of the pooled tier's hits, those whose copy lives on another node
 	BlockHits        int     // blocks resident anywhere, prefix or not
 	RecomputedTokens int
 	Rejected         bool  // larger than HBM: never runs

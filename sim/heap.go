@@ -11,6 +11,7 @@ const (
 	evKick    // a link's or a device's wait ends: start what can move
 	evGPUFree // simple engine: a queued prefill's loads allow it to start
 	evStep    // the batched engine's step ends
+	evNet     // a move's cross-node hop ends (req: the move's index; see fabric.go)
 )
 
 type event struct {

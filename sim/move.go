@@ -22,6 +22,8 @@ type xfer struct {
 	seq    uint64 // current hop: the order it joined in (ties at a shared device)
 	req    core.ReqID
 	block  core.Block
+	path   []int // link indices hop by hop; netHop: through the fabric to or from peer
+	peer   int   // the pool's node holding the copy, for a hop through the fabric
 	next   int32 // the next in the queue or list this one is in (index + 1)
 	// parked: moves out of this move's destination issued while it was the
 	// latest move there; they start when it lands.
@@ -63,7 +65,12 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		}
 	}
 	i := s.newXfer()
-	s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind}
+	s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind, path: s.route[from][to]}
+	if s.cfg.Net != nil && (from == s.pt || to == s.pt) {
+		if h := s.pool.Home(b); h >= 0 && h != s.cfg.Node {
+			s.xfers[i].path, s.xfers[i].peer = s.viaNet[from][to], h
+		}
+	}
 	// landed < 0 names the move still bringing the copy there (-index-1).
 	if src := s.landed[int(b)*s.nt+from]; src < 0 {
 		s.pushList(&s.xfers[-src-1].parked, i)
@@ -140,13 +147,36 @@ func (s *Sim) popList(q *fifo) int32 {
 // hopLink is the link of move i's current hop.
 func (s *Sim) hopLink(i int32) *link {
 	x := &s.xfers[i]
-	return s.links[s.route[x.from][x.to][x.hop]]
+	return s.links[x.path[x.hop]]
+}
+
+// netHop marks a hop through the fabric in a move's path.
+const netHop = -1
+
+// netDone ends move i's hop through the fabric (its evNet).
+func (s *Sim) netDone(now int64, i int32) {
+	x := &s.xfers[i]
+	x.hop++
+	if x.hop < len(x.path) {
+		s.enqueue(now, i)
+	} else {
+		s.land(now, i)
+	}
+	s.dispatch(now)
 }
 
 // enqueue puts move i's current hop, ready now, on its link.
 func (s *Sim) enqueue(now int64, i int32) {
-	l := s.hopLink(i)
 	x := &s.xfers[i]
+	if x.path[x.hop] == netHop {
+		src, dst := x.peer, s.cfg.Node // a read from the remote copy
+		if x.to == s.pt {
+			src, dst = dst, src
+		}
+		s.cfg.Net.sendHop(now, s, i, src, dst, x.bytes)
+		return
+	}
+	l := s.hopLink(i)
 	s.xseq++
 	x.enq, x.seq = now, s.xseq
 	if x.plan = l.project(now, x.bytes); x.plan > core.MaxTime {
@@ -258,7 +288,7 @@ func (s *Sim) hopDone(now int64, i int32) {
 	}
 	x := &s.xfers[i]
 	x.hop++
-	if x.hop < len(s.route[x.from][x.to]) {
+	if x.hop < len(x.path) {
 		s.enqueue(now, i)
 	} else {
 		s.land(now, i)
@@ -272,6 +302,9 @@ func (s *Sim) land(now int64, i int32) {
 	x := s.xfers[i]
 	if slot := &s.landed[int(x.block)*s.nt+x.to]; *slot == -int64(i)-1 {
 		*slot = now
+		if x.to == s.pt {
+			s.pool.Publish(x.block) // the write is done: every node may read it
+		}
 	}
 	for p := s.popList(&x.parked); p >= 0; p = s.popList(&x.parked) {
 		s.enqueue(now, p)

@@ -47,6 +47,11 @@ type Config struct {
 	// scheduled it: the real driver layer moves real bytes in the
 	// simulator's order, so both see the same decisions.
 	Tee core.Mover
+	// Net, if set, carries the hops of moves into and out of a pooled tier
+	// (Core.Pool) whose copy lives on another node; Node is this Sim's
+	// node on it.
+	Net  *Fabric
+	Node int
 }
 
 // LinkStats describes one direction of one link after a run.
@@ -121,6 +126,9 @@ type Sim struct {
 	links   []*link
 	devs    []*device // per tier, nil where not shared
 	route   [][][]int // route[from][to]: link indices, hop by hop
+	viaNet  [][][]int // the same to or from the pool through the fabric (netHop marks that hop)
+	pool    *core.Pool
+	pt      int // the pooled tier, or -1
 	nt      int
 	gpu     int64 // when the GPU finishes its current prefill
 	req     []reqTiming
@@ -258,6 +266,30 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 	}
 	if err := s.buildRoutes(); err != nil {
 		return nil, err
+	}
+	s.pt = -1
+	if p := cfg.Core.Pool; p != nil {
+		s.pool, s.pt = p, s.nt-1
+		s.viaNet = make([][][]int, s.nt)
+		for a := range s.nt {
+			s.viaNet[a] = make([][]int, s.nt)
+			for b := range s.nt {
+				switch {
+				case a == s.pt && b != a: // read from a remote node, then on as from the local copy
+					s.viaNet[a][b] = append([]int{netHop}, s.route[a][b]...)
+				case b == s.pt && a != b: // write as to the local copy, then on to the remote node
+					s.viaNet[a][b] = append(append([]int(nil), s.route[a][b]...), netHop)
+				}
+			}
+		}
+	}
+	if cfg.Net != nil {
+		if s.pool == nil {
+			return nil, errors.New("sim: a fabric without a pooled tier carries nothing")
+		}
+		if err := cfg.Net.attach(s, cfg.Node); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Core.Strategy.RecomputeWhenCheaper && cfg.Core.Cost == nil {
 		cfg.Core.Cost = s
@@ -442,7 +474,11 @@ func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service i
 	if len(route) == 0 {
 		return 0, 0
 	}
-	return s.links[route[0]].backlog(now), s.PredictNs(tier, 0, bytes)
+	service = s.PredictNs(tier, 0, bytes)
+	if tier == s.pt && s.cfg.Net != nil { // as if the copy were remote: an upper bound
+		service = core.AddTime(service, s.cfg.Net.PredictNs(s.cfg.Node, s.cfg.Node, bytes))
+	}
+	return s.links[route[0]].backlog(now), service
 }
 
 // EstimateCompute implements core.CostModel.
@@ -571,6 +607,15 @@ func (s *Sim) NextEventTime() (t int64, ok bool) {
 // queued before it included) and stops at that arrival. t must not be
 // before the current time nor past core.MaxTime.
 func (s *Sim) AdvanceTo(t int64) error {
+	if err := s.mark(t); err != nil {
+		return err
+	}
+	return s.loop()
+}
+
+// mark queues an arrival at t behind the events already due then, and
+// ends the last arrival's event.
+func (s *Sim) mark(t int64) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -579,13 +624,16 @@ func (s *Sim) AdvanceTo(t int64) error {
 	}
 	s.heap.push(t, evArrival, -1)
 	s.open = false
+	return s.settle()
+}
+
+// settle runs what the last arrival's event had left (see after).
+func (s *Sim) settle() error {
 	if s.pending {
 		s.pending = false
-		if err := s.after(); err != nil {
-			return err
-		}
+		return s.after()
 	}
-	return s.loop()
+	return nil
 }
 
 // Arrive hands the Sim request r at r.Arrival: at the arrival AdvanceTo
@@ -626,33 +674,40 @@ func (s *Sim) Finish() (*Result, error) {
 // loop processes events until the heap is empty or an arrival comes up.
 func (s *Sim) loop() error {
 	for s.heap.len() > 0 {
-		e := s.heap.pop()
-		if s.sampler != nil {
-			s.sample(e.t)
-		}
-		s.now = e.t
-		switch e.kind {
-		case evArrival:
-			s.open, s.pending = true, true
-			return nil
-		case evPrefillDone:
-			s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
-		case evDecodeDone:
-			s.decodeStep(s.now, e.req, e.block)
-		case evHop:
-			s.hopDone(s.now, e.req)
-		case evKick:
-			s.dispatch(s.now)
-		case evWake:
-			s.core.Wake(s.now, e.req)
-		case evStep:
-			s.eng.stepDone(s.now)
-		}
-		if err := s.after(); err != nil {
+		if arrived, err := s.step(); arrived || err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// step processes the earliest event; arrived says it was an arrival.
+func (s *Sim) step() (arrived bool, err error) {
+	e := s.heap.pop()
+	if s.sampler != nil {
+		s.sample(e.t)
+	}
+	s.now = e.t
+	switch e.kind {
+	case evArrival:
+		s.open, s.pending = true, true
+		return true, nil
+	case evPrefillDone:
+		s.core.PrefillDone(s.now, e.req, s.req[e.req].timing)
+	case evDecodeDone:
+		s.decodeStep(s.now, e.req, e.block)
+	case evHop:
+		s.hopDone(s.now, e.req)
+	case evKick:
+		s.dispatch(s.now)
+	case evWake:
+		s.core.Wake(s.now, e.req)
+	case evStep:
+		s.eng.stepDone(s.now)
+	case evNet:
+		s.netDone(s.now, e.req)
+	}
+	return false, s.after()
 }
 
 // after ends an event: the GPU takes up what the event made ready.
