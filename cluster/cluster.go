@@ -23,6 +23,10 @@ type Config struct {
 	// through every node's NIC.
 	PoolShare int64
 	NIC       sim.NICSpec
+	// Prefill > 0 disaggregates: Instances[:Prefill] prefill, the rest
+	// decode; the router chooses among the prefill instances, and a
+	// finished prefill's KV crosses the NICs to a decode instance.
+	Prefill int
 }
 
 // PoolStats describes the pooled tier after a run.
@@ -46,6 +50,7 @@ type Result struct {
 	// prefix of (in any tier); BestPrefix those of them sent to an
 	// instance holding the longest.
 	WithPrefix, BestPrefix int64
+	Prefill                int            // Config.Prefill: instances before it prefill, after it decode
 	Pool                   *PoolStats     // nil without a pool
 	NICs                   []sim.NICStats // per node; nil without a fabric
 }
