@@ -101,17 +101,50 @@ func (r *Result) Total() *sim.Result {
 			t.GPUBusyNs += in.GPUBusyNs
 			t.OutputTokens += in.OutputTokens
 		}
+		if k < r.Prefill { // a prefill's latencies are not the user's
+			continue
+		}
 		t.TTFT.Merge(&in.TTFT)
 		t.Queue.Merge(&in.Queue)
 		t.TPOT.Merge(&in.TPOT)
 		t.E2E.Merge(&in.E2E)
 		t.LoadWait.Merge(&in.LoadWait)
 	}
+	if r.Prefill > 0 {
+		r.disaggTotal(&t)
+	}
 	t.Stats.Rejected += r.Rejected
 	if p := r.Pool; p != nil { // one pool, not one per instance
 		t.Stats.PeakUsed[p.Tier] = p.Peak
 	}
 	return &t
+}
+
+// disaggTotal corrects a disaggregated cluster's sums: a request finishes
+// on its decode instance (requests, output tokens), and its prompt's cache
+// hits are the prefill instance's (the decode instance's own hits only
+// spare transfers: Stats.Transferred counts those it did not spare).
+func (r *Result) disaggTotal(t *sim.Result) {
+	s := &t.Stats
+	s.Requests, s.BlockAccesses, s.Misses, s.BlockHits, s.RecomputedTokens, s.PoolRemoteHits = 0, 0, 0, 0, 0, 0
+	clear(s.Hits)
+	t.OutputTokens = 0
+	for k, in := range r.Instances {
+		o := &in.Stats
+		if k >= r.Prefill {
+			s.Requests += o.Requests
+			t.OutputTokens += in.OutputTokens
+			continue
+		}
+		s.BlockAccesses += o.BlockAccesses
+		s.Misses += o.Misses
+		s.BlockHits += o.BlockHits
+		s.RecomputedTokens += o.RecomputedTokens
+		s.PoolRemoteHits += o.PoolRemoteHits
+		for i := range min(len(s.Hits), len(o.Hits)) {
+			s.Hits[i] += o.Hits[i]
+		}
+	}
 }
 
 // cloneStats copies s with slices of its own.
@@ -145,6 +178,7 @@ func addStats(s, o *core.Stats) {
 	s.ResumeTokens += o.ResumeTokens
 	s.Staged += o.Staged
 	s.PoolRemoteHits += o.PoolRemoteHits
+	s.Transferred += o.Transferred
 	ss, os := statSlices(s), statSlices(o)
 	for k := range ss {
 		for i := range min(len(*ss[k]), len(*os[k])) {
@@ -164,8 +198,21 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 	if cfg.Router == nil {
 		return nil, errors.New("cluster: no router")
 	}
+	if cfg.Prefill < 0 || (cfg.Prefill > 0 && cfg.Prefill >= n) {
+		return nil, fmt.Errorf("cluster: %d prefill instances of %d leave no decode instance", cfg.Prefill, n)
+	}
 	var pool *core.Pool
 	var fab *sim.Fabric
+	if cfg.PoolShare > 0 || cfg.Prefill > 0 {
+		nics := make([]sim.NICSpec, n)
+		for i := range nics {
+			nics[i] = cfg.NIC
+		}
+		var err error
+		if fab, err = sim.NewFabric(nics); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.PoolShare > 0 {
 		cc := cfg.Instances[0].Core
 		pt := len(cc.Tiers) - 1
@@ -183,23 +230,24 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		if pool, err = core.NewPool(n, cfg.PoolShare, p); err != nil {
 			return nil, err
 		}
-		nics := make([]sim.NICSpec, n)
-		for i := range nics {
-			nics[i] = cfg.NIC
-		}
-		if fab, err = sim.NewFabric(nics); err != nil {
-			return nil, err
-		}
 	}
+	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n), Prefill: cfg.Prefill}
 	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
+	d := &disagg{all: v.sims, prefill: cfg.Prefill, res: res, obs: obs, pending: map[int64]core.Request{}}
 	for i := range n {
 		var o core.Observer
-		if obs != nil {
+		switch {
+		case i < cfg.Prefill:
+			o = func(r *core.Record) { d.handOver(i, r) }
+		case obs != nil:
 			o = func(r *core.Record) { obs(i, r) }
 		}
 		ic := cfg.Instances[i]
 		if pool != nil {
-			ic.Core.Pool, ic.Core.Node, ic.Net, ic.Node = pool, i, fab, i
+			ic.Core.Pool, ic.Core.Node = pool, i
+		}
+		if fab != nil {
+			ic.Net, ic.Node = fab, i
 		}
 		s, err := sim.New(ic, o)
 		if err != nil {
@@ -214,8 +262,11 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		v.sims[i] = s
 		v.blockTokens[i] = cfg.Instances[i].Core.BlockTokens
 	}
-	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n)}
 	g := sim.NewGroup(v.sims, fab)
+	if cfg.Prefill > 0 { // the router sees the prefill instances only
+		v.sims = v.sims[:cfg.Prefill]
+		v.blockTokens = v.blockTokens[:cfg.Prefill]
+	}
 	rejected := core.Record{Rejected: true, HitBlocks: make([]int64, len(cfg.Instances[0].Core.Tiers))}
 	var next core.Request
 	var last int64
@@ -234,6 +285,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		if err := g.AdvanceTo(next.Arrival); err != nil {
 			return nil, err
 		}
+		if d.err != nil {
+			return nil, d.err
+		}
 		inst, reject := cfg.Router.Route(next.Arrival, &next, v)
 		if reject {
 			res.Rejected++
@@ -246,19 +300,26 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 			}
 			continue
 		}
-		if inst < 0 || inst >= n {
-			return nil, fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, n)
+		if inst < 0 || inst >= len(v.sims) {
+			return nil, fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, len(v.sims))
 		}
 		res.Chosen[inst]++
 		v.scorePrefix(res, inst, next.Blocks)
-		if err := v.sims[inst].Arrive(&next); err != nil {
+		r := &next
+		if cfg.Prefill > 0 {
+			r = d.prefillOf(&next)
+		}
+		if err := v.sims[inst].Arrive(r); err != nil {
 			return nil, err
 		}
 	}
 	if err := g.Finish(); err != nil {
 		return nil, err
 	}
-	for _, s := range v.sims {
+	if d.err != nil {
+		return nil, d.err
+	}
+	for _, s := range d.all {
 		r, err := s.Finish()
 		if err != nil {
 			return nil, err
@@ -272,9 +333,67 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		for i := range n {
 			res.Pool.NodeUsed = append(res.Pool.NodeUsed, pool.NodeUsed(i))
 		}
+	}
+	if fab != nil {
 		res.NICs = fab.Stats()
 	}
 	return res, nil
+}
+
+// disagg hands each finished prefill over to a decode instance.
+type disagg struct {
+	all     []*sim.Sim
+	prefill int // instances before it prefill
+	res     *Result
+	obs     func(inst int, r *core.Record)
+	pending map[int64]core.Request // by Seq: requests prefilling, as the user sent them
+	pre     core.Request
+	err     error
+}
+
+// prefillOf is what a prefill instance runs of r: its prompt and the first
+// token (vLLM's disaggregated proxy sends max_tokens = 1). r is kept for
+// the decode instance.
+func (d *disagg) prefillOf(r *core.Request) *core.Request {
+	keep := *r
+	keep.Blocks = append([]core.Block(nil), r.Blocks...)
+	d.pending[r.Seq] = keep
+	d.pre = *r
+	d.pre.OutputTokens = 1
+	return &d.pre
+}
+
+// handOver takes prefill instance i's record: a rejection is the
+// request's; a finished prefill goes to the decode instance with the least
+// work (queued and running tokens; the lowest index on ties), which
+// receives its KV from i's HBM over the NICs, then decodes.
+func (d *disagg) handOver(i int, r *core.Record) {
+	q, ok := d.pending[r.Seq]
+	if !ok {
+		if d.err == nil {
+			d.err = fmt.Errorf("cluster: prefill of request %d finished twice", r.Seq)
+		}
+		return
+	}
+	delete(d.pending, r.Seq)
+	if r.Rejected {
+		if d.obs != nil {
+			d.obs(i, r)
+		}
+		return
+	}
+	best, load := -1, int64(0)
+	for k := d.prefill; k < len(d.all); k++ {
+		c := d.all[k].Core()
+		if l := c.QueuedTokens() + c.RunningTokens(); best < 0 || l < load {
+			best, load = k, l
+		}
+	}
+	d.res.Chosen[best]++
+	q.RemoteKV = i + 1
+	if err := d.all[best].Inject(d.all[i].Now(), &q); err != nil && d.err == nil {
+		d.err = err
+	}
 }
 
 // scorePrefix counts whether inst holds the longest cached prefix of blocks.

@@ -11,6 +11,7 @@ const (
 	srcRepeatHit                             // an earlier block of the usable prefix again: in HBM by then
 	srcRepeatCompute                         // an earlier block past the usable prefix again: computed
 	srcUnusedCopy                            // resident, but past the usable prefix: computed
+	srcRemote                                // in no tier here: from the HBM of the node that prefilled it (RemoteKV)
 )
 
 // srcTier is a hit on tier t's copy.
@@ -120,7 +121,7 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	}
 	c.setSeq(r.Seq)
 	cut := len(r.Blocks)
-	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil {
+	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil && r.RemoteKV == 0 {
 		cut = c.cheapestCut(now, r)
 	}
 	c.chooseSources(r, cut) // pins first: eviction below cannot take r's blocks
@@ -187,7 +188,9 @@ func (c *Core) chooseSources(r *reqState, cut int) {
 			continue
 		}
 		src := srcCompute
-		if w := c.visible(b); w == 0 {
+		if w := c.visible(b); w == 0 && r.RemoteKV > 0 {
+			src = srcRemote // the prefill node has every block: the prefix goes on
+		} else if w == 0 {
 			prefix = false
 		} else if prefix {
 			src = srcTier(bits.TrailingZeros8(w))
@@ -254,6 +257,12 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 		case srcCompute:
 			rec.RecomputedTokens += c.tokens(&r.Request, i)
 			c.compute(now, id, r, b)
+		case srcRemote:
+			rec.Transferred++
+			c.insert(now, 0, b)
+			c.producer[b] = id
+			r.produced = append(r.produced, b)
+			c.mover.Move(now, id, b, c.size[b], Remote, 0, Load)
 		}
 	}
 	// The engine computes at least the last prompt token, whose logits give

@@ -67,6 +67,7 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 	s.Misses += int64(blocks) - sum(rec.HitBlocks)
 	s.BlockHits += int64(rec.BlockHits)
 	s.PoolRemoteHits += int64(rec.PoolRemote)
+	s.Transferred += int64(rec.Transferred)
 	s.RecomputedTokens += int64(rec.RecomputedTokens)
 	if c.observer != nil {
 		c.observer(rec)

@@ -40,6 +40,7 @@ type Stats struct {
 	RecomputeCuts    int64   // requests that recomputed part of their prefix rather than load it
 	PeakUsed         []int64 // bytes (a pooled tier: the pool's, as this core saw it)
 	PoolRemoteHits   int64   // hits on the pool whose copy lives on another node
+	Transferred      int64   // blocks received from a prefill node (disaggregated decode)
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)

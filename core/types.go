@@ -73,7 +73,16 @@ type Request struct {
 	InputTokens  int
 	OutputTokens int
 	Blocks       []Block
+	// RemoteKV, in a disaggregated cluster's decode instance, is 1 + the
+	// node whose HBM holds the KV of the whole prompt (its prefill ran
+	// there): blocks in no tier here come from it (Move from Remote);
+	// 0: none.
+	RemoteKV int
 }
+
+// Remote is the source tier of a move from another node's HBM (a
+// disaggregated prefill's KV, Request.RemoteKV).
+const Remote = -1
 
 // ReqID names a request admitted or queued in the core (a slot index).
 type ReqID = int32
@@ -149,6 +158,7 @@ type Record struct {
 	// admission: a preempted request's later ones do not count again.
 	HitBlocks        []int64 // usable-prefix hits per tier
 	PoolRemote       int     // of the pooled tier's hits, those whose copy lives on another node
+	Transferred      int     // blocks received from the prefill node (RemoteKV)
 	BlockHits        int     // blocks resident anywhere, prefix or not
 	RecomputedTokens int
 	Rejected         bool  // larger than HBM: never runs

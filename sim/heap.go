@@ -12,6 +12,7 @@ const (
 	evGPUFree // simple engine: a queued prefill's loads allow it to start
 	evStep    // the batched engine's step ends
 	evNet     // a move's cross-node hop ends (req: the move's index; see fabric.go)
+	evInject  // a request handed over by another instance arrives (Inject)
 )
 
 type event struct {

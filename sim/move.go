@@ -65,6 +65,18 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		}
 	}
 	i := s.newXfer()
+	if from == core.Remote { // a disaggregated prefill's KV: straight from its node into HBM
+		if s.cfg.Net == nil {
+			s.fail(req, "cluster", "a move from another node's HBM without a fabric")
+			return
+		}
+		s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind,
+			path: netOnly, peer: s.core.Request(req).RemoteKV - 1}
+		s.enqueue(now, i)
+		s.landed[int(b)*s.nt+to] = -int64(i) - 1
+		s.dispatch(now)
+		return
+	}
 	s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind, path: s.route[from][to]}
 	if s.cfg.Net != nil && (from == s.pt || to == s.pt) {
 		if h := s.pool.Home(b); h >= 0 && h != s.cfg.Node {
@@ -152,6 +164,9 @@ func (s *Sim) hopLink(i int32) *link {
 
 // netHop marks a hop through the fabric in a move's path.
 const netHop = -1
+
+// netOnly is the path of a move from another node's HBM (core.Remote).
+var netOnly = []int{netHop}
 
 // netDone ends move i's hop through the fabric (its evNet).
 func (s *Sim) netDone(now int64, i int32) {

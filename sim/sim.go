@@ -138,13 +138,15 @@ type Sim struct {
 	res     Result
 	hook    func(s *Sim)
 	sampler *sampler
-	err     *LimitError  // the first value that left the representable range
-	pq      []core.ReqID // simple engine: issued prefills not started, in issue order
-	gpuWake int64        // simple engine: time of the latest GPU wake queued
-	eng     *engine      // the batched engine; nil: the simple one
-	toFill  int64        // prompt tokens issued for prefill, not computed yet (routers read it)
-	open    bool         // stopped at an arrival no request has taken yet
-	pending bool         // the arrival event's tail (after) has yet to run
+	err     *LimitError    // the first value that left the representable range
+	pq      []core.ReqID   // simple engine: issued prefills not started, in issue order
+	gpuWake int64          // simple engine: time of the latest GPU wake queued
+	eng     *engine        // the batched engine; nil: the simple one
+	toFill  int64          // prompt tokens issued for prefill, not computed yet (routers read it)
+	injects []core.Request // requests Inject queued, in order, from ih on
+	ih      int
+	open    bool // stopped at an arrival no request has taken yet
+	pending bool // the arrival event's tail (after) has yet to run
 
 	// links at work (move.go)
 	xfers []xfer                                        // moves in flight or waiting for their source
@@ -284,9 +286,6 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 		}
 	}
 	if cfg.Net != nil {
-		if s.pool == nil {
-			return nil, errors.New("sim: a fabric without a pooled tier carries nothing")
-		}
 		if err := cfg.Net.attach(s, cfg.Node); err != nil {
 			return nil, err
 		}
@@ -653,6 +652,29 @@ func (s *Sim) Arrive(r *core.Request) error {
 	return nil
 }
 
+// Inject hands the Sim request r at time at (not before the Sim's
+// current time): a request another instance passes on, such as a
+// disaggregated prefill's decode, whose Arrival (the user's) is earlier.
+// It is an event like the others; the Sim copies r.
+func (s *Sim) Inject(at int64, r *core.Request) error {
+	if at < s.now || at > core.MaxTime {
+		return &LimitError{Key: "timestamp", Line: r.Line, Msg: fmt.Sprintf("a hand-over at %d ns, outside %d..%d ns", at, s.now, core.MaxTime)}
+	}
+	if n := len(s.injects); n < cap(s.injects) {
+		s.injects = s.injects[:n+1]
+		q := &s.injects[n]
+		blocks := append(q.Blocks[:0], r.Blocks...)
+		*q = *r
+		q.Blocks = blocks
+	} else {
+		q := *r
+		q.Blocks = append([]core.Block(nil), r.Blocks...)
+		s.injects = append(s.injects, q)
+	}
+	s.heap.push(at, evInject, -1)
+	return nil
+}
+
 // Finish runs every pending event and returns the run's result.
 func (s *Sim) Finish() (*Result, error) {
 	if s.err != nil {
@@ -706,6 +728,16 @@ func (s *Sim) step() (arrived bool, err error) {
 		s.eng.stepDone(s.now)
 	case evNet:
 		s.netDone(s.now, e.req)
+	case evInject:
+		r := &s.injects[s.ih]
+		s.ih++
+		if err := s.admissible(r); err != nil {
+			return false, err
+		}
+		s.core.Arrive(s.now, r)
+		if s.ih == len(s.injects) { // drained: reuse the arrays from the start
+			s.injects, s.ih = s.injects[:0], 0
+		}
 	}
 	return false, s.after()
 }
