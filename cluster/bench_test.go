@@ -61,3 +61,45 @@ func BenchmarkClusterConversation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClusterTopologies replays the conversation trace on 16 batched
+// instances with 8 GiB of HBM each and round robin: private DRAM per node,
+// one pool of the nodes' DRAM (every request's cross-node reads on the
+// fabric, instances stepped in one event order), and 8 prefill + 8 decode
+// instances with private DRAM (every prompt's KV crosses the fabric).
+func BenchmarkClusterTopologies(b *testing.B) {
+	for _, topo := range []string{"private", "pool", "disagg"} {
+		b.Run(topo, func(b *testing.B) {
+			path := testenv.ConversationTrace(b)
+			b.ReportAllocs()
+			var requests int64
+			for b.Loop() {
+				r, err := trace.Open(path, trace.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg := Config{Router: &rrTest{}, NIC: sim.NICSpec{Bandwidth: 25e9, Latency: 5000, Lanes: 8}}
+				for range 16 {
+					n := conversationNode()
+					n.GPU.Engine = sim.EngineBatched
+					n.Core.Tiers[0].Capacity = 8 << 30
+					n.Core.Tiers[1].Capacity = 32 << 30
+					cfg.Instances = append(cfg.Instances, n)
+				}
+				switch topo {
+				case "pool":
+					cfg.PoolShare = 32 << 30
+				case "disagg":
+					cfg.Prefill = 8
+				}
+				src := workload.NewSource(r, trace.NewDict())
+				if _, err := Run(src, cfg, nil); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				requests += src.Requests
+			}
+			b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}

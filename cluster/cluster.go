@@ -348,6 +348,7 @@ type disagg struct {
 	obs     func(inst int, r *core.Record)
 	pending map[int64]core.Request // by Seq: requests prefilling, as the user sent them
 	pre     core.Request
+	spare   [][]core.Block // block arrays of handed-over requests, for reuse
 	err     error
 }
 
@@ -356,7 +357,11 @@ type disagg struct {
 // the decode instance.
 func (d *disagg) prefillOf(r *core.Request) *core.Request {
 	keep := *r
-	keep.Blocks = append([]core.Block(nil), r.Blocks...)
+	var blocks []core.Block
+	if n := len(d.spare); n > 0 {
+		blocks, d.spare = d.spare[n-1][:0], d.spare[:n-1]
+	}
+	keep.Blocks = append(blocks, r.Blocks...)
 	d.pending[r.Seq] = keep
 	d.pre = *r
 	d.pre.OutputTokens = 1
@@ -376,6 +381,7 @@ func (d *disagg) handOver(i int, r *core.Record) {
 		return
 	}
 	delete(d.pending, r.Seq)
+	defer func() { d.spare = append(d.spare, q.Blocks) }() // Inject copied them
 	if r.Rejected {
 		if d.obs != nil {
 			d.obs(i, r)
