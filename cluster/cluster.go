@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"kvsim/core"
 	"kvsim/sim"
@@ -27,6 +28,10 @@ type Config struct {
 	// decode; the router chooses among the prefill instances, and a
 	// finished prefill's KV crosses the NICs to a decode instance.
 	Prefill int
+	// StaleNs > 0 shows the router the cluster as it was StaleNs ago
+	// (lag.go): an index of cached blocks fed by the cores' events, and
+	// load reports; 0: the current state, exactly.
+	StaleNs int64
 }
 
 // PoolStats describes the pooled tier after a run.
@@ -233,6 +238,18 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 	}
 	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n), Prefill: cfg.Prefill}
 	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
+	var lag *lagging
+	if cfg.StaleNs < 0 {
+		return nil, fmt.Errorf("cluster: a view %d ns stale", cfg.StaleNs)
+	}
+	if cfg.StaleNs > 0 {
+		routed := n
+		if cfg.Prefill > 0 {
+			routed = cfg.Prefill
+		}
+		lag = newLagging(cfg.StaleNs, v.sims[:routed])
+		v.lag = lag
+	}
 	d := &disagg{all: v.sims, prefill: cfg.Prefill, res: res, obs: obs, pending: map[int64]core.Request{}}
 	for i := range n {
 		var o core.Observer
@@ -243,6 +260,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 			o = func(r *core.Record) { obs(i, r) }
 		}
 		ic := cfg.Instances[i]
+		if lag != nil && (cfg.Prefill == 0 || i < cfg.Prefill) {
+			ic.Core.OnResidency = func(b core.Block, w uint8) { lag.record(i, b, w) }
+		}
 		if pool != nil {
 			ic.Core.Pool, ic.Core.Node = pool, i
 		}
@@ -287,6 +307,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 		if d.err != nil {
 			return nil, d.err
+		}
+		if lag != nil {
+			lag.advance(next.Arrival)
 		}
 		inst, reject := cfg.Router.Route(next.Arrival, &next, v)
 		if reject {
@@ -406,7 +429,7 @@ func (d *disagg) handOver(i int, r *core.Record) {
 func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
 	best, mine := 0, 0
 	for i := range v.sims {
-		_, a := v.Prefix(i, blocks)
+		a := v.livePrefix(i, blocks)
 		best = max(best, a)
 		if i == inst {
 			mine = a
@@ -420,30 +443,75 @@ func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
 	}
 }
 
-// view is the View over the instances' simulators.
+// view is the View over the instances' simulators: live, or through a
+// lagging index (Config.StaleNs).
 type view struct {
 	sims        []*sim.Sim
 	blockTokens []int
+	lag         *lagging
+}
+
+// load is what the View tells of an instance's work.
+type load struct {
+	queued, running             int
+	queuedToks, runToks, toFill int64
+}
+
+func (v *view) load(i int) load {
+	if v.lag != nil {
+		return v.lag.cur[i]
+	}
+	return liveLoad(v.sims[i])
+}
+
+func liveLoad(s *sim.Sim) load {
+	c := s.Core()
+	return load{c.Queued(), c.Running(), c.QueuedTokens(), c.RunningTokens(), s.PendingPrefillTokens()}
+}
+
+// where is the set of instance i's tiers holding b, as the View knows it.
+func (v *view) where(i int, b core.Block) uint8 {
+	if v.lag != nil {
+		if w := v.lag.where[i]; int(b) < len(w) {
+			return w[b]
+		}
+		return 0
+	}
+	return v.sims[i].Core().Where(b)
 }
 
 func (v *view) Instances() int            { return len(v.sims) }
-func (v *view) Queued(i int) int          { return v.sims[i].Core().Queued() }
-func (v *view) Running(i int) int         { return v.sims[i].Core().Running() }
-func (v *view) QueuedTokens(i int) int64  { return v.sims[i].Core().QueuedTokens() }
-func (v *view) RunningTokens(i int) int64 { return v.sims[i].Core().RunningTokens() }
+func (v *view) Queued(i int) int          { return v.load(i).queued }
+func (v *view) Running(i int) int         { return v.load(i).running }
+func (v *view) QueuedTokens(i int) int64  { return v.load(i).queuedToks }
+func (v *view) RunningTokens(i int) int64 { return v.load(i).runToks }
 
 func (v *view) Prefix(i int, blocks []core.Block) (hbm, any int) {
-	c := v.sims[i].Core()
 	for k, b := range blocks {
-		if !c.Cached(b) {
+		w := v.where(i, b)
+		if w == 0 {
 			break
 		}
 		any++
-		if hbm == k && c.Resident(b, 0) {
+		if hbm == k && w&1 != 0 {
 			hbm++
 		}
 	}
 	return hbm, any
+}
+
+// livePrefix is Prefix on the instances' current state (the best-prefix
+// score measures the router against the truth).
+func (v *view) livePrefix(i int, blocks []core.Block) int {
+	c := v.sims[i].Core()
+	n := 0
+	for _, b := range blocks {
+		if !c.Cached(b) {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // EstimateTTFT sums, on instance i: the queue's prefill work (its requests
@@ -457,29 +525,27 @@ func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 	s := v.sims[i]
 	c := s.Core()
 	now := s.Now()
+	ld := v.load(i)
 	var t int64
-	if q := c.Queued(); q > 0 {
-		avg := int(max(c.QueuedTokens()/int64(q), 1))
+	if q := ld.queued; q > 0 {
+		avg := int(max(ld.queuedToks/int64(q), 1))
 		per := s.EstimateCompute(0, avg)
 		t = core.AddTime(t, satMul(per, int64(q)))
 	}
-	if p := s.PendingPrefillTokens(); p > 0 {
+	if p := ld.toFill; p > 0 {
 		t = core.AddTime(t, s.EstimateCompute(0, int(min(p, int64(core.MaxTime)))))
 	}
 	var bytes [core.MaxTiers]int64
 	nt := c.Tiers()
 	prefix := 0
 	for _, b := range r.Blocks {
-		if !c.Cached(b) {
+		w := v.where(i, b)
+		if w == 0 {
 			break
 		}
 		prefix++
-		for tier := range nt {
-			if c.Resident(b, tier) {
-				bytes[tier] += c.BlockBytes(b)
-				break
-			}
-		}
+		// The index only holds blocks the instance has seen: it knows their size.
+		bytes[bits.TrailingZeros8(w)] += c.BlockBytes(b)
 	}
 	for tier := 1; tier < nt; tier++ {
 		if bytes[tier] > 0 {

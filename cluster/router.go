@@ -23,9 +23,9 @@ type Params struct {
 	// exceeds SLOTTFT (ns; 0: no SLO).
 	SLOTTFT   int64
 	SLOReject bool
-	// StaleNs is how old the cluster state a router sees may be (ns).
-	// Real routers read event-driven indexes that lag; the coordinator may
-	// honour it by delaying what the View shows. The routers ignore it.
+	// StaleNs is how late a router sees the cluster (ns): the
+	// coordinator honours it (Config.StaleNs, lag.go); the routers
+	// themselves ignore it.
 	StaleNs int64
 	// MaxTreeBlocks bounds each instance's tree of routed prefixes in
 	// cache_aware (SGLang's max_tree_size); least recently routed leaves go.

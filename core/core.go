@@ -207,6 +207,14 @@ func (c *Core) Resident(b Block, tier int) bool {
 	return int(b) < len(c.where) && c.where[b]&(1<<tier) != 0
 }
 
+// Where is the set of tiers holding b (bit t: tier t).
+func (c *Core) Where(b Block) uint8 {
+	if int(b) >= len(c.where) {
+		return 0
+	}
+	return c.where[b]
+}
+
 // Queued is the number of requests waiting for HBM.
 func (c *Core) Queued() int { return len(c.queue) - c.qh }
 

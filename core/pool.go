@@ -104,7 +104,10 @@ func (p *Pool) Publish(b Block) {
 		if m.size[b] == 0 {
 			m.size[b] = p.size[b]
 		}
-		m.where[b] |= 1 << p.tier
+		if m.where[b]&(1<<p.tier) == 0 {
+			m.where[b] |= 1 << p.tier
+			m.changed(b)
+		}
 	}
 }
 
@@ -176,8 +179,9 @@ func (p *Pool) drop(b Block) {
 	p.nodeUsed[h] -= p.size[b]
 	p.home[b], p.size[b] = -1, 0
 	for _, m := range p.members {
-		if m != nil && int(b) < len(m.where) {
+		if m != nil && int(b) < len(m.where) && m.where[b]&(1<<p.tier) != 0 {
 			m.where[b] &^= 1 << p.tier
+			m.changed(b)
 		}
 	}
 }

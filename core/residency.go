@@ -73,11 +73,13 @@ func (c *Core) unpin(now int64, b Block) {
 func (c *Core) insert(now int64, t int, b Block) {
 	if t == c.pt {
 		c.pool.add(now, c, b, c.placeAt)
+		c.changed(b)
 		c.peak(t)
 		c.evictAhead(now, t, b)
 		return
 	}
 	c.where[b] |= 1 << t
+	c.changed(b)
 	c.used[t] += c.size[b]
 	c.policies[t].Insert(b, c.size[b], now)
 	if t == 0 && c.pins[b] > 0 {
@@ -97,7 +99,15 @@ func (c *Core) remove(t int, b Block) {
 		return
 	}
 	c.where[b] &^= 1 << t
+	c.changed(b)
 	c.used[t] -= c.size[b]
+}
+
+// changed tells Config.OnResidency that b's residency changed.
+func (c *Core) changed(b Block) {
+	if c.cfg.OnResidency != nil {
+		c.cfg.OnResidency(b, c.where[b])
+	}
 }
 
 func (c *Core) peak(t int) {

@@ -36,6 +36,10 @@ type Config struct {
 	// and policy are the pool's. Node is this core's node in the pool.
 	Pool *Pool
 	Node int
+	// OnResidency, if set, hears every change of which tiers hold a
+	// block (bit t: tier t), as the change happens: what a worker's KV
+	// events tell a router's index (Dynamo's stored/removed events).
+	OnResidency func(b Block, where uint8)
 }
 
 // CostModel is a body's estimate of what loading and computing cost now.
