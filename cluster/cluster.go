@@ -520,7 +520,8 @@ func (v *view) livePrefix(i int, blocks []core.Block) int {
 // computed (as one prompt; a step under way counts whole), loading r's
 // cached prefix from the fastest tier holding each block (the first hop's
 // backlog and the route's idle time, per tier), and computing the rest of
-// r's prompt. Decodes sharing the steps are not counted.
+// r's prompt, each in the steps the engine runs now: beside the
+// sequences decoding (batched engine), which share every step.
 func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 	s := v.sims[i]
 	c := s.Core()
@@ -529,11 +530,11 @@ func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 	var t int64
 	if q := ld.queued; q > 0 {
 		avg := int(max(ld.queuedToks/int64(q), 1))
-		per := s.EstimateCompute(0, avg)
+		per := s.EstimateBesideDecodes(0, avg)
 		t = core.AddTime(t, satMul(per, int64(q)))
 	}
 	if p := ld.toFill; p > 0 {
-		t = core.AddTime(t, s.EstimateCompute(0, int(min(p, int64(core.MaxTime)))))
+		t = core.AddTime(t, s.EstimateBesideDecodes(0, int(min(p, int64(core.MaxTime)))))
 	}
 	var bytes [core.MaxTiers]int64
 	nt := c.Tiers()
@@ -555,7 +556,7 @@ func (v *view) EstimateTTFT(i int, r *core.Request) int64 {
 	}
 	cached := min(prefix*v.blockTokens[i], r.InputTokens)
 	compute := max(r.InputTokens-cached, 1) // the core computes at least one token
-	return core.AddTime(t, s.EstimateCompute(r.InputTokens-compute, compute))
+	return core.AddTime(t, s.EstimateBesideDecodes(r.InputTokens-compute, compute))
 }
 
 // satMul is a*b for non-negative a, b, saturating past core.MaxTime.

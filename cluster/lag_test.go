@@ -51,3 +51,26 @@ func TestStaleView(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateBesideDecodes: a 12-token prompt on an idle instance takes
+// two steps, 8 and 4 tokens: 1080 + 1040 = 2120 ns. On an instance where
+// one request is decoding, each step also carries its decode (one token
+// of the budget, 100 ns): 7 + 5 tokens, 1170 + 1150 = 2320 ns.
+func TestEstimateBesideDecodes(t *testing.T) {
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: 50, Blocks: []core.Block{0, 1}},
+		{Seq: 1, Arrival: 10_000, InputTokens: 12, OutputTokens: 1, Blocks: []core.Block{5, 6, 7}},
+	}
+	var got []int64
+	cfg := Config{
+		Instances: []sim.Config{tinyNode(), tinyNode()},
+		Router: routerFunc(func(_ int64, r *core.Request, v View) (int, bool) {
+			got = append(got, v.EstimateTTFT(0, r), v.EstimateTTFT(1, r))
+			return 0, false
+		}),
+	}
+	runCluster(t, cfg, reqs)
+	if want := []int64{1080, 1080, 2320, 2120}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("estimates %v, want %v", got, want)
+	}
+}

@@ -316,18 +316,37 @@ func (e *engine) stepDone(now int64) {
 
 // computeNs is the time a lone prompt of n tokens after c cached ones
 // takes: its chunks, one step each (the core's cost model).
-func (e *engine) computeNs(c, n int) int64 {
+func (e *engine) computeNs(c, n int) int64 { return e.computeBeside(c, n, 0, 0) }
+
+// computeBeside is computeNs in steps that also carry dseqs decoding
+// sequences holding dctx tokens of context (each takes one token of the
+// budget and reads its context every step).
+func (e *engine) computeBeside(c, n, dseqs int, dctx int64) int64 {
 	var t int64 // each step rounds to ns, as a run's steps do
 	ctx := int64(c)
+	room := max(e.budget-dseqs, 1)
 	for n > 0 {
-		k := min(n, e.budget)
+		k := min(n, room)
 		fk := float64(k)
-		e.tmp = StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: ctx, AttnPairs: fk*float64(ctx) + fk*(fk+1)/2}
+		e.tmp = StepBatch{PrefillTokens: k, PrefillSeqs: 1, DecodeSeqs: dseqs, ContextTokens: ctx + dctx,
+			AttnPairs: fk*float64(ctx) + fk*(fk+1)/2 + float64(dctx) + float64(dseqs)}
 		t = core.AddTime(t, toNs(e.model.StepNs(&e.tmp)))
 		ctx += int64(k)
+		dctx += int64(dseqs)
 		n -= k
 	}
 	return t
+}
+
+// decoding counts the sequences generating now and the context they hold.
+func (e *engine) decoding() (n int, ctx int64) {
+	for _, id := range e.run {
+		if q := &e.seqs[id]; q.state == seqDecode {
+			n++
+			ctx += q.ctx
+		}
+	}
+	return n, ctx
 }
 
 // admissible checks that a request's steps alone stay representable: its

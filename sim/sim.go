@@ -488,6 +488,17 @@ func (s *Sim) EstimateCompute(cached, compute int) int64 {
 	return s.cfg.GPU.ComputeNs(cached, compute)
 }
 
+// EstimateBesideDecodes is EstimateCompute in the batched engine's steps
+// as they run now, beside the sequences decoding (which share each step's
+// budget and time); the simple engine decodes beside prefills for free.
+func (s *Sim) EstimateBesideDecodes(cached, compute int) int64 {
+	if s.eng == nil {
+		return s.cfg.GPU.ComputeNs(cached, compute)
+	}
+	n, ctx := s.eng.decoding()
+	return s.eng.computeBeside(cached, compute, n, ctx)
+}
+
 // Overlapped implements core.CostModel.
 func (s *Sim) Overlapped() bool { return s.eng == nil && !s.cfg.GPU.Serial }
 
