@@ -39,6 +39,11 @@ type Request struct {
 	OutputTokens int     // generated tokens
 	HashIDs      []int64 // raw ids as in the file; the slice is reused between Next calls
 	Line         int     // 1-based line number in the file
+	// Parent is the line of the turn this one follows in its session
+	// (closed-loop replay: it arrives Think after that turn completes);
+	// 0: none, the request arrives at its trace time.
+	Parent int
+	Think  int64 // ns; meaningful only with Parent
 }
 
 // Options control a Reader.
@@ -50,6 +55,9 @@ type Options struct {
 	// request rate, the same requests in the same order (0 or 1: as
 	// recorded).
 	Speedup float64
+	// Format is the trace's format: "mooncake" (also ""), the only one
+	// read so far.
+	Format string
 }
 
 // LineError is a problem with one line (or with reading at that line).
