@@ -250,14 +250,15 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		lag = newLagging(cfg.StaleNs, v.sims[:routed])
 		v.lag = lag
 	}
-	d := &disagg{all: v.sims, prefill: cfg.Prefill, res: res, obs: obs, pending: map[int64]core.Request{}}
+	rt := &routing{}
+	d := &disagg{all: v.sims, prefill: cfg.Prefill, res: res, obs: rt.user, pending: map[int64]core.Request{}}
 	for i := range n {
 		var o core.Observer
 		switch {
 		case i < cfg.Prefill:
 			o = func(r *core.Record) { d.handOver(i, r) }
-		case obs != nil:
-			o = func(r *core.Record) { obs(i, r) }
+		default:
+			o = func(r *core.Record) { rt.user(i, r) }
 		}
 		ic := cfg.Instances[i]
 		if lag != nil && (cfg.Prefill == 0 || i < cfg.Prefill) {
@@ -287,7 +288,12 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		v.sims = v.sims[:cfg.Prefill]
 		v.blockTokens = v.blockTokens[:cfg.Prefill]
 	}
-	rejected := core.Record{Rejected: true, HitBlocks: make([]int64, len(cfg.Instances[0].Core.Tiers))}
+	*rt = routing{cfg: &cfg, v: v, d: d, lag: lag, res: res, obs: obs,
+		rejected: core.Record{Rejected: true, HitBlocks: make([]int64, len(cfg.Instances[0].Core.Tiers))}}
+	if ss, ok := src.(core.Sessions); ok {
+		rt.sessions = ss
+		g.SetExternal(rt)
+	}
 	var next core.Request
 	var last int64
 	for {
@@ -305,34 +311,7 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		if err := g.AdvanceTo(next.Arrival); err != nil {
 			return nil, err
 		}
-		if d.err != nil {
-			return nil, d.err
-		}
-		if lag != nil {
-			lag.advance(next.Arrival)
-		}
-		inst, reject := cfg.Router.Route(next.Arrival, &next, v)
-		if reject {
-			res.Rejected++
-			if obs != nil {
-				r := &next
-				rejected.Seq, rejected.Arrival, rejected.InputTokens, rejected.OutputTokens = r.Seq, r.Arrival, r.InputTokens, r.OutputTokens
-				rejected.Admitted, rejected.PrefillStart, rejected.FirstToken, rejected.Done = r.Arrival, r.Arrival, r.Arrival, r.Arrival
-				rejected.Blocks = len(r.Blocks)
-				obs(-1, &rejected)
-			}
-			continue
-		}
-		if inst < 0 || inst >= len(v.sims) {
-			return nil, fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, len(v.sims))
-		}
-		res.Chosen[inst]++
-		v.scorePrefix(res, inst, next.Blocks)
-		r := &next
-		if cfg.Prefill > 0 {
-			r = d.prefillOf(&next)
-		}
-		if err := v.sims[inst].Arrive(r); err != nil {
+		if err := rt.route(&next, false); err != nil {
 			return nil, err
 		}
 	}
@@ -341,6 +320,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	if rt.err != nil {
+		return nil, rt.err
 	}
 	for _, s := range d.all {
 		r, err := s.Finish()
@@ -361,6 +343,144 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		res.NICs = fab.Stats()
 	}
 	return res, nil
+}
+
+// routing sends requests to instances: those of the source at their
+// arrival, and in closed-loop replay (core.Sessions) the turns that follow
+// a finished one, released as it finishes and routed at their own arrival
+// (as the group's External).
+type routing struct {
+	cfg      *Config
+	v        *view
+	d        *disagg
+	lag      *lagging
+	res      *Result
+	obs      func(inst int, r *core.Record)
+	rejected core.Record
+	sessions core.Sessions
+	follow   followHeap // released turns, by arrival
+	err      error
+}
+
+// route sends r (at r.Arrival) to the router's instance: by Arrive for a
+// request of the source (every instance stands at its arrival), by
+// Inject for a released turn.
+func (rt *routing) route(r *core.Request, inject bool) error {
+	if rt.d.err != nil {
+		return rt.d.err
+	}
+	if rt.err != nil {
+		return rt.err
+	}
+	if rt.lag != nil {
+		rt.lag.advance(r.Arrival)
+	}
+	v, res := rt.v, rt.res
+	inst, reject := rt.cfg.Router.Route(r.Arrival, r, v)
+	if reject {
+		res.Rejected++
+		rec := &rt.rejected
+		rec.Seq, rec.Arrival, rec.InputTokens, rec.OutputTokens = r.Seq, r.Arrival, r.InputTokens, r.OutputTokens
+		rec.Admitted, rec.PrefillStart, rec.FirstToken, rec.Done = r.Arrival, r.Arrival, r.Arrival, r.Arrival
+		rec.Blocks = len(r.Blocks)
+		rt.user(-1, rec)
+		return rt.err
+	}
+	if inst < 0 || inst >= len(v.sims) {
+		return fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, len(v.sims))
+	}
+	res.Chosen[inst]++
+	v.scorePrefix(res, inst, r.Blocks)
+	if rt.cfg.Prefill > 0 {
+		r = rt.d.prefillOf(r)
+	}
+	if inject {
+		return v.sims[inst].Inject(r.Arrival, r)
+	}
+	return v.sims[inst].Arrive(r)
+}
+
+// user takes a record the user sees (instance -1: the router refused
+// it); in closed-loop replay the turns that follow it are released.
+func (rt *routing) user(inst int, r *core.Record) {
+	if rt.obs != nil {
+		rt.obs(inst, r)
+	}
+	if rt.sessions == nil || rt.err != nil {
+		return
+	}
+	next, err := rt.sessions.Follow(r.Seq, r.Done)
+	if err != nil {
+		rt.err = err
+		return
+	}
+	for i := range next {
+		q := next[i]
+		q.Blocks = append([]core.Block(nil), q.Blocks...)
+		rt.follow.push(q)
+	}
+}
+
+// NextTime implements sim.External.
+func (rt *routing) NextTime() (int64, bool) {
+	if len(rt.follow) == 0 {
+		return 0, false
+	}
+	return rt.follow[0].Arrival, true
+}
+
+// Fire implements sim.External: the earliest released turn arrives.
+func (rt *routing) Fire() error {
+	q := rt.follow.pop()
+	if q.Arrival > core.MaxTime {
+		return &sim.LimitError{Key: "timestamp", Line: q.Line, Msg: fmt.Sprintf(
+			"request %d arrives after its session's previous turn, past the simulated-time limit", q.Seq)}
+	}
+	return rt.route(&q, true)
+}
+
+// followHeap is a min-heap of requests by (Arrival, Seq).
+type followHeap []core.Request
+
+func (h followHeap) less(i, j int) bool {
+	return h[i].Arrival < h[j].Arrival || (h[i].Arrival == h[j].Arrival && h[i].Seq < h[j].Seq)
+}
+
+func (h *followHeap) push(r core.Request) {
+	*h = append(*h, r)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *followHeap) pop() core.Request {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < n && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 // disagg hands each finished prefill over to a decode instance.

@@ -187,3 +187,15 @@ type Observer func(r *Record)
 type Source interface {
 	Next(r *Request) error
 }
+
+// Sessions is a Source for closed-loop replay: Next yields the requests
+// that arrive at their own times (a session's first turn), and a turn that
+// follows another arrives only once that one has finished, a think time
+// later.
+type Sessions interface {
+	Source
+	// Follow reports that request seq finished (or was turned away) at
+	// done and returns the requests that follow it, their Arrival set;
+	// the slice and its requests are valid until the next call.
+	Follow(seq int64, done int64) ([]Request, error)
+}

@@ -9,7 +9,23 @@ package sim
 type Group struct {
 	sims    []*Sim
 	net     *Fabric
+	ext     External
 	coupled bool
+}
+
+// External is a source of events outside the Sims that the group orders
+// with theirs: a coordinator's arrivals that depend on what the Sims do
+// (closed-loop sessions). At equal times the Sims' events come first.
+type External interface {
+	NextTime() (t int64, ok bool)
+	Fire() error // carry out the earliest
+}
+
+// SetExternal adds e to the group's order; the Sims are then stepped event
+// by event.
+func (g *Group) SetExternal(e External) {
+	g.ext = e
+	g.coupled = true
 }
 
 // NewGroup groups sims; net is the fabric they were built on, or nil.
@@ -77,6 +93,14 @@ func (g *Group) run(toArrival bool) error {
 			// Past the arrival (every Sim standing at it) the fabric waits.
 			if t, ok := g.net.next(); ok && ((best == nil && !toArrival) || (best != nil && t <= bt)) {
 				if err := g.net.step(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if g.ext != nil {
+			if t, ok := g.ext.NextTime(); ok && ((best == nil && !toArrival) || (best != nil && t < bt)) {
+				if err := g.ext.Fire(); err != nil {
 					return err
 				}
 				continue

@@ -53,6 +53,10 @@ func (s *Source) Next(out *core.Request) error {
 	return nil
 }
 
+// Session is the last request's place in its session (trace.Request's
+// Parent line and Think time).
+func (s *Source) Session() (parent int, think int64) { return s.tr.Parent, s.tr.Think }
+
 // Distinct is the number of distinct blocks seen so far.
 func (s *Source) Distinct() int { return s.dict.Len() }
 
