@@ -59,7 +59,7 @@ func TestClosedLoopByHand(t *testing.T) {
 		{11, &rrTest{}, 17080, 2120, 1},
 	} {
 		src := &sessionsTest{
-			roots: []core.Request{{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: tc.out0, Blocks: []core.Block{0, 1}}},
+			roots:   []core.Request{{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: tc.out0, Blocks: []core.Block{0, 1}}},
 			follows: map[int64][]core.Request{0: {{Seq: 1, Arrival: 999, InputTokens: 12, OutputTokens: 1, Blocks: []core.Block{0, 1, 2}}}},
 			think:   5000, done: map[int64]int64{},
 		}
