@@ -56,8 +56,8 @@ type Options struct {
 	// recorded).
 	Speedup float64
 	// Format is the trace's format: "mooncake" (also ""), the only one
-	// read so far.
-	Format string
+	// read so far. Not in a run's id: the scenario's workload.format is.
+	Format string `json:"-"`
 }
 
 // LineError is a problem with one line (or with reading at that line).
