@@ -23,6 +23,25 @@ func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 	return cluster.NewRouter(c.Router, p)
 }
 
+// ClusterConfig is sc's [cluster] around cfg, each instance's simulator:
+// the router, the pooled tier (each node contributing the tier's capacity;
+// the tier in cfg stands for it), the NICs and the prefill instances.
+func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error) {
+	c := sc.Cluster
+	ccfg := cluster.Config{Prefill: c.Prefill, NIC: sim.NICSpec{Bandwidth: c.NICBandwidth, Latency: c.NICLatency, Lanes: c.NICLanes}}
+	if t := sc.Pool(); t >= 0 {
+		ccfg.PoolShare = sc.Tiers[t].Capacity
+	}
+	var err error
+	if ccfg.Router, err = NewRouter(sc); err != nil {
+		return ccfg, err
+	}
+	for range c.Instances {
+		ccfg.Instances = append(ccfg.Instances, cfg)
+	}
+	return ccfg, nil
+}
+
 // mergeSeries is the cluster's time series: counts summed, shares (tier
 // use, link and pipe utilisation) averaged over the instances, every
 // instance alike. An instance whose series ended earlier (its last event
@@ -107,9 +126,9 @@ func instances(sc *scenario.Scenario, cr *cluster.Result) ([]results.Instance, *
 			b := float64(r.GPUBusyNs) / float64(end)
 			in.GPUBusyShare = &b
 		}
-		if cr.Prefill > 0 {
+		if p := sc.Cluster.Prefill; p > 0 {
 			in.Role = "decode"
-			if i < cr.Prefill {
+			if i < p {
 				in.Role = "prefill"
 			}
 		}

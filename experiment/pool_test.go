@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"kvsim/results"
+	"kvsim/scenario"
+	"kvsim/sim"
 	"kvsim/trace"
 )
 
@@ -150,5 +153,68 @@ func TestRunIDCluster(t *testing.T) {
 	private, fastPrivate := id("tier.pool.scope=node"), id("tier.pool.scope=node", "cluster.nic_bandwidth=50GB/s")
 	if pool == fastPool || pool == private || private != fastPrivate {
 		t.Errorf("run IDs: pool %s, pool with faster NICs %s, private %s, private with faster NICs %s", pool, fastPool, private, fastPrivate)
+	}
+}
+
+// TestClusterConfig: the scenario's pool, NICs and prefill instances reach
+// the cluster: the pooled tier's capacity is each node's share, the NIC
+// keys are bytes/s, ns and lanes, and the instances are the prefill ones
+// plus the decode ones.
+func TestClusterConfig(t *testing.T) {
+	sc := load(t, "../scenarios/cluster_pool.toml", "cluster.nic_bandwidth=50GB/s", "cluster.nic_latency=2us", "cluster.nic_lanes=4")
+	cfg := SimConfig(sc, sc.Policies[0], nil)
+	cc, err := ClusterConfig(sc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.PoolShare != 16<<30 || cc.NIC != (sim.NICSpec{Bandwidth: 50e9, Latency: 2000, Lanes: 4}) || cc.Prefill != 0 || len(cc.Instances) != 4 || cc.Router.Name() != "round_robin" {
+		t.Errorf("pooled: share %d, NIC %+v, prefill %d, %d instances, router %s", cc.PoolShare, cc.NIC, cc.Prefill, len(cc.Instances), cc.Router.Name())
+	}
+	if len(cfg.Links) != 2 || cfg.Links[1].From != 1 || cfg.Links[1].To != 2 {
+		t.Errorf("the pooled tier's links %+v", cfg.Links)
+	}
+	sc = disaggregated(t, 1, 3, "tier.pool.scope=node")
+	if cc, err = ClusterConfig(sc, SimConfig(sc, sc.Policies[0], nil)); err != nil {
+		t.Fatal(err)
+	}
+	if cc.PoolShare != 0 || cc.Prefill != 1 || len(cc.Instances) != 4 || cc.NIC.Bandwidth != 25e9 {
+		t.Errorf("disaggregated: share %d, prefill %d, %d instances, NIC %+v", cc.PoolShare, cc.Prefill, len(cc.Instances), cc.NIC)
+	}
+}
+
+// disaggregated is cluster_pool.toml with prefill and decode instances in
+// place of instances.
+func disaggregated(t *testing.T, prefill, decode int, sets ...string) *scenario.Scenario {
+	t.Helper()
+	const path = "../scenarios/cluster_pool.toml"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "\ninstances = 4\n", fmt.Sprintf("\nprefill_instances = %d\ndecode_instances = %d\n", prefill, decode), 1)
+	sc, err := scenario.ParseWith([]byte(src), path, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestDisaggregatedRoles: under disaggregation summary.json names each
+// instance's role, the prefill ones first.
+func TestDisaggregatedRoles(t *testing.T) {
+	sc := disaggregated(t, 1, 2)
+	if sc.Cluster.Instances != 3 || sc.Cluster.Prefill != 1 {
+		t.Fatalf("cluster %+v", sc.Cluster)
+	}
+	sum, err := Run(context.Background(), sc, Options{Limit: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, in := range sum.Policies[0].Instances {
+		roles = append(roles, in.Role)
+	}
+	if strings.Join(roles, ",") != "prefill,decode,decode" {
+		t.Errorf("roles %v", roles)
 	}
 }
