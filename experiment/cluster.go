@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"kvsim/cluster"
+	"kvsim/core"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -20,6 +21,25 @@ func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 	}
 	p.BlockTokens = sc.Model.BlockTokens
 	return cluster.NewRouter(c.Router, p)
+}
+
+// ClusterConfig is sc's [cluster] around cfg, each instance's simulator:
+// the router, the pooled tier (each node contributing the tier's capacity;
+// the tier in cfg stands for it), the NICs and the prefill instances.
+func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error) {
+	c := sc.Cluster
+	ccfg := cluster.Config{Prefill: c.Prefill, NIC: sim.NICSpec{Bandwidth: c.NICBandwidth, Latency: c.NICLatency, Lanes: c.NICLanes}}
+	if t := sc.Pool(); t >= 0 {
+		ccfg.PoolShare = sc.Tiers[t].Capacity
+	}
+	var err error
+	if ccfg.Router, err = NewRouter(sc); err != nil {
+		return ccfg, err
+	}
+	for range c.Instances {
+		ccfg.Instances = append(ccfg.Instances, cfg)
+	}
+	return ccfg, nil
 }
 
 // mergeSeries is the cluster's time series: counts summed, shares (tier
@@ -106,8 +126,62 @@ func instances(sc *scenario.Scenario, cr *cluster.Result) ([]results.Instance, *
 			b := float64(r.GPUBusyNs) / float64(end)
 			in.GPUBusyShare = &b
 		}
+		if p := sc.Cluster.Prefill; p > 0 {
+			in.Role = "decode"
+			if i < p {
+				in.Role = "prefill"
+			}
+		}
+		in.Sources = sources(&st, cr.Pool)
 		out = append(out, in)
 	}
 	return out, &results.Router{Name: cr.Router, Decisions: cr.Chosen, Rejected: cr.Rejected,
 		BestPrefixShare: cr.BestPrefixShare(), WithPrefix: cr.WithPrefix}
+}
+
+// sources splits an instance's block accesses by where each block came
+// from: its hbm, its own lower tiers, the pool on its node or on another,
+// or nowhere (recomputed).
+func sources(st *core.Stats, pool *cluster.PoolStats) *results.Sources {
+	var s results.Sources
+	var hits int64
+	for t, h := range st.Hits {
+		hits += h
+		switch {
+		case t == 0:
+			s.LocalHBM += h
+		case pool != nil && t == pool.Tier:
+			s.PoolLocal += h - st.PoolRemoteHits
+			s.PoolRemote += st.PoolRemoteHits
+		default:
+			s.LocalTier += h
+		}
+	}
+	s.Recomputed = st.BlockAccesses - hits
+	return &s
+}
+
+// nics is summary.json's per-node NIC traffic; end is the run's simulated
+// end, the busy shares' denominator.
+func nics(cr *cluster.Result, end int64) []results.NIC {
+	var out []results.NIC
+	for _, n := range cr.NICs {
+		nic := results.NIC{Node: n.Node, SendBytes: n.SendBytes, RecvBytes: n.RecvBytes}
+		if end > 0 {
+			nic.SendBusyShare = float64(n.SendBusyNs) / float64(end)
+			nic.RecvBusyShare = float64(n.RecvBusyNs) / float64(end)
+		}
+		out = append(out, nic)
+	}
+	return out
+}
+
+// poolStats is summary.json's view of the pooled tier; nil without one.
+func poolStats(sc *scenario.Scenario, cr *cluster.Result, tot *sim.Result) *results.Pool {
+	p := cr.Pool
+	if p == nil {
+		return nil
+	}
+	return &results.Pool{Tier: sc.Tiers[p.Tier].Name, CapacityBytes: p.Capacity, ShareBytes: p.Share, PeakUsedBytes: p.Peak,
+		UsedBytes: p.Used, NodeUsedBytes: append([]int64(nil), p.NodeUsed...), RemoteHits: tot.Stats.PoolRemoteHits}
 }

@@ -230,16 +230,14 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	defer rd.Close()
 	src := workload.NewSource(rd, trace.NewDict())
 	csrc := &ctxSource{ctx: ctx, src: src, prog: o.Progress}
-	if n := sc.Cluster.Instances; n > 0 {
-		ccfg := cluster.Config{Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }}
-		if ccfg.Router, err = NewRouter(sc); err != nil {
+	if sc.Cluster.Instances > 0 {
+		var ccfg cluster.Config
+		if ccfg, err = ClusterConfig(sc, cfg); err != nil {
 			closeTmp()
 			pr.err = BadInputf("%s: cluster: %v", sc.Path, err)
 			return
 		}
-		for range n {
-			ccfg.Instances = append(ccfg.Instances, cfg)
-		}
+		ccfg.Setup = func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }
 		pr.cluster, err = cluster.Run(csrc, ccfg, func(i int, r *core.Record) { inst = i; obs(r) })
 		if err == nil {
 			pr.res = pr.cluster.Total()

@@ -30,6 +30,18 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	// hashed by content instead, a profile already shaped the links.
 	c.Path, c.Profile, c.Sets = "", "", nil
 	c.Workload.Trace = ""
+	// Keys that shape nothing in this run stay out, so that IDs from
+	// before they existed still hold: a node tier's scope (the default),
+	// the NICs of a cluster with neither a pool nor disaggregation.
+	c.Tiers = append([]scenario.Tier(nil), sc.Tiers...)
+	for i := range c.Tiers {
+		if c.Tiers[i].Scope != scenario.ScopeCluster {
+			c.Tiers[i].Scope = ""
+		}
+	}
+	if sc.Pool() < 0 && sc.Cluster.Prefill == 0 {
+		c.Cluster.NICBandwidth, c.Cluster.NICLatency, c.Cluster.NICLanes = 0, 0, 0
+	}
 	b, err := json.Marshal(struct {
 		Format   string
 		Scenario *scenario.Scenario

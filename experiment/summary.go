@@ -62,8 +62,12 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			BlockTokens: m.BlockTokens, BytesPerToken: m.BytesPerToken(), BytesPerBlock: m.BytesPerBlock()}}
 	for _, t := range sc.Tiers {
 		cost := float64(t.Capacity) / 1e9 * t.CostPerGB
-		sum.Tiers = append(sum.Tiers, results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
-			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost})
+		tier := results.Tier{Name: t.Name, Kind: t.Kind, CapacityBytes: t.Capacity,
+			Bandwidth: t.Bandwidth, LatencyNs: t.Latency, CostPerGB: t.CostPerGB, CostUSD: cost}
+		if t.Scope == scenario.ScopeCluster {
+			tier.Scope = t.Scope
+		}
+		sum.Tiers = append(sum.Tiers, tier)
 		sum.CostUSD += cost
 	}
 	sum.Trace = runs[0].trace
@@ -123,6 +127,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		}
 		if r.cluster != nil {
 			pol.Instances, pol.Router = instances(sc, r.cluster)
+			pol.NICs, pol.Pool = nics(r.cluster, r.res.End), poolStats(sc, r.cluster, r.res)
 		}
 		sum.Policies = append(sum.Policies, pol)
 		if r.series != nil {

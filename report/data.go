@@ -565,11 +565,15 @@ func int64s(v []int64) []float64 {
 //
 // Charts sit two to a row: the hit ratio beside recomputed tokens, in a
 // cluster run requests per instance beside its hit ratio, then the TTFT
-// CDF beside the TPOT CDF.
+// CDF beside the TPOT CDF. A cluster whose nodes exchanged KV adds its
+// NICs' send and receive utilisation after the per-instance pair.
 func scenarioCharts(s *results.Summary, lat *latencies) []chart {
 	out := []chart{hitChart(s), recomputeChart(s)}
 	if n := clusterSize(s); n > 0 { // a cluster run: how the router spread the work
 		out = append(out, instanceRequestsChart(s, n), instanceHitChart(s, n))
+		if hasNICs(s) { // a pair: sending beside receiving
+			out = append(out, nicCharts(s)...)
+		}
 	}
 	if c, ok := ttftCDFChart(s, lat); ok {
 		out = append(out, c)
@@ -731,10 +735,64 @@ func routed(p *results.Policy, i int) int64 {
 	return 0
 }
 
-// instanceTierShare is the share of instance in's block accesses served
-// from tier t: summary.json gives the hit ratio and the hits by tier, not
-// the accesses, so the ratio is split in proportion to the hits.
-func instanceTierShare(in *results.Instance, t string) float64 {
+// poolTier is the name of the tier a cluster's nodes pool, "" for none.
+func poolTier(s *results.Summary) string {
+	for _, t := range s.Tiers {
+		if t.Scope == "cluster" {
+			return t.Name
+		}
+	}
+	for _, p := range s.Policies {
+		if p.Pool != nil {
+			return p.Pool.Tier
+		}
+	}
+	return ""
+}
+
+// source is one column of an instance's hits: a tier, or the pooled
+// tier's hits on the reader's node or on another.
+type source struct {
+	name  string
+	count func(in *results.Instance) int64
+}
+
+// instanceSources lists where an instance's blocks came from, in
+// hierarchy order: each tier, the pooled one split into the copies on the
+// reader's node and those on another (when the summary has sources).
+func instanceSources(s *results.Summary) []source {
+	pool := poolTier(s)
+	var out []source
+	for _, t := range tierNames(s) {
+		if t == pool {
+			out = append(out,
+				source{t + " (this node)", func(in *results.Instance) int64 {
+					if in.Sources == nil {
+						return in.Hits[t]
+					}
+					return in.Sources.PoolLocal
+				}},
+				source{t + " (other node)", func(in *results.Instance) int64 {
+					if in.Sources == nil {
+						return 0
+					}
+					return in.Sources.PoolRemote
+				}})
+			continue
+		}
+		out = append(out, source{t, func(in *results.Instance) int64 { return in.Hits[t] }})
+	}
+	return out
+}
+
+// sourceShare is the share of in's block accesses that came from src:
+// from its sources when summary.json has them, else (older summaries give
+// the hit ratio and the hits by tier, not the accesses) the ratio split in
+// proportion to the hits.
+func sourceShare(in *results.Instance, src source) float64 {
+	if in.Sources != nil {
+		return ratio(src.count(in), in.Sources.Total())
+	}
 	var hits int64
 	for _, h := range in.Hits {
 		hits += h
@@ -742,7 +800,15 @@ func instanceTierShare(in *results.Instance, t string) float64 {
 	if hits == 0 {
 		return 0
 	}
-	return in.HitRatio * float64(in.Hits[t]) / float64(hits)
+	return in.HitRatio * float64(src.count(in)) / float64(hits)
+}
+
+// recomputedShare is the share of in's block accesses found nowhere.
+func recomputedShare(in *results.Instance) float64 {
+	if in.Sources != nil {
+		return ratio(in.Sources.Recomputed, in.Sources.Total())
+	}
+	return max(1-in.HitRatio, 0)
 }
 
 // instanceRequestsChart: how a router spread the requests, one bar per
@@ -772,12 +838,17 @@ func instanceRequestsChart(s *results.Summary, n int) chart {
 	return c
 }
 
-// instanceHitChart stacks each instance's hit ratio by the tier the hits
-// came from, one bar per policy and instance.
+// instanceHitChart stacks each instance's block accesses by where they
+// came from (each tier, the pooled one split by the node holding the
+// copy, or recomputed), one bar per policy and instance.
 func instanceHitChart(s *results.Summary, n int) chart {
-	c := chart{ID: "instance_hit_ratio", Kind: kindBar, Title: "Hit ratio per instance by tier",
-		Subtitle: "share of each instance's block accesses served from each tier; in brackets: blocks",
-		XName:    "policy / instance", YName: "block accesses (%)", YMax: 100, Stack: true,
+	title, sub := "Hit ratio per instance by tier", "share of each instance's block accesses served from each tier; in brackets: blocks"
+	if pool := poolTier(s); pool != "" {
+		title = "Hit ratio per instance by source"
+		sub = "share of each instance's block accesses served from each tier, the pool's from a copy on the reader's node or another's; in brackets: blocks"
+	}
+	c := chart{ID: "instance_hit_ratio", Kind: kindBar, Title: title, Subtitle: sub,
+		XName: "policy / instance", YName: "block accesses (%)", YMax: 100, Stack: true,
 		Unit: " %", Decimals: 2, DetailUnit: " blocks"}
 	var cols []*results.Instance // nil: no figures for that instance
 	for pi := range s.Policies {
@@ -791,12 +862,12 @@ func instanceHitChart(s *results.Summary, n int) chart {
 			cols = append(cols, in)
 		}
 	}
-	for _, t := range tierNames(s) {
-		sr := series{Name: t}
+	for _, src := range instanceSources(s) {
+		sr := series{Name: src.name}
 		for _, col := range cols {
 			v, d := math.NaN(), math.NaN()
 			if col != nil {
-				v, d = round(100*instanceTierShare(col, t)), float64(col.Hits[t])
+				v, d = round(100*sourceShare(col, src)), float64(src.count(col))
 			}
 			sr.Values = append(sr.Values, v)
 			sr.Detail = append(sr.Detail, d)
@@ -807,10 +878,58 @@ func instanceHitChart(s *results.Summary, n int) chart {
 	for _, col := range cols {
 		v := math.NaN()
 		if col != nil {
-			v = round(100 * max(1-col.HitRatio, 0))
+			v = round(100 * recomputedShare(col))
 		}
 		rest.Values = append(rest.Values, v)
 	}
 	c.Series = append(c.Series, rest)
 	return c
+}
+
+// hasNICs reports whether any policy's run sent bytes between nodes.
+func hasNICs(s *results.Summary) bool {
+	for _, p := range s.Policies {
+		if len(p.NICs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nicCharts draw each node's NIC busy share, sending and receiving, one
+// bar per policy at each node; the brackets give the bytes.
+func nicCharts(s *results.Summary) []chart {
+	n := 0
+	for _, p := range s.Policies {
+		n = max(n, len(p.NICs))
+	}
+	var out []chart
+	for _, d := range []struct{ id, dir, verb string }{{"nic_send", "send", "sent"}, {"nic_recv", "receive", "received"}} {
+		c := chart{ID: d.id, Kind: kindBar, Title: "NIC " + d.dir + " utilisation per node",
+			Subtitle: "share of the run each node's NIC " + d.dir + " side moved bytes; in brackets: GB " + d.verb,
+			XName:    "node", YName: "busy (%)", Unit: " %", Decimals: 2, DetailUnit: " GB", DetailDecimals: 2}
+		for i := range n {
+			c.Categories = append(c.Categories, strconv.Itoa(i))
+		}
+		for pi := range s.Policies {
+			p := &s.Policies[pi]
+			sr := series{Name: p.Name}
+			for i := range n {
+				v, b := math.NaN(), math.NaN()
+				if i < len(p.NICs) {
+					if nc := p.NICs[i]; d.id == "nic_send" {
+						v, b = nc.SendBusyShare, float64(nc.SendBytes)
+					} else {
+						v, b = nc.RecvBusyShare, float64(nc.RecvBytes)
+					}
+					v, b = round(100*v), round(b/1e9)
+				}
+				sr.Values = append(sr.Values, v)
+				sr.Detail = append(sr.Detail, b)
+			}
+			c.Series = append(c.Series, sr)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -322,6 +322,9 @@ func scenarioPage(s *results.Summary, lat *latencies) *page {
 	n := clusterSize(s)
 	if n > 0 {
 		p.Facts = append(p.Facts, clusterFact(s, n))
+		if f := poolFact(s); f != "" {
+			p.Facts = append(p.Facts, f)
+		}
 		p.Table.Head = append(p.Table.Head, routerHead...)
 	}
 	for i := range s.Policies {
@@ -378,16 +381,27 @@ func routerCells(p *results.Policy, n int) []cell {
 
 // instanceTable is a policy's figures per instance of a cluster run.
 func instanceTable(s *results.Summary, p *results.Policy, n int) *table {
-	tiers := tierNames(s)
-	t := &table{Caption: "Policy " + p.Name + ", per instance",
-		Head: []string{"instance", "routed", "finished", "rejected", "hit ratio"}}
-	for _, tier := range tiers {
-		t.Head = append(t.Head, "from "+tier)
+	srcs := instanceSources(s)
+	roles := false // disaggregated: say which instances prefill
+	for _, in := range p.Instances {
+		roles = roles || in.Role != ""
+	}
+	t := &table{Caption: "Policy " + p.Name + ", per instance", Head: []string{"instance"}}
+	if roles {
+		t.Head = append(t.Head, "role")
+	}
+	t.Head = append(t.Head, "routed", "finished", "rejected", "hit ratio")
+	for _, src := range srcs {
+		t.Head = append(t.Head, "from "+src.name)
 	}
 	t.Head = append(t.Head, "TTFT p50 ms", "TTFT p99 ms", "queue p99 ms", "GPU busy")
 	for i := range n {
-		row := []cell{num(strconv.Itoa(i)), num(itoa(routed(p, i)))}
+		row := []cell{num(strconv.Itoa(i))}
 		if i >= len(p.Instances) {
+			if roles {
+				row = append(row, cell{Text: "-"})
+			}
+			row = append(row, num(itoa(routed(p, i))))
 			for range len(t.Head) - len(row) {
 				row = append(row, num("-"))
 			}
@@ -395,9 +409,12 @@ func instanceTable(s *results.Summary, p *results.Policy, n int) *table {
 			continue
 		}
 		in := &p.Instances[i]
-		row = append(row, num(itoa(in.Requests)), num(itoa(in.Rejected)), num(pct(in.HitRatio)))
-		for _, tier := range tiers {
-			row = append(row, num(pct(instanceTierShare(in, tier))))
+		if roles {
+			row = append(row, cell{Text: in.Role})
+		}
+		row = append(row, num(itoa(routed(p, i))), num(itoa(in.Requests)), num(itoa(in.Rejected)), num(pct(in.HitRatio)))
+		for _, src := range srcs {
+			row = append(row, num(pct(sourceShare(in, src))))
 		}
 		ttft, queue := in.TTFTms.OrNaN(), in.QueueMs.OrNaN()
 		busy := "-" // the simple engine has no steps
@@ -409,6 +426,31 @@ func instanceTable(s *results.Summary, p *results.Policy, n int) *table {
 	}
 	return t
 }
+
+// poolFact describes the pooled tier and each policy's use of it; "" when
+// the run has none.
+func poolFact(s *results.Summary) string {
+	var parts []string
+	for _, p := range s.Policies {
+		if pl := p.Pool; pl != nil {
+			parts = append(parts, fmt.Sprintf("%s peaked at %s, %d of its %d hits read a copy on another node (over both NICs)",
+				p.Name, fmtGiB(pl.PeakUsedBytes), pl.RemoteHits, p.Hits[pl.Tier]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	var pl *results.Pool
+	for i := range s.Policies {
+		if pl = s.Policies[i].Pool; pl != nil {
+			break
+		}
+	}
+	return fmt.Sprintf("Pool: tier %q is shared by the nodes, %s in all (%s from each). %s.",
+		pl.Tier, fmtGiB(pl.CapacityBytes), fmtGiB(pl.ShareBytes), strings.Join(parts, "; "))
+}
+
+func fmtGiB(b int64) string { return f1(float64(b)/(1<<30)) + " GiB" }
 
 func indexPage(ss []*results.Summary) *page {
 	p := &page{Title: "kvsim results", Heading: fmt.Sprintf("kvsim results: %d scenarios", len(ss))}

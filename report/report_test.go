@@ -743,3 +743,82 @@ func TestNotClusterUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenPool pins the charts of a two-instance cluster over a pooled
+// tier, one prefill and one decode instance (figures set by hand).
+func TestGoldenPool(t *testing.T) {
+	s := load(t, "pool")
+	goldenCharts(t, "pool", scenarioCharts(s, lats(t, "pool", s)))
+}
+
+// TestPoolCharts: with a pooled tier the per-instance hits split the pool
+// by the node holding the copy, a NIC chart pair follows the per-instance
+// pair, and the page names each instance's role and the pool's use; all
+// from summary.json, checked against the fixture's hand-set figures.
+func TestPoolCharts(t *testing.T) {
+	s := load(t, "pool")
+	cs := scenarioCharts(s, lats(t, "pool", s))
+	if ids := strings.Join(chartIDs(cs), ","); !strings.HasPrefix(ids, "hit_ratio,recomputed,instance_requests,instance_hit_ratio,nic_send,nic_recv,ttft_cdf") {
+		t.Fatalf("charts %s: want the NIC pair after the per-instance pair", ids)
+	}
+	hit, send, recv := cs[3], cs[4], cs[5]
+	// lru/0 of 40 accesses: 8 hbm, 2 host, 2 + 4 pool, 24 recomputed;
+	// lru/1 of 50: 10, 0, 5 + 5, 30; s3fifo/0 of 20: 4, 0, 0 + 4, 12;
+	// s3fifo/1 of 30: 6, 3, 3 + 3, 15.
+	want := map[string][]float64{
+		"hbm":               {20, 20, 20, 20},
+		"host":              {5, 0, 0, 10},
+		"pool (this node)":  {5, 10, 0, 10},
+		"pool (other node)": {10, 10, 20, 10},
+		"recomputed":        {60, 60, 60, 50},
+	}
+	if hit.Title != "Hit ratio per instance by source" || len(hit.Series) != len(want) {
+		t.Fatalf("hit chart %q with %d series, want %d", hit.Title, len(hit.Series), len(want))
+	}
+	for _, sr := range hit.Series {
+		if !equal(sr.Values, want[sr.Name]) {
+			t.Errorf("%s: %v %%, want %v", sr.Name, sr.Values, want[sr.Name])
+		}
+	}
+	if d := hit.Series[3].Detail; !equal(d, []float64{4, 5, 4, 3}) {
+		t.Errorf("remote pool blocks %v, want 4 5 4 3", d)
+	}
+	for _, c := range []struct {
+		ch       chart
+		busy, gb [2][]float64 // lru, s3fifo
+	}{
+		{send, [2][]float64{{25, 6.25}, {12.5, 0}}, [2][]float64{{4, 1}, {2, 0}}},
+		{recv, [2][]float64{{6.25, 25}, {0, 12.5}}, [2][]float64{{1, 4}, {0, 2}}},
+	} {
+		if strings.Join(c.ch.Categories, ",") != "0,1" || len(c.ch.Series) != 2 {
+			t.Fatalf("%s: categories %v, %d series", c.ch.ID, c.ch.Categories, len(c.ch.Series))
+		}
+		for i, sr := range c.ch.Series {
+			if sr.Name != s.Policies[i].Name || !equal(sr.Values, c.busy[i]) || !equal(sr.Detail, c.gb[i]) {
+				t.Errorf("%s: %s busy %v %% (%v GB), want %v (%v)", c.ch.ID, sr.Name, sr.Values, sr.Detail, c.busy[i], c.gb[i])
+			}
+		}
+	}
+
+	h := renderPage(t, func(b *bytes.Buffer) error {
+		return ScenarioFromDir(b, filepath.Join("testdata", "pool"), Options{})
+	})
+	for _, want := range []string{
+		`Pool: tier &#34;pool&#34; is shared by the nodes, 32.0 GiB in all (16.0 GiB from each). lru peaked at 8.0 GiB, 9 of its 16 hits read a copy on another node (over both NICs); s3fifo peaked at 2.0 GiB, 7 of its 10 hits read a copy on another node (over both NICs).`,
+		"<tr><th>instance</th><th>role</th><th>routed</th><th>finished</th><th>rejected</th><th>hit ratio</th><th>from hbm</th><th>from host</th><th>from pool (this node)</th><th>from pool (other node)</th><th>TTFT p50 ms</th>",
+		// lru/0: 40 % hits: 20 hbm, 5 host, 5 pool here, 10 pool remote.
+		`<tr><td class="n">0</td><td>prefill</td>`,
+		`<td class="n">40.00 %</td><td class="n">20.00 %</td><td class="n">5.00 %</td><td class="n">5.00 %</td><td class="n">10.00 %</td>`,
+		`<tr><td class="n">1</td><td>decode</td>`,
+		`id="kvsim_nic_send"`, `id="kvsim_nic_recv"`,
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	// Without a pool or roles the cluster fixture keeps its columns and
+	// draws no NIC chart (TestClusterCharts pins them).
+	if ids := strings.Join(chartIDs(scenarioCharts(load(t, "cluster"), nil)), ","); strings.Contains(ids, "nic_") {
+		t.Errorf("cluster without a pool: charts %s", ids)
+	}
+}

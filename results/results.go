@@ -67,6 +67,9 @@ type Tier struct {
 	LatencyNs     int64   `json:"latency_ns"`
 	CostPerGB     float64 `json:"cost_per_gb"`
 	CostUSD       float64 `json:"cost_usd"`
+	// Scope is "cluster" for a tier pooled by a cluster's instances (its
+	// capacity then each node's share); omitted for a node's own tier.
+	Scope string `json:"scope,omitempty"`
 }
 
 // Trace describes the workload as read.
@@ -139,6 +142,35 @@ type Policy struct {
 	// Instances and Router: runs with [cluster] only.
 	Instances []Instance `json:"instances,omitempty"`
 	Router    *Router    `json:"router,omitempty"`
+	// NICs is each node's NIC traffic: clusters whose nodes exchange KV
+	// (a pooled tier, disaggregation) only.
+	NICs []NIC `json:"nics,omitempty"`
+	// Pool is the cluster-scoped tier's state: runs with one only.
+	Pool *Pool `json:"pool,omitempty"`
+}
+
+// NIC is one node's network interface after a cluster run.
+type NIC struct {
+	Node      int   `json:"node"`
+	SendBytes int64 `json:"send_bytes"`
+	RecvBytes int64 `json:"recv_bytes"`
+	// Busy shares: the share of the run's simulated time (the policy's
+	// simulated_seconds) each direction moved bytes.
+	SendBusyShare float64 `json:"send_busy_share"`
+	RecvBusyShare float64 `json:"recv_busy_share"`
+}
+
+// Pool is a tier pooled by a cluster's nodes, after the run.
+type Pool struct {
+	Tier          string  `json:"tier"`
+	CapacityBytes int64   `json:"capacity_bytes"`  // every node's share
+	ShareBytes    int64   `json:"share_bytes"`     // one node's
+	PeakUsedBytes int64   `json:"peak_used_bytes"` // most resident at once
+	UsedBytes     int64   `json:"used_bytes"`      // at the end
+	NodeUsedBytes []int64 `json:"node_used_bytes"` // at the end, by node
+	// RemoteHits are the pool's hits whose copy lived on another node than
+	// the reader's (crossing both NICs); hits[tier] counts them too.
+	RemoteHits int64 `json:"remote_hits"`
 }
 
 // Instance is one cluster instance's share of a policy's run.
@@ -153,6 +185,26 @@ type Instance struct {
 	// ran steps (batched engine; nil for the simple one).
 	GPUBusyShare *float64 `json:"gpu_busy_share"`
 	Chosen       int64    `json:"chosen"` // requests the router sent it
+	// Role is "prefill" or "decode" under disaggregation, else omitted.
+	Role string `json:"role,omitempty"`
+	// Sources counts the prompt blocks by where they came from (omitted in
+	// summaries of older kvsims).
+	Sources *Sources `json:"sources,omitempty"`
+}
+
+// Sources splits an instance's block accesses by where each block came
+// from; they add up to its block accesses.
+type Sources struct {
+	LocalHBM   int64 `json:"local_hbm"`
+	LocalTier  int64 `json:"local_tier"`  // the node's own tiers below hbm
+	PoolLocal  int64 `json:"pool_local"`  // the pooled tier, a copy on this node
+	PoolRemote int64 `json:"pool_remote"` // the pooled tier, a copy on another node
+	Recomputed int64 `json:"recomputed"`  // no usable copy: computed again
+}
+
+// Total is the block accesses the sources add up to.
+func (s *Sources) Total() int64 {
+	return s.LocalHBM + s.LocalTier + s.PoolLocal + s.PoolRemote + s.Recomputed
 }
 
 // Router is what a cluster's router decided.

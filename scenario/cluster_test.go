@@ -19,7 +19,8 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Cluster{Instances: 4, Router: "round_robin", CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, OverlapWeight: 1, HostWeight: 0.75}
+	want := Cluster{Instances: 4, Router: "round_robin", CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, OverlapWeight: 1, HostWeight: 0.75,
+		NICBandwidth: 25e9, NICLatency: 5000, NICLanes: 8}
 	if s.Cluster != want {
 		t.Fatalf("defaults %+v, want %+v", s.Cluster, want)
 	}

@@ -91,6 +91,11 @@
 //	                              # link and either direction, also queues for one pipe
 //	                              # of this bandwidth (an SSD's reads and writes share the
 //	                              # drive); false: each link direction is its own pipe; default false
+//	scope = "node"                # "node": each instance has its own copy; "cluster": one pool
+//	                              # shared by every instance of [cluster] (a global DRAM pool,
+//	                              # NVMe-oF, remote DRAM), capacity being each node's share;
+//	                              # only the last tier, at most one, not hbm (docs/cluster.md);
+//	                              # node | cluster; default "node"
 //
 //	[[link]]                      # optional; default: consecutive tiers in file order
 //	from = "hbm"                  # required
@@ -154,8 +159,13 @@
 //
 //	[cluster]                     # optional;
 //	                              # optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)
-//	instances = 4                 # each with its own engine, HBM and copy of every declared tier;
-//	                              # 1..4096; required
+//	instances = 4                 # each with its own engine, HBM and copy of every node-scoped tier;
+//	                              # 1..4096; default none: this, or the two below
+//	prefill_instances = 2         # with decode_instances instead of instances: prefill/decode disaggregation;
+//	                              # the router picks a prefill instance;
+//	                              # its KV then crosses the NICs to a decode one; 1..4096; default none
+//	decode_instances = 6          # instances = prefill_instances + decode_instances; 1..4096;
+//	                              # default none
 //	router = "cache_aware"        # chooses each request's instance (docs/routers.md);
 //	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;
 //	                              # default "round_robin"
@@ -171,6 +181,12 @@
 //	                              # Dynamo's host_cache_hit_weight); >= 0; default 0.75
 //	slo_reject = false            # mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms;
 //	                              # default false
+//	nic_bandwidth = "25GB/s"      # each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's
+//	                              # cross-node reads and writes and disaggregation's KV transfers pass both ends';
+//	                              # > 0; default "25GB/s"
+//	nic_latency = "5us"           # one way, per transfer; >= 0; default "5us"
+//	nic_lanes = 8                 # transfers a NIC has in flight per direction: they hide latency, not add bandwidth;
+//	                              # 1..2147483647; default 8
 //
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //

@@ -112,13 +112,39 @@ func (s SLO) Set() bool { return s.TTFTms > 0 || s.TPOTms > 0 }
 // Cluster is the [cluster] table: Instances copies of the GPU and the
 // tiers, and the router choosing each request's instance.
 type Cluster struct {
-	Instances int    // key instances; 0: no [cluster], one GPU
+	// Instances is key instances, or prefill_instances + decode_instances;
+	// 0: no [cluster], one GPU.
+	Instances int
 	Router    string // key router; default round_robin
 	// Router parameters, by key (each router reads its own).
 	CacheThreshold, BalanceAbs, BalanceRel float64
 	OverlapWeight, HostWeight              float64
 	SLOReject                              bool // key slo_reject: needs [slo] ttft_ms
+
+	// Prefill is key prefill_instances: the first Prefill instances
+	// prefill, the rest decode; 0 without disaggregation.
+	Prefill int `json:",omitempty"`
+	// Every node's NIC (keys nic_bandwidth, bytes/s each way, nic_latency,
+	// ns, nic_lanes). Empty in JSON: a run's ID hashes them only when a
+	// pool or disaggregation sends bytes through them (experiment's runID).
+	NICBandwidth float64 `json:",omitempty"`
+	NICLatency   int64   `json:",omitempty"`
+	NICLanes     int     `json:",omitempty"`
 }
+
+// Pool is the index of the cluster-scoped tier (scope = "cluster"), -1
+// when there is none.
+func (s *Scenario) Pool() int {
+	for i, t := range s.Tiers {
+		if t.Scope == ScopeCluster {
+			return i
+		}
+	}
+	return -1
+}
+
+// ScopeCluster is the scope of a tier shared by a cluster's instances.
+const ScopeCluster = "cluster"
 
 // GPUMemoryUtilization is the share of GPU memory the hbm tier's default
 // capacity may fill with weights and KV: vLLM's gpu_memory_utilization
@@ -137,6 +163,12 @@ type Tier struct {
 	// over any link and in either direction, also queues for one pipe of
 	// Bandwidth, as an SSD's reads and writes share its flash.
 	Shared bool
+	// Scope (key scope) is "node" (the default: each instance has its own
+	// copy) or "cluster": one pool shared by a [cluster]'s instances, to
+	// which each node contributes Capacity. "" reads as "node". A run's ID
+	// hashes it for a cluster tier only, so that IDs of scenarios without
+	// a pool stay as they were.
+	Scope string `json:",omitempty"`
 }
 
 // Link connects two tiers; data moves both ways.
@@ -535,9 +567,19 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 			return err
 		}
 	}
-	if cl := tables["cluster"][0]; cl != nil {
+	cl := tables["cluster"][0]
+	if cl != nil {
 		if s.Cluster, err = parseCluster(cl, s.SLO); err != nil {
 			return err
+		}
+	}
+	if i := s.Pool(); i >= 0 {
+		t := tiers[i]
+		if cl == nil {
+			return t.errf("scope", `"cluster" needs a [cluster] table: the pool is shared by its instances`)
+		}
+		if total, ok := MulChecked(int64(s.Cluster.Instances), s.Tiers[i].Capacity); !ok || total > core.MaxTime {
+			return t.errf("capacity", "%s from each of %d instances is past what kvsim can count in bytes", FormatBytes(s.Tiers[i].Capacity), s.Cluster.Instances)
 		}
 	}
 	return nil
@@ -545,11 +587,10 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 
 func parseCluster(t *table, slo SLO) (Cluster, error) {
 	var c Cluster
-	n, err := t.integer("instances")
-	if err != nil {
+	var err error
+	if c.Instances, c.Prefill, err = t.instances(); err != nil {
 		return c, err
 	}
-	c.Instances = int(n)
 	if c.Router, err = t.str("router"); err != nil {
 		return c, err
 	}
@@ -576,7 +617,54 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	if c.SLOReject && !(slo.TTFTms > 0) {
 		return c, t.errf("slo_reject", "needs [slo] ttft_ms")
 	}
+	if c.NICBandwidth, err = t.numberOr("nic_bandwidth", DefaultNICBandwidth); err != nil {
+		return c, err
+	}
+	if c.NICLatency, err = t.integer("nic_latency"); err != nil {
+		return c, err
+	}
+	lanes, err := t.integer("nic_lanes")
+	if err != nil {
+		return c, err
+	}
+	c.NICLanes = int(lanes)
 	return c, nil
+}
+
+// DefaultNICBandwidth is [cluster] nic_bandwidth's default: 200 Gbit/s.
+const DefaultNICBandwidth = 25e9
+
+// instances reads [cluster]'s size: instances, or prefill_instances and
+// decode_instances (then prefill is the first).
+func (t *table) instances() (total, prefill int, err error) {
+	var n [3]int64 // instances, prefill_instances, decode_instances; 0: absent
+	for i, key := range []string{"instances", "prefill_instances", "decode_instances"} {
+		if n[i], err = t.optInt(key, 0); err != nil { // types and ranges first
+			return 0, 0, err
+		}
+	}
+	whole, pre, dec := n[0] > 0, n[1] > 0, n[2] > 0
+	switch {
+	case whole && (pre || dec):
+		key := "prefill_instances"
+		if !pre {
+			key = "decode_instances"
+		}
+		return 0, 0, t.errf(key, "not with instances: give instances, or prefill_instances and decode_instances")
+	case whole:
+		return int(n[0]), 0, nil
+	case pre != dec:
+		have, want := "prefill_instances", "decode_instances"
+		if dec {
+			have, want = want, have
+		}
+		return 0, 0, t.errf(have, "needs %s too (prefill/decode disaggregation)", want)
+	case !pre:
+		return 0, 0, t.errf("instances", "required (the number of instances; or prefill_instances and decode_instances)")
+	case n[1]+n[2] > MaxInstances:
+		return 0, 0, t.errf("decode_instances", "%d prefill + %d decode instances: at most %d in all", n[1], n[2], MaxInstances)
+	}
+	return int(n[1] + n[2]), int(n[1]), nil
 }
 
 // maxDim bounds model dimensions so that byte counts cannot overflow.
@@ -831,6 +919,7 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 	}
 	out := make([]Tier, len(ts))
 	seen := map[string]int{}
+	pool := -1 // the cluster-scoped tier
 	for i, t := range ts {
 		name, err := t.str("name")
 		if err != nil {
@@ -887,7 +976,22 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 		if tier.Shared, err = t.boolean("shared_bandwidth"); err != nil {
 			return nil, err
 		}
+		if tier.Scope, err = t.str("scope"); err != nil {
+			return nil, err
+		}
+		if tier.Scope == ScopeCluster {
+			switch {
+			case i == 0:
+				return nil, t.errf("scope", `the hbm tier cannot be "cluster": each instance has its own HBM`)
+			case pool >= 0:
+				return nil, t.errf("scope", `only one tier can be "cluster" (tier %q is)`, out[pool].Name)
+			}
+			pool = i
+		}
 		out[i] = tier
+	}
+	if pool >= 0 && pool != len(out)-1 {
+		return nil, ts[pool].errf("scope", `"cluster" only for the last tier (tier %q follows)`, out[pool+1].Name)
 	}
 	return out, nil
 }
@@ -1310,6 +1414,9 @@ func (s *Scenario) Describe() string {
 		if t.Shared {
 			b.WriteString("  (bandwidth shared by all its links)")
 		}
+		if t.Scope == ScopeCluster {
+			b.WriteString("  (cluster-scoped: each node's share of one pool)")
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString("links:")
@@ -1384,7 +1491,18 @@ func (s *Scenario) Describe() string {
 		fmt.Fprintf(&b, "slo: %s\n", strings.Join(t, ", "))
 	}
 	if c := s.Cluster; c.Instances > 0 {
-		fmt.Fprintf(&b, "cluster: %d instances, router %s", c.Instances, c.Router)
+		fmt.Fprintf(&b, "cluster: %d instances", c.Instances)
+		if c.Prefill > 0 {
+			fmt.Fprintf(&b, " (%d prefill, %d decode)", c.Prefill, c.Instances-c.Prefill)
+		}
+		if i := s.Pool(); i >= 0 {
+			t := s.Tiers[i]
+			fmt.Fprintf(&b, ", tier %q pooled (%d x %s)", t.Name, c.Instances, FormatBytes(t.Capacity))
+		}
+		if c.Prefill > 0 || s.Pool() >= 0 {
+			fmt.Fprintf(&b, ", NICs %s each way, %s, %d lanes", FormatBandwidth(c.NICBandwidth), FormatDuration(c.NICLatency), c.NICLanes)
+		}
+		fmt.Fprintf(&b, ", router %s", c.Router)
 		switch c.Router {
 		case "cache_aware":
 			fmt.Fprintf(&b, " (cache_threshold=%g balance_abs=%g balance_rel=%g)", c.CacheThreshold, c.BalanceAbs, c.BalanceRel)

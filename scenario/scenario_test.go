@@ -70,8 +70,8 @@ func TestMinimalDefaults(t *testing.T) {
 			StepOverhead: 1e6, C0: 1e9 / 50, CPrefill: 1e9 / 20000, LegacyStep: true,
 			PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"},
 		Tiers: []Tier{
-			{Name: "hbm", Kind: "hbm", Capacity: 64424509440, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
-			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
+			{Name: "hbm", Kind: "hbm", Capacity: 64424509440, Bandwidth: 2e12, Latency: 100, CostPerGB: 20, Scope: "node"},
+			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5, Scope: "node"},
 		},
 		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, ReverseLatency: 100, Lanes: 1}},
 		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake", Speedup: 1},
@@ -177,10 +177,10 @@ func TestFull(t *testing.T) {
 			StepOverhead: 1e6, C0: 1e9 / 30., CPrefill: 1e9 / 15000., LegacyStep: true,
 			PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial"},
 		Tiers: []Tier{
-			{Name: "gpu", Kind: "hbm", Capacity: 80e9, Bandwidth: 3.35e12, Latency: 100, CostPerGB: 25},
-			{Name: "host", Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
-			{Name: "local", Kind: "ssd", Capacity: 1e6, Bandwidth: 5e6, Latency: 500_000, CostPerGB: 0.3, Shared: true},
-			{Name: "far", Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3000, CostPerGB: 5},
+			{Name: "gpu", Kind: "hbm", Capacity: 80e9, Bandwidth: 3.35e12, Latency: 100, CostPerGB: 25, Scope: "node"},
+			{Name: "host", Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5, Scope: "node"},
+			{Name: "local", Kind: "ssd", Capacity: 1e6, Bandwidth: 5e6, Latency: 500_000, CostPerGB: 0.3, Shared: true, Scope: "node"},
+			{Name: "far", Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3000, CostPerGB: 5, Scope: "node"},
 		},
 		Links: []Link{
 			{From: 0, To: 1, Bandwidth: 50e9, ReverseBandwidth: 40e9, Latency: 100, ReverseLatency: 100, Lanes: 2},

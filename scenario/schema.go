@@ -166,6 +166,11 @@ var schema = []*section{
 		{key: "cost_per_gb", typ: tNumber, defDoc: "per kind", min: atLeast0, example: "20.0", doc: "dollars per 1e9 bytes"},
 		{key: "shared_bandwidth", typ: tBool, def: false, example: "false",
 			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
+		{key: "scope", typ: tString, def: "node", enum: Scopes, example: `"node"`,
+			doc: `"node": each instance has its own copy; "cluster": one pool` + "\n" +
+				"shared by every instance of [cluster] (a global DRAM pool,\n" +
+				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
+				"only the last tier, at most one, not hbm (docs/cluster.md)"},
 	}},
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},
@@ -216,8 +221,12 @@ var schema = []*section{
 		{key: "tpot_ms", typ: tNumber, min: above0, defDoc: "none", example: "50", doc: "time per output token at most, ms (requests with one output token meet it)"},
 	}},
 	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: []field{
-		{key: "instances", typ: tInt, required: true, need: "the number of instances", min: atLeast1, max: MaxInstances, example: "4",
-			doc: "each with its own engine, HBM and copy of every declared tier"},
+		{key: "instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "4", defDoc: "none: this, or the two below",
+			doc: "each with its own engine, HBM and copy of every node-scoped tier"},
+		{key: "prefill_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "2", defDoc: "none",
+			doc: "with decode_instances instead of instances: prefill/decode disaggregation;\nthe router picks a prefill instance; its KV then crosses the NICs to a decode one"},
+		{key: "decode_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "6", defDoc: "none",
+			doc: "instances = prefill_instances + decode_instances"},
 		{key: "router", typ: tString, def: "round_robin", enum: RouterNames, example: `"cache_aware"`,
 			doc: "chooses each request's instance (docs/routers.md)"},
 		{key: "cache_threshold", typ: tNumber, def: 0.5, min: atLeast0, example: "0.5",
@@ -232,11 +241,20 @@ var schema = []*section{
 			doc: "kv_cost: the share of a hit a block found below hbm is credited (0..1; Dynamo's host_cache_hit_weight)"},
 		{key: "slo_reject", typ: tBool, def: false, example: "false",
 			doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},
+		{key: "nic_bandwidth", typ: tBandwidth, defDoc: `"25GB/s"`, min: above0, example: `"25GB/s"`,
+			doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
+		{key: "nic_latency", typ: tDuration, def: int64(5000), min: atLeast0, example: `"5us"`,
+			doc: "one way, per transfer"},
+		{key: "nic_lanes", typ: tInt, def: int64(8), min: atLeast1, max: maxInt32, example: "8",
+			doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
 	}},
 }
 
 // MaxInstances bounds [cluster] instances.
 const MaxInstances = 4096
+
+// Scopes lists the values of [[tier]] scope.
+func Scopes() []string { return []string{"node", "cluster"} }
 
 // RouterNames lists the routers [cluster] router accepts: the cluster
 // package's (a test there checks that each builds).

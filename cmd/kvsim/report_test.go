@@ -409,28 +409,37 @@ func TestReportRerenderSame(t *testing.T) {
 }
 
 // TestReportRerenderSameCluster: kvsim report re-renders a cluster run's
-// page, per-instance view included, byte for byte from the saved files.
+// page, per-instance view included (and a pooled cluster's NIC charts and
+// split of the pool's hits), byte for byte from the saved files.
 func TestReportRerenderSameCluster(t *testing.T) {
-	out := t.TempDir()
-	if _, stderr, code := reportCLI("run", "--quiet", "--limit", "60", "--out", out,
-		filepath.Join("..", "..", "scenarios", "cluster_routers.toml")); code != 0 {
-		t.Fatalf("kvsim run: status %d: %s", code, stderr)
-	}
-	page := filepath.Join(out, "cluster_routers", "report.html")
-	ran := reportReadFile(t, page)
-	for _, want := range []string{"kvsim_instance_requests", "kvsim_instance_hit_ratio", "<th>best-prefix share</th>",
-		"<p><b>Policy lru, per instance</b></p>", "<p><b>Policy s3fifo, per instance</b></p>"} {
-		if !strings.Contains(ran, want) {
-			t.Errorf("kvsim run's report lacks %s", want)
+	for _, tc := range []struct {
+		name string
+		more []string
+	}{
+		{"cluster_routers", nil},
+		{"cluster_pool", []string{"kvsim_nic_send", "kvsim_nic_recv", "<th>from pool (other node)</th>", "Pool: tier &#34;pool&#34; is shared by the nodes"}},
+	} {
+		out := t.TempDir()
+		if _, stderr, code := reportCLI("run", "--quiet", "--limit", "60", "--out", out,
+			filepath.Join("..", "..", "scenarios", tc.name+".toml")); code != 0 {
+			t.Fatalf("%s: kvsim run: status %d: %s", tc.name, code, stderr)
 		}
-	}
-	if err := os.Remove(page); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, code := reportCLI("report", "--quiet", filepath.Join(out, "cluster_routers")); code != 0 {
-		t.Fatalf("kvsim report: status %d: %s", code, stderr)
-	}
-	if again := reportReadFile(t, page); again != ran {
-		t.Error("kvsim report's page differs from kvsim run's")
+		page := filepath.Join(out, tc.name, "report.html")
+		ran := reportReadFile(t, page)
+		for _, want := range append([]string{"kvsim_instance_requests", "kvsim_instance_hit_ratio", "<th>best-prefix share</th>",
+			"<p><b>Policy lru, per instance</b></p>", "<p><b>Policy s3fifo, per instance</b></p>"}, tc.more...) {
+			if !strings.Contains(ran, want) {
+				t.Errorf("%s: kvsim run's report lacks %s", tc.name, want)
+			}
+		}
+		if err := os.Remove(page); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := reportCLI("report", "--quiet", filepath.Join(out, tc.name)); code != 0 {
+			t.Fatalf("%s: kvsim report: status %d: %s", tc.name, code, stderr)
+		}
+		if again := reportReadFile(t, page); again != ran {
+			t.Errorf("%s: kvsim report's page differs from kvsim run's", tc.name)
+		}
 	}
 }

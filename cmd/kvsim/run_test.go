@@ -222,6 +222,7 @@ func TestBadInput(t *testing.T) {
 	badLine := writeFile(t, dir, "bad.jsonl", `{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}`+"\n{\"timestamp\": 1,\n")
 	badLen := writeFile(t, dir, "len.jsonl", `{"timestamp": 0, "input_length": 6000, "output_length": 5, "hash_ids": [1, 2]}`+"\n")
 	base := scenarioTOML("x", good, "1GiB", "4GiB", "lru")
+	pooled := strings.Replace(base, "capacity = \"4GiB\"\n", "capacity = \"4GiB\"\nscope = \"cluster\"\n", 1) + "[cluster]\ninstances = 2\n"
 	cases := []struct {
 		name, toml string
 		args       []string
@@ -242,6 +243,17 @@ func TestBadInput(t *testing.T) {
 		{"set unknown tier", base, []string{"--set", "tier.nope.capacity=1GB"}, `--set tier.nope.capacity: no [[tier]] "nope"`},
 		{"set bad value", base, []string{"--set", "tier.dram.capacity=-2GB"}, `s.toml (--set): tier "dram": capacity`},
 		{"profile path", base, []string{"--cpuprofile", filepath.Join(dir, "no", "cpu.prof")}, "--cpuprofile"},
+		// [cluster]'s pool, NICs and disaggregation
+		{"pool without cluster", base, []string{"--set", "tier.dram.scope=cluster"}, `s.toml (--set): tier "dram": scope: "cluster" needs a [cluster] table`},
+		{"pooled hbm", pooled, []string{"--set", "tier.hbm.scope=cluster"}, `s.toml (--set): tier "hbm": scope: the hbm tier cannot be "cluster"`},
+		{"bad scope", pooled, []string{"--set", "tier.dram.scope=global"}, `tier "dram": scope: unknown scope "global"`},
+		{"pool not last", strings.Replace(pooled, "[workload]", "[[tier]]\nname = \"ssd\"\nkind = \"ssd\"\n[[link]]\nfrom = \"dram\"\nto = \"ssd\"\n[workload]", 1), nil,
+			`s.toml:17: tier "dram": scope: "cluster" only for the last tier (tier "ssd" follows)`},
+		{"instances and prefill", pooled, []string{"--set", "cluster.prefill_instances=1"}, "cluster: prefill_instances: not with instances"},
+		{"prefill alone", strings.Replace(pooled, "instances = 2", "prefill_instances = 2", 1), nil, "cluster: prefill_instances: needs decode_instances too"},
+		{"no instances", strings.Replace(pooled, "instances = 2", "router = \"round_robin\"", 1), nil, "cluster: instances: required"},
+		{"zero nic lanes", pooled, []string{"--set", "cluster.nic_lanes=0"}, "cluster: nic_lanes: must be >= 1"},
+		{"bad nic bandwidth", pooled, []string{"--set", "cluster.nic_bandwidth=fast"}, "cluster: nic_bandwidth:"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
