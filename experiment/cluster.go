@@ -28,7 +28,8 @@ func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 // the tier in cfg stands for it), the NICs and the prefill instances.
 func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error) {
 	c := sc.Cluster
-	ccfg := cluster.Config{Prefill: c.Prefill, NIC: sim.NICSpec{Bandwidth: c.NICBandwidth, Latency: c.NICLatency, Lanes: c.NICLanes}}
+	ccfg := cluster.Config{Prefill: c.Prefill, NIC: sim.NICSpec{Bandwidth: c.NICBandwidth, Latency: c.NICLatency, Lanes: c.NICLanes},
+		StaleNs: c.ViewDelay}
 	if t := sc.Pool(); t >= 0 {
 		ccfg.PoolShare = sc.Tiers[t].Capacity
 	}
@@ -184,4 +185,13 @@ func poolStats(sc *scenario.Scenario, cr *cluster.Result, tot *sim.Result) *resu
 	}
 	return &results.Pool{Tier: sc.Tiers[p.Tier].Name, CapacityBytes: p.Capacity, ShareBytes: p.Share, PeakUsedBytes: p.Peak,
 		UsedBytes: p.Used, NodeUsedBytes: append([]int64(nil), p.NodeUsed...), RemoteHits: tot.Stats.PoolRemoteHits}
+}
+
+// oneInstance routes every request to instance 0: a closed-loop run
+// without [cluster] is a cluster of one (sessions need its coordinator).
+type oneInstance struct{}
+
+func (*oneInstance) Name() string { return "one_instance" }
+func (*oneInstance) Route(int64, *core.Request, cluster.View) (int, bool) {
+	return 0, false
 }

@@ -229,7 +229,16 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	defer rd.Close()
 	src := workload.NewSource(rd, trace.NewDict())
-	csrc := &ctxSource{ctx: ctx, src: src, prog: o.Progress}
+	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress}
+	if sc.Workload.Closed {
+		cl, cerr := workload.NewClosed(src, sc.Workload.Speedup)
+		if cerr != nil {
+			closeTmp()
+			pr.err = wrapTrace(sc, cerr)
+			return
+		}
+		csrc = &ctxSessions{ctxSource{ctx: ctx, src: cl, prog: o.Progress}, cl}
+	}
 	if sc.Cluster.Instances > 0 {
 		var ccfg cluster.Config
 		if ccfg, err = ClusterConfig(sc, cfg); err != nil {
@@ -242,6 +251,13 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		if err == nil {
 			pr.res = pr.cluster.Total()
 			pr.series = mergeSeries(pr.cluster.Series)
+		}
+	} else if sc.Workload.Closed { // sessions need the coordinator: a cluster of one
+		ccfg := cluster.Config{Instances: []sim.Config{cfg}, Router: &oneInstance{},
+			Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }}
+		var cr *cluster.Result
+		if cr, err = cluster.Run(csrc, ccfg, func(_ int, r *core.Record) { obs(r) }); err == nil {
+			pr.res, pr.series = cr.Total(), cr.Series[0]
 		}
 	} else {
 		s.SampleEvery(1e9)
@@ -274,6 +290,14 @@ type ctxSource struct {
 	prog Progress
 	n    int
 }
+
+// ctxSessions is a ctxSource over closed-loop sessions.
+type ctxSessions struct {
+	ctxSource
+	s core.Sessions
+}
+
+func (c *ctxSessions) Follow(seq, done int64) ([]core.Request, error) { return c.s.Follow(seq, done) }
 
 func (c *ctxSource) Next(r *core.Request) error {
 	if c.n++; c.n&4095 == 0 {

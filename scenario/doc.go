@@ -112,6 +112,10 @@
 //	                              # default none: required unless format = "synthetic"
 //	format = "mooncake"           # "synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml);
 //	                              # mooncake | synthetic; default "mooncake"
+//	mode = "open"                 # "open": every request arrives at its trace time;
+//	                              # "closed": a session's later turn arrives
+//	                              # its think time after the turn it follows finished (docs/workloads.md);
+//	                              # open | closed; default "open"
 //	limit = 0                     # requests to read, 0 = all; 0..2147483647; default 0
 //	skip_bad_lines = false        # default false
 //	speedup = 1.0                 # arrival times divided by it: 2 = twice the request rate; > 0;
@@ -187,6 +191,8 @@
 //	nic_latency = "5us"           # one way, per transfer; >= 0; default "5us"
 //	nic_lanes = 8                 # transfers a NIC has in flight per direction: they hide latency, not add bandwidth;
 //	                              # 1..2147483647; default 8
+//	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
+//	                              # >= 0; default "0ns"
 //
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //

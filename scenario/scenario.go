@@ -130,6 +130,8 @@ type Cluster struct {
 	NICBandwidth float64 `json:",omitempty"`
 	NICLatency   int64   `json:",omitempty"`
 	NICLanes     int     `json:",omitempty"`
+	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
+	ViewDelay int64 `json:",omitempty"`
 }
 
 // Pool is the index of the cluster-scoped tier (scope = "cluster"), -1
@@ -188,6 +190,9 @@ type Workload struct {
 	Limit        int     // requests to read; 0 = all
 	SkipBadLines bool    // key skip_bad_lines
 	Speedup      float64 // arrival times are divided by it; default 1
+	// Closed is key mode = "closed": closed-loop sessions (empty in JSON
+	// when open, so open runs keep their run IDs).
+	Closed bool `json:",omitempty"`
 	// Gen is set for format = "synthetic": the trace is generated, in
 	// memory, from the scenario's seed (Trace then only labels it).
 	Gen *trace.GenConfig
@@ -628,6 +633,9 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 		return c, err
 	}
 	c.NICLanes = int(lanes)
+	if c.ViewDelay, err = t.integer("view_delay"); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -1097,6 +1105,11 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 	if w.Format, err = t.str("format"); err != nil {
 		return w, err
 	}
+	mode, err := t.str("mode")
+	if err != nil {
+		return w, err
+	}
+	w.Closed = mode == "closed"
 	if w.Format == "synthetic" {
 		if _, ok := t.m["trace"]; ok {
 			return w, t.errf("trace", "a synthetic workload is generated from the scenario's seed, not read from a file")

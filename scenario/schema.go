@@ -186,6 +186,9 @@ var schema = []*section{
 			doc: "absolute, or relative to this file's directory"},
 		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
 			doc: `"synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
+		{key: "mode", typ: tString, def: "open", enum: func() []string { return []string{"open", "closed"} }, example: `"open"`,
+			doc: `"open": every request arrives at its trace time; "closed": a session's later turn arrives` + "\n" +
+				"its think time after the turn it follows finished (docs/workloads.md)"},
 		{key: "limit", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "requests to read, 0 = all"},
 		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
 		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
@@ -247,6 +250,8 @@ var schema = []*section{
 			doc: "one way, per transfer"},
 		{key: "nic_lanes", typ: tInt, def: int64(8), min: atLeast1, max: maxInt32, example: "8",
 			doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
+		{key: "view_delay", typ: tDuration, def: int64(0), min: atLeast0, example: `"0s"`,
+			doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
 	}},
 }
 
