@@ -26,8 +26,9 @@ var goldenOutputs = []string{"summary.json", "requests.csv", "report.html"}
 // goldenTraces supplies the trace of a shipped scenario whose own trace
 // does not ship (users download it), as a --set relative to the scenario.
 var goldenTraces = map[string]string{
-	"mooncake_conversation": "../../shared/traces/conversation_trace.jsonl",
-	"cluster_conversation":  "../../shared/traces/conversation_trace.jsonl",
+	"mooncake_conversation":     "../../shared/traces/conversation_trace.jsonl",
+	"cluster_conversation":      "../../shared/traces/conversation_trace.jsonl",
+	"cluster_pool_conversation": "../../shared/traces/conversation_trace.jsonl",
 }
 
 // runBlock is summary.json's top-level run block: wall-clock figures and
