@@ -165,10 +165,10 @@
 //	                              # optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)
 //	instances = 4                 # each with its own engine, HBM and copy of every node-scoped tier;
 //	                              # 1..4096; default none: this, or the two below
-//	prefill_instances = 2         # with decode_instances instead of instances: prefill/decode disaggregation;
-//	                              # the router picks a prefill instance;
-//	                              # its KV then crosses the NICs to a decode one; 1..4096; default none
-//	decode_instances = 6          # instances = prefill_instances + decode_instances; 1..4096;
+//	prefill_instances = 1         # with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;
+//	                              # its KV then crosses the NICs to a decode one);
+//	                              # instances, if given, must be their sum; 1..4096; default none
+//	decode_instances = 3          # instances = prefill_instances + decode_instances; 1..4096;
 //	                              # default none
 //	router = "cache_aware"        # chooses each request's instance (docs/routers.md);
 //	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;

@@ -88,10 +88,16 @@ func TestDisaggregation(t *testing.T) {
 	if d := s.Describe(); !strings.Contains(d, "cluster: 8 instances (2 prefill, 6 decode), NICs 25 GB/s each way, 5us, 8 lanes, router round_robin\n") {
 		t.Errorf("description:\n%s", d)
 	}
+	// All three agreeing: a colocated scenario split by --set.
+	s, err = ParseWith([]byte(doc("[cluster]\ninstances = 4\n")), path, []string{"cluster.prefill_instances=1", "cluster.decode_instances=3"})
+	if err != nil || s.Cluster.Instances != 4 || s.Cluster.Prefill != 1 {
+		t.Fatalf("instances = 4 split 1 + 3 by --set: %+v, %v", s.Cluster, err)
+	}
 	for _, c := range []struct{ src, want string }{
 		{"[cluster]\nrouter = \"kv_cost\"\n", "x.toml:1: cluster: instances: required (the number of instances; or prefill_instances and decode_instances)"},
-		{"[cluster]\ninstances = 4\nprefill_instances = 1\n", "x.toml:3: cluster: prefill_instances: not with instances"},
-		{"[cluster]\ninstances = 4\ndecode_instances = 1\n", "x.toml:3: cluster: decode_instances: not with instances"},
+		{"[cluster]\ninstances = 4\nprefill_instances = 1\n", "x.toml:3: cluster: prefill_instances: not alone with instances"},
+		{"[cluster]\ninstances = 4\ndecode_instances = 1\n", "x.toml:3: cluster: decode_instances: not alone with instances"},
+		{"[cluster]\ninstances = 4\nprefill_instances = 1\ndecode_instances = 2\n", "x.toml:2: cluster: instances: 4, but 1 prefill + 2 decode instances"},
 		{"[cluster]\nprefill_instances = 1\n", "x.toml:2: cluster: prefill_instances: needs decode_instances too"},
 		{"[cluster]\ndecode_instances = 3\n", "x.toml:2: cluster: decode_instances: needs prefill_instances too"},
 		{"[cluster]\nprefill_instances = 0\ndecode_instances = 3\n", "x.toml:2: cluster: prefill_instances: must be >= 1"},

@@ -653,12 +653,16 @@ func (t *table) instances() (total, prefill int, err error) {
 	}
 	whole, pre, dec := n[0] > 0, n[1] > 0, n[2] > 0
 	switch {
+	case whole && pre && dec && n[0] == n[1]+n[2]:
+		// All three agree: a colocated scenario split by --set.
 	case whole && (pre || dec):
 		key := "prefill_instances"
 		if !pre {
 			key = "decode_instances"
+		} else if dec {
+			return 0, 0, t.errf("instances", "%d, but %d prefill + %d decode instances: give instances, or the two, or all three agreeing", n[0], n[1], n[2])
 		}
-		return 0, 0, t.errf(key, "not with instances: give instances, or prefill_instances and decode_instances")
+		return 0, 0, t.errf(key, "not alone with instances: give instances, or prefill_instances and decode_instances (all three when they agree)")
 	case whole:
 		return int(n[0]), 0, nil
 	case pre != dec:

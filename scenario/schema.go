@@ -226,9 +226,9 @@ var schema = []*section{
 	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: []field{
 		{key: "instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "4", defDoc: "none: this, or the two below",
 			doc: "each with its own engine, HBM and copy of every node-scoped tier"},
-		{key: "prefill_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "2", defDoc: "none",
-			doc: "with decode_instances instead of instances: prefill/decode disaggregation;\nthe router picks a prefill instance; its KV then crosses the NICs to a decode one"},
-		{key: "decode_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "6", defDoc: "none",
+		{key: "prefill_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "1", defDoc: "none",
+			doc: "with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;\nits KV then crosses the NICs to a decode one); instances, if given, must be their sum"},
+		{key: "decode_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "3", defDoc: "none",
 			doc: "instances = prefill_instances + decode_instances"},
 		{key: "router", typ: tString, def: "round_robin", enum: RouterNames, example: `"cache_aware"`,
 			doc: "chooses each request's instance (docs/routers.md)"},

@@ -249,7 +249,7 @@ func TestBadInput(t *testing.T) {
 		{"bad scope", pooled, []string{"--set", "tier.dram.scope=global"}, `tier "dram": scope: unknown scope "global"`},
 		{"pool not last", strings.Replace(pooled, "[workload]", "[[tier]]\nname = \"ssd\"\nkind = \"ssd\"\n[[link]]\nfrom = \"dram\"\nto = \"ssd\"\n[workload]", 1), nil,
 			`s.toml:17: tier "dram": scope: "cluster" only for the last tier (tier "ssd" follows)`},
-		{"instances and prefill", pooled, []string{"--set", "cluster.prefill_instances=1"}, "cluster: prefill_instances: not with instances"},
+		{"instances and prefill", pooled, []string{"--set", "cluster.prefill_instances=1"}, "cluster: prefill_instances: not alone with instances"},
 		{"prefill alone", strings.Replace(pooled, "instances = 2", "prefill_instances = 2", 1), nil, "cluster: prefill_instances: needs decode_instances too"},
 		{"no instances", strings.Replace(pooled, "instances = 2", "router = \"round_robin\"", 1), nil, "cluster: instances: required"},
 		{"zero nic lanes", pooled, []string{"--set", "cluster.nic_lanes=0"}, "cluster: nic_lanes: must be >= 1"},
