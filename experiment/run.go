@@ -228,7 +228,12 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		return
 	}
 	defer rd.Close()
-	src := workload.NewSource(rd, trace.NewDict())
+	src, err := source(sc, rd, opt)
+	if err != nil {
+		closeTmp()
+		pr.err = err
+		return
+	}
 	csrc := &ctxSource{ctx: ctx, src: src, prog: o.Progress}
 	if n := sc.Cluster.Instances; n > 0 {
 		ccfg := cluster.Config{Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }}
@@ -252,7 +257,8 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
 		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
-		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup,
+		Inject: sc.Workload.Inject, InjectedRequests: src.Injected}
 	if e := src.FirstSkipped(); e != nil {
 		pr.trace.FirstSkipped = e.Error()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"kvsim/core"
 	"kvsim/policy"
+	"kvsim/results"
 	"kvsim/trace"
 )
 
@@ -159,6 +160,10 @@ type Workload struct {
 	// Gen is set for format = "synthetic": the trace is generated, in
 	// memory, from the scenario's seed (Trace then only labels it).
 	Gen *trace.GenConfig
+	// Inject is [workload.inject], nil without one: block ids for the
+	// requests without them, from the prefix model (kvsim/workload.Inject)
+	// seeded by the scenario's seed.
+	Inject *results.Inject `json:",omitempty"`
 }
 
 // Policy is one [[policy]] entry: an eviction strategy and its knobs.
@@ -406,6 +411,18 @@ func (t *table) byLine(keys []string) []string {
 // section returns root[name] as a table; nil when absent and optional.
 func (p *parser) section(root map[string]any, decl *section) (*table, error) {
 	name := decl.name
+	if parent, sub, nested := strings.Cut(name, "."); nested { // [workload.inject]
+		m, _ := root[parent].(map[string]any) // a parent that is not a table is reported as such
+		v, ok := m[sub]
+		if !ok {
+			return nil, nil
+		}
+		t, isTable := v.(map[string]any)
+		if !isTable {
+			return nil, &Error{Path: p.path, Line: p.lines.line(parent, 0, sub), Msg: fmt.Sprintf("%s: %s: must be a table ([%s]), got %s", parent, sub, name, describe(v))}
+		}
+		return &table{p: p, decl: decl, name: name, label: name, m: t}, nil
+	}
 	v, ok := root[name]
 	if !ok {
 		if decl.required {
@@ -523,6 +540,11 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	}
 	if s.Workload, err = parseWorkload(workload, s.Seed, s.Model.BlockTokens); err != nil {
 		return err
+	}
+	if it := tables["workload.inject"][0]; it != nil {
+		if s.Workload.Inject, err = parseInject(it); err != nil {
+			return err
+		}
 	}
 	if s.Policies, err = p.parsePolicies(policies, s.Tiers); err != nil {
 		return err

@@ -22,8 +22,10 @@ type Source struct {
 	r    *trace.Reader
 	dict *trace.Dict
 	tr   trace.Request
+	inj  *Injector // nil: the trace's own ids
 
-	trace.Counts // what it has read
+	trace.Counts       // what it has read
+	Injected     int64 // requests given ids by the injector
 }
 
 // NewSource reads requests from r, mapping ids through dict (which may be
@@ -36,6 +38,10 @@ func NewSource(r *trace.Reader, dict *trace.Dict) *Source {
 func (s *Source) Next(out *core.Request) error {
 	if err := s.r.Next(&s.tr); err != nil {
 		return err
+	}
+	if s.inj != nil && s.inj.Applies(&s.tr) {
+		s.inj.Apply(&s.tr)
+		s.Injected++
 	}
 	out.Seq = s.Requests
 	out.Line = s.tr.Line
@@ -52,6 +58,10 @@ func (s *Source) Next(out *core.Request) error {
 	s.Add(&s.tr)
 	return nil
 }
+
+// Inject has s give the requests it reads ids by in's model (before they
+// are counted and mapped); nil keeps the trace's own.
+func (s *Source) Inject(in *Injector) { s.inj = in }
 
 // Distinct is the number of distinct blocks seen so far.
 func (s *Source) Distinct() int { return s.dict.Len() }
