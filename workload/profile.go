@@ -101,6 +101,9 @@ func (p *Profile) NoReuse() bool { return p.BlockAccesses > 0 && p.Distinct() ==
 // Line is the one-line summary: requests, span, rate and burstiness,
 // accesses, distinct blocks and the hit ceiling.
 func (p *Profile) Line() string {
+	if p.Requests == 0 {
+		return "no requests"
+	}
 	s := fmt.Sprintf("%d requests over %s (%.3g/s, inter-arrival CV %s, peak/mean 1s %s), %d block accesses, %d distinct blocks, infinite-cache hit ceiling %.1f%%",
 		p.Requests, fmtSpan(p.Span()), p.Rate(), fmtNum(p.GapCV()), fmtNum(p.PeakToMean()), p.BlockAccesses, p.Distinct(), 100*p.Ceiling())
 	if p.NoIDs > 0 {
