@@ -21,7 +21,6 @@ import (
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const use = "usage: kvsim trace <stats|fit|convert> [flags] (kvsim trace <subcommand> -h for its flags)"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, use)
 		return badInputf("trace: no subcommand given (stats, fit or convert)")
 	}
 	switch args[0] {
