@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/BurntSushi/toml"
+
 	"kvsim/mrc"
 	"kvsim/trace"
 	"kvsim/workload"
@@ -50,16 +52,17 @@ func checkFormat(cmd, f string) error {
 
 // loadedTrace is a trace read whole for stats and fit.
 type loadedTrace struct {
-	prof    *workload.Profile
-	shapes  []workload.Shape
-	ids     []int64 // every request's ids, flat: request r's are ids[starts[r]:starts[r+1]]
-	starts  []int32
-	skipped int
+	prof     *workload.Profile
+	shapes   []workload.Shape
+	ids      []int64 // every request's ids, flat: request r's are ids[starts[r]:starts[r+1]]
+	starts   []int32
+	skipped  int
+	injected int64 // requests given ids by the injector
 }
 
 // loadTrace reads path to the end; errors are bad input naming the file
 // (and line).
-func loadTrace(ctx context.Context, cmd, path string, opt trace.Options) (*loadedTrace, error) {
+func loadTrace(ctx context.Context, cmd, path string, opt trace.Options, in *workload.Injector) (*loadedTrace, error) {
 	r, err := trace.Open(path, opt)
 	if err != nil {
 		var pe *os.PathError
@@ -88,6 +91,10 @@ func loadTrace(ctx context.Context, cmd, path string, opt trace.Options) (*loade
 			}
 			return nil, badInputf("%s: %s: %v", cmd, path, err)
 		}
+		if in != nil && in.Applies(&q) {
+			in.Apply(&q)
+			t.injected++
+		}
 		t.prof.Add(&q)
 		t.shapes = append(t.shapes, workload.Shape{Input: q.InputTokens, Output: q.OutputTokens})
 		t.ids = append(t.ids, q.HashIDs...)
@@ -99,6 +106,71 @@ func loadTrace(ctx context.Context, cmd, path string, opt trace.Options) (*loade
 	t.skipped = r.Skipped()
 	return t, nil
 }
+
+// readInject reads a file's [workload.inject] table (other tables are
+// ignored: a scenario will do): the keys a scenario takes, the defaults
+// of the ones it leaves out.
+func readInject(path string) (workload.Inject, error) {
+	c := workload.DefaultInject()
+	var doc struct {
+		Workload struct {
+			Inject struct {
+				Replace         *bool    `toml:"replace"`
+				SystemTokens    *int     `toml:"system_tokens"`
+				Tenants         *int     `toml:"tenants"`
+				TenantTokens    *int     `toml:"tenant_tokens"`
+				TenantZipf      *float64 `toml:"tenant_zipf"`
+				SessionContinue *float64 `toml:"session_continue"`
+				Sessions        *int     `toml:"sessions"`
+				SessionGap      *int     `toml:"session_gap"`
+			} `toml:"inject"`
+		} `toml:"workload"`
+	}
+	md, err := toml.DecodeFile(path, &doc)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return c, badInputf("trace stats: --inject: %v", pe)
+		}
+		var te toml.ParseError
+		if errors.As(err, &te) {
+			return c, badInputf("trace stats: --inject: %s:%d: %s", path, te.Position.Line, oneLineMsg(te.Message))
+		}
+		return c, badInputf("trace stats: --inject: %s: %s", path, oneLineMsg(err.Error()))
+	}
+	if !md.IsDefined("workload", "inject") {
+		return c, badInputf("trace stats: --inject: %s has no [workload.inject] table", path)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) == 3 && k[0] == "workload" && k[1] == "inject" {
+			return c, badInputf("trace stats: --inject: %s: unknown key %q in [workload.inject]", path, k[2])
+		}
+	}
+	in := doc.Workload.Inject
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.SystemTokens, in.SystemTokens)
+	set(&c.Tenants, in.Tenants)
+	set(&c.TenantTokens, in.TenantTokens)
+	set(&c.Sessions, in.Sessions)
+	set(&c.SessionGap, in.SessionGap)
+	if in.Replace != nil {
+		c.Replace = *in.Replace
+	}
+	if in.TenantZipf != nil {
+		c.TenantZipf = *in.TenantZipf
+	}
+	if in.SessionContinue != nil {
+		c.SessionContinue = *in.SessionContinue
+	}
+	return c, nil
+}
+
+// oneLineMsg keeps a library's message to one line.
+func oneLineMsg(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // mrcTrace is ids and starts with dense block ids, as mrc replays them.
 func denseTrace(ids []int64, starts []int32) *mrc.Trace {
@@ -146,6 +218,7 @@ type TraceStats struct {
 	// cache (a block's first reference misses); requests_without_ids have
 	// no hash ids (a hashless format: see [workload.inject]).
 	RequestsWithoutIDs int64   `json:"requests_without_ids"`
+	InjectedRequests   int64   `json:"injected_requests"` // given ids by --inject
 	BlockAccesses      int64   `json:"block_accesses"`
 	DistinctBlocks     int     `json:"distinct_blocks"`
 	HitCeiling         float64 `json:"hit_ceiling"`
@@ -182,10 +255,12 @@ type LRUPoint struct {
 }
 
 func traceStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trace stats", "kvsim trace stats FILE [--format F] [--block-tokens N] [--json]", stderr)
+	fs := newFlags("trace stats", "kvsim trace stats FILE [--format F] [--block-tokens N] [--inject FILE.toml [--seed N]] [--json]", stderr)
 	format := fs.String("format", "mooncake", "trace `FORMAT` ("+strings.Join(traceFormats, ", ")+")")
 	bt := fs.Int("block-tokens", trace.DefaultBlockTokens, "tokens per hash id (`N`)")
 	asJSON := fs.Bool("json", false, "print JSON (schema in docs/workloads.md)")
+	injectPath := fs.String("inject", "", "give the requests ids by the [workload.inject] table in `FILE` (as trace fit prints it) first")
+	seed := fs.Int64("seed", 1, "with --inject: the injection seed (`N`; a scenario's seed)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -199,7 +274,17 @@ func traceStats(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *bt < 1 || *bt > trace.MaxTokens {
 		return badInputf("trace stats: --block-tokens: must be in 1..%d, got %d", trace.MaxTokens, *bt)
 	}
-	t, err := loadTrace(ctx, "trace stats", pos[0], trace.Options{BlockTokens: *bt, Format: *format})
+	var in *workload.Injector
+	if *injectPath != "" {
+		c, err := readInject(*injectPath)
+		if err != nil {
+			return err
+		}
+		if in, err = workload.NewInjector(c, *seed, *bt); err != nil {
+			return badInputf("trace stats: --inject: %s: workload.inject: %v", *injectPath, err)
+		}
+	}
+	t, err := loadTrace(ctx, "trace stats", pos[0], trace.Options{BlockTokens: *bt, Format: *format}, in)
 	if err != nil {
 		return err
 	}
@@ -215,7 +300,7 @@ func traceStats(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func computeStats(t *loadedTrace, path, format string, bt int) *TraceStats {
 	p := t.prof
 	s := &TraceStats{File: path, Format: format, BlockTokens: bt, Requests: p.Requests, SkippedLines: t.skipped,
-		SpanS: p.Span().Seconds(), RatePerS: p.Rate(), RequestsWithoutIDs: p.NoIDs, BlockAccesses: p.BlockAccesses,
+		SpanS: p.Span().Seconds(), RatePerS: p.Rate(), RequestsWithoutIDs: p.NoIDs, InjectedRequests: t.injected, BlockAccesses: p.BlockAccesses,
 		DistinctBlocks: p.Distinct(), HitCeiling: p.Ceiling(), LRU: []LRUPoint{}}
 	if cv := p.GapCV(); !math.IsNaN(cv) {
 		s.InterarrivalCV = &cv
@@ -294,6 +379,9 @@ func printStats(w io.Writer, s *TraceStats) {
 		if l.q != nil {
 			fmt.Fprintf(tw, "%s\tmean %.0f, p50 %d, p90 %d, p99 %d, max %d\n", l.name, l.q.Mean, l.q.P50, l.q.P90, l.q.P99, l.q.Max)
 		}
+	}
+	if s.InjectedRequests > 0 {
+		fmt.Fprintf(tw, "injected\t%d requests were given ids by --inject\n", s.InjectedRequests)
 	}
 	fmt.Fprintf(tw, "block accesses\t%d\ndistinct blocks\t%d\n", s.BlockAccesses, s.DistinctBlocks)
 	if s.RequestsWithoutIDs > 0 {

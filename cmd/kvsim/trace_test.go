@@ -164,7 +164,7 @@ func TestTraceFitReproducesSynthetic(t *testing.T) {
 	if c.SystemTokens != 1024 { // ids 0 and 1 open every request
 		t.Errorf("system_tokens %d, want 1024", c.SystemTokens)
 	}
-	orig, err := loadTrace(context.Background(), "test", path, trace.Options{})
+	orig, err := loadTrace(context.Background(), "test", path, trace.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,4 +310,67 @@ func TestSweepInject(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "bad")); err == nil {
 		t.Error("a sweep with a bad value wrote results")
 	}
+}
+
+// trace stats --inject reads the table trace fit prints and shows the
+// trace as injected; a bad table is one line, exit 2.
+func TestTraceStatsInject(t *testing.T) {
+	dir := t.TempDir()
+	tr := writeFile(t, dir, "s.jsonl", statsFixture)
+	table := writeFile(t, dir, "fit.toml", "# a comment\n[workload.inject]\nreplace = true\nsystem_tokens = 512\n")
+	stdout, stderr, code := runKvsim("trace", "stats", "--json", "--inject", table, tr)
+	var s TraceStats
+	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
+		t.Fatalf("status %d, %v: %s", code, err, stderr)
+	}
+	// Every request opens with the one-block system prompt; no sessions
+	// continue (session_continue 0): the other 4 references are new.
+	if s.InjectedRequests != 4 || s.BlockAccesses != 8 || s.DistinctBlocks != 5 {
+		t.Errorf("injected stats %+v", s)
+	}
+	// Without replace the fixture's own ids stay.
+	table = writeFile(t, dir, "keep.toml", "[workload.inject]\nsystem_tokens = 512\n")
+	stdout, _, _ = runKvsim("trace", "stats", "--inject", table, tr)
+	if strings.Contains(stdout, "injected") || !strings.Contains(stdout, "distinct blocks  5") {
+		t.Errorf("without replace:\n%s", stdout)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[workload]\nx = 1\n", "has no [workload.inject] table"},
+		{"[workload.inject]\nsesions = 2\n", `unknown key "sesions" in [workload.inject]`},
+		{"[workload.inject]\nsessions = 0\n", "workload.inject: sessions: must be in 1.."},
+		{"[workload.inject]\nsessions = \"x\"\n", "bad.toml"},
+		{"[workload.inject\n", "to end table name"},
+	} {
+		bad := writeFile(t, dir, "bad.toml", tc.body)
+		_, stderr, code := runKvsim("trace", "stats", "--inject", bad, tr)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: status %d, stderr %q, want %q", tc.body, code, stderr, tc.want)
+		}
+	}
+	_, stderr, code = runKvsim("trace", "stats", "--inject", filepath.Join(dir, "none.toml"), tr)
+	if code != 2 || !strings.Contains(stderr, "none.toml: no such file") {
+		t.Errorf("missing table file: %d %q", code, stderr)
+	}
+}
+
+// FuzzTraceStatsInject: any --inject file and trace give stats or one
+// line and exit 2, never a panic.
+func FuzzTraceStatsInject(f *testing.F) {
+	f.Add("[workload.inject]\nreplace = true\nsystem_tokens = 512\nsession_continue = 0.5\nsessions = 2\n", statsFixture)
+	f.Add("[workload.inject]\ntenants = 3\ntenant_tokens = 100\ntenant_zipf = 2.5\n", statsFixture)
+	f.Add("[workload]\n", "")
+	dir := f.TempDir()
+	table, tr := filepath.Join(dir, "t.toml"), filepath.Join(dir, "t.jsonl")
+	f.Fuzz(func(t *testing.T, toml, text string) {
+		if err := os.WriteFile(table, []byte(toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(tr, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := runKvsim("trace", "stats", "--inject", table, tr)
+		if code != 0 && (code != 2 || strings.Count(stderr, "\n") != 1) {
+			t.Fatalf("status %d, stderr %q", code, stderr)
+		}
+	})
 }

@@ -42,7 +42,7 @@ func traceFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *limit < 0 {
 		return badInputf("trace fit: --limit: must be >= 0, got %d", *limit)
 	}
-	t, err := loadTrace(ctx, "trace fit", *path, trace.Options{BlockTokens: *bt, Format: *format, Limit: *limit})
+	t, err := loadTrace(ctx, "trace fit", *path, trace.Options{BlockTokens: *bt, Format: *format, Limit: *limit}, nil)
 	if err != nil {
 		return err
 	}
@@ -79,6 +79,7 @@ func writeFit(w io.Writer, name string, t *loadedTrace, r workload.FitResult) {
 		fmt.Fprintf(w, "#   %3g%% (%d blocks): %5.1f%%  %5.1f%%\n", p, r.Sizes[i], 100*r.Target[i], 100*r.Fitted[i])
 	}
 	fmt.Fprintf(w, "# largest difference %.1f points (%d injections tried)\n", 100*r.MaxAbsError(), r.Evals)
+	fmt.Fprintln(w, "# for a trace with ids of its own, replace = true replaces them")
 	fmt.Fprint(w, injectTOML(r.Inject))
 }
 
