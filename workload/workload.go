@@ -2,6 +2,11 @@
 // hash ids become dense block indices (in order of first appearance), and
 // offline policies get their view of the future.
 //
+// Requests without hash ids (hashless formats) get them from Inject, a
+// layered model of shared prefixes (system prompt, tenant prefixes,
+// multi-turn sessions) drawn from a seed; Fit searches its parameters for
+// a hashed trace's LRU curve. Profile streams a trace's one-line summary.
+//
 // workload imports trace and core; never sim or hw, so both bodies share it.
 package workload
 
