@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"errors"
 	"math"
 )
@@ -76,8 +77,9 @@ func (r FitResult) MaxAbsError() float64 {
 // given (SharedPrefixBlocks measures it); the session layer (continue
 // probability, open sessions) comes from a grid refined coordinate by
 // coordinate, then a tenant layer is tried and kept only if it helps. The
-// search is deterministic: same inputs, same result.
-func Fit(shapes []Shape, blockTokens int, seed int64, systemTokens int, sizes []int, target []float64, curve HitCurve) (FitResult, error) {
+// search is deterministic: same inputs, same result. ctx stops it between
+// two candidates.
+func Fit(ctx context.Context, shapes []Shape, blockTokens int, seed int64, systemTokens int, sizes []int, target []float64, curve HitCurve) (FitResult, error) {
 	if len(sizes) != len(target) || len(sizes) == 0 {
 		return FitResult{}, errors.New("fit: want one target hit ratio per size")
 	}
@@ -97,6 +99,9 @@ func Fit(shapes []Shape, blockTokens int, seed int64, systemTokens int, sizes []
 		c = clamp(c)
 		if l, ok := cache[c]; ok {
 			return l
+		}
+		if ctx.Err() != nil {
+			return math.Inf(1)
 		}
 		ids, starts, err := Injected(c, seed, blockTokens, shapes)
 		if err != nil {
@@ -172,6 +177,9 @@ func Fit(shapes []Shape, blockTokens int, seed int64, systemTokens int, sizes []
 	}
 	if best.Tenants > 0 {
 		refine()
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 	if math.IsInf(bestL, 1) {
 		return res, bestErr

@@ -374,3 +374,15 @@ func FuzzTraceStatsInject(f *testing.F) {
 		}
 	})
 }
+
+// An interrupted fit stops (exit 130) instead of searching on.
+func TestTraceFitInterrupted(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "s.jsonl", statsFixture)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb strings.Builder
+	err := run(ctx, []string{"trace", "fit", "--trace", p}, &out, &errb)
+	if code := exitCode(err, &errb); code != 130 || out.Len() != 0 {
+		t.Errorf("status %d, stdout %q: want 130 and nothing printed", code, out.String())
+	}
+}

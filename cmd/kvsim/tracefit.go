@@ -49,7 +49,7 @@ func traceFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if t.prof.Distinct() == 0 {
 		return badInputf("trace fit: --trace: %s has no hash ids to fit to", *path)
 	}
-	res, err := fitTrace(t, *bt, *seed)
+	res, err := fitTrace(ctx, t, *bt, *seed)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func traceFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // fitTrace fits the injection parameters to t's LRU curve.
-func fitTrace(t *loadedTrace, bt int, seed int64) (workload.FitResult, error) {
+func fitTrace(ctx context.Context, t *loadedTrace, bt int, seed int64) (workload.FitResult, error) {
 	distinct := t.prof.Distinct()
 	sizes := make([]int, len(fitPercents))
 	for i, p := range fitPercents {
@@ -66,7 +66,7 @@ func fitTrace(t *loadedTrace, bt int, seed int64) (workload.FitResult, error) {
 	}
 	target := lruHits(t.ids, t.starts, sizes)
 	sys := workload.SharedPrefixBlocks(t.ids, t.starts) * bt
-	return workload.Fit(t.shapes, bt, seed, sys, sizes, target, lruHits)
+	return workload.Fit(ctx, t.shapes, bt, seed, sys, sizes, target, lruHits)
 }
 
 // writeFit prints the fit as a [workload.inject] table, the curves it
