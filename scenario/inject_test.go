@@ -18,6 +18,9 @@ func TestInject(t *testing.T) {
 	if s.Workload.Inject == nil || *s.Workload.Inject != want {
 		t.Errorf("inject %+v, want %+v", s.Workload.Inject, want)
 	}
+	if d := s.Describe(); !strings.Contains(d, "block ids injected into every request: system_tokens=1024 tenants=8 tenant_tokens=512 tenant_zipf=0.8 session_continue=0.6 sessions=100 session_gap=30 seed=1)") {
+		t.Errorf("Describe:\n%s", d)
+	}
 	// An empty table: the defaults; none: nil (the trace's own ids).
 	s, err = Parse([]byte(doc("[workload]\ntrace = \"t\"\n[workload.inject]\n")), path)
 	if err != nil || *s.Workload.Inject != (results.Inject{TenantZipf: 1, Sessions: 64}) {

@@ -1364,6 +1364,17 @@ func (s *Scenario) Describe() string {
 	if w.Speedup != 1 {
 		fmt.Fprintf(&b, ", arrivals at %gx speed", w.Speedup)
 	}
+	if in := w.Inject; in != nil {
+		which := "requests without ids"
+		if in.Replace {
+			which = "every request"
+		}
+		fmt.Fprintf(&b, ", block ids injected into %s: system_tokens=%d", which, in.SystemTokens)
+		if in.Tenants > 0 {
+			fmt.Fprintf(&b, " tenants=%d tenant_tokens=%d tenant_zipf=%g", in.Tenants, in.TenantTokens, in.TenantZipf)
+		}
+		fmt.Fprintf(&b, " session_continue=%g sessions=%d session_gap=%d seed=%d", in.SessionContinue, in.Sessions, in.SessionGap, s.Seed)
+	}
 	b.WriteString(")\npolicies:")
 	for i, p := range s.Policies {
 		if i > 0 {
