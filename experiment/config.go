@@ -93,7 +93,11 @@ func BuildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) 
 		return nil, err
 	}
 	defer r.Close()
-	f, err := workload.BuildFuture(workload.NewSource(r, trace.NewDict()))
+	src, err := source(sc, r, opt)
+	if err != nil {
+		return nil, err
+	}
+	f, err := workload.BuildFuture(src)
 	if err != nil {
 		return nil, err
 	}

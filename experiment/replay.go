@@ -18,8 +18,6 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
-	"kvsim/trace"
-	"kvsim/workload"
 )
 
 // ReplayOptions say how Replay drives the real body.
@@ -133,12 +131,16 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if err != nil {
 		return nil, BadInputf("%s: %v", sc.Path, err)
 	}
-	rd, err := OpenTrace(ctx, sc, TraceOptions(sc, false, o.Limit))
+	topt := TraceOptions(sc, false, o.Limit)
+	rd, err := OpenTrace(ctx, sc, topt)
 	if err != nil {
 		return nil, wrapTrace(sc, err)
 	}
 	defer rd.Close()
-	src := workload.NewSource(rd, trace.NewDict())
+	src, err := source(sc, rd, topt)
+	if err != nil {
+		return nil, err
+	}
 	in := &ctxSource{ctx: ctx, src: src, prog: noProgress{}}
 	t0 := time.Now()
 	var stats core.Stats

@@ -228,7 +228,12 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		return
 	}
 	defer rd.Close()
-	src := workload.NewSource(rd, trace.NewDict())
+	src, err := source(sc, rd, opt)
+	if err != nil {
+		closeTmp()
+		pr.err = err
+		return
+	}
 	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress}
 	if sc.Workload.Closed {
 		cl, cerr := workload.NewClosed(src, sc.Workload.Speedup)
@@ -266,7 +271,8 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	pr.trace = results.Trace{Path: sc.Workload.Trace, Requests: src.Requests, BlockAccesses: src.BlockAccesses,
 		DistinctBlocks: int64(src.Distinct()), InputTokens: src.InputTokens,
-		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup}
+		DurationS: float64(src.LastArrival) / 1e9, SkippedLines: src.Skipped(), Speedup: sc.Workload.Speedup,
+		Inject: sc.Workload.Inject, InjectedRequests: src.Injected}
 	if e := src.FirstSkipped(); e != nil {
 		pr.trace.FirstSkipped = e.Error()
 	}

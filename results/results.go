@@ -83,6 +83,24 @@ type Trace struct {
 	Speedup        float64 `json:"speedup"`    // arrival times were divided by it
 	SkippedLines   int     `json:"skipped_lines"`
 	FirstSkipped   string  `json:"first_skipped,omitempty"` // the first skipped line's error, FILE:LINE: reason
+	// Inject is the scenario's [workload.inject]: the block ids were
+	// given by that prefix model (seeded by the scenario's seed), not
+	// read from the trace. Absent when the trace's own ids were used.
+	Inject           *Inject `json:"inject,omitempty"`
+	InjectedRequests int64   `json:"injected_requests,omitempty"` // requests given ids by Inject
+}
+
+// Inject is [workload.inject] as run (kvsim/workload.Inject, which
+// documents the model).
+type Inject struct {
+	Replace         bool    `json:"replace"`
+	SystemTokens    int     `json:"system_tokens"`
+	Tenants         int     `json:"tenants"`
+	TenantTokens    int     `json:"tenant_tokens"`
+	TenantZipf      float64 `json:"tenant_zipf"`
+	SessionContinue float64 `json:"session_continue"`
+	Sessions        int     `json:"sessions"`
+	SessionGap      int     `json:"session_gap"`
 }
 
 // Quantiles of a latency distribution, in milliseconds. A Policy holds a

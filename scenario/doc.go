@@ -136,6 +136,25 @@
 //	max_context = 32768           # a conversation ends before its context passes this; 0..2147483647;
 //	                              # only with format = "synthetic"; default 32768
 //
+//	[workload.inject]             # optional;
+//	                              # block ids for a trace without them (docs/workloads.md): system prompt -> tenant prefix
+//	                              # -> session history -> new tokens, drawn from seed
+//	replace = false               # also replace the ids of requests that have them; default false
+//	system_tokens = 1024          # global system prompt every request starts with; 0..2147483647;
+//	                              # default 0
+//	tenants = 0                   # tenant (application) prefixes after it; 0: none; 0..1048576;
+//	                              # default 0
+//	tenant_tokens = 0             # tokens of each tenant prefix; needs tenants >= 1; 0..2147483647;
+//	                              # default 0
+//	tenant_zipf = 1.0             # skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform;
+//	                              # at most 10; >= 0; default 1
+//	session_continue = 0.6        # probability a request continues an open session (prompt = its last prompt + reply + new tokens);
+//	                              # at most 1; >= 0; default 0
+//	sessions = 64                 # open sessions, the oldest closing when a new one opens: more = longer reuse distances;
+//	                              # 1..1048576; default 64
+//	session_gap = 0               # mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause);
+//	                              # 0..1073741824; default 0
+//
 //	[[policy]]                    # required, one or more
 //	name = "lru"                  # label in results; unique; default the eviction name
 //	eviction = "lru"              # a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };

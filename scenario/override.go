@@ -10,8 +10,8 @@ import (
 )
 
 // An override is "KEY=VALUE". KEY is a top-level key (seed), SECTION.KEY
-// for [model], [gpu] or [workload] (gpu.prefill_tokens_per_s), or
-// tier.NAME.KEY, policy.NAME.KEY, link.FROM-TO.KEY (either direction) or
+// for [model], [gpu] or [workload] (gpu.prefill_tokens_per_s),
+// workload.inject.KEY for [workload.inject], or tier.NAME.KEY, policy.NAME.KEY, link.FROM-TO.KEY (either direction) or
 // link.N.KEY (1-based) for an array entry; a tier without a name goes by
 // its kind, a policy without one by its eviction. VALUE is read as a TOML
 // value (true, 3, 1.5, "x"), or taken as a string when it is not one
@@ -52,6 +52,29 @@ func applySets(p *parser, root map[string]any, sets []string) error {
 			m[k] = val
 			p.lines[keyPos{sec, 0, k}] = setLine
 		case 3:
+			if d := sectionNamed(parts[0] + "." + parts[1]); d != nil && !d.array { // workload.inject.KEY
+				m, isTable := root[parts[0]].(map[string]any)
+				if !isTable {
+					if _, there := root[parts[0]]; there {
+						return bad("%s is not a table", parts[0])
+					}
+					m = map[string]any{}
+					root[parts[0]] = m
+					p.lines[keyPos{"", 0, parts[0]}] = setLine
+				}
+				sub, isTable := m[parts[1]].(map[string]any)
+				if !isTable {
+					if _, there := m[parts[1]]; there {
+						return bad("%s is not a table", d.name)
+					}
+					sub = map[string]any{}
+					m[parts[1]] = sub
+					p.lines[keyPos{parts[0], 0, parts[1]}] = setLine
+				}
+				sub[parts[2]] = val
+				p.lines[keyPos{d.name, 0, parts[2]}] = setLine
+				continue
+			}
 			arr, name, k := parts[0], parts[1], parts[2]
 			if !isArray(arr) {
 				return bad("three parts name an entry of %s (%s.KEY for [%s])", arrays(), arr, arr)

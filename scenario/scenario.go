@@ -15,6 +15,7 @@ import (
 
 	"kvsim/core"
 	"kvsim/policy"
+	"kvsim/results"
 	"kvsim/trace"
 )
 
@@ -196,6 +197,10 @@ type Workload struct {
 	// Gen is set for format = "synthetic": the trace is generated, in
 	// memory, from the scenario's seed (Trace then only labels it).
 	Gen *trace.GenConfig
+	// Inject is [workload.inject], nil without one: block ids for the
+	// requests without them, from the prefix model (kvsim/workload.Inject)
+	// seeded by the scenario's seed.
+	Inject *results.Inject `json:",omitempty"`
 }
 
 // Policy is one [[policy]] entry: an eviction strategy and its knobs.
@@ -443,6 +448,18 @@ func (t *table) byLine(keys []string) []string {
 // section returns root[name] as a table; nil when absent and optional.
 func (p *parser) section(root map[string]any, decl *section) (*table, error) {
 	name := decl.name
+	if parent, sub, nested := strings.Cut(name, "."); nested { // [workload.inject]
+		m, _ := root[parent].(map[string]any) // a parent that is not a table is reported as such
+		v, ok := m[sub]
+		if !ok {
+			return nil, nil
+		}
+		t, isTable := v.(map[string]any)
+		if !isTable {
+			return nil, &Error{Path: p.path, Line: p.lines.line(parent, 0, sub), Msg: fmt.Sprintf("%s: %s: must be a table ([%s]), got %s", parent, sub, name, describe(v))}
+		}
+		return &table{p: p, decl: decl, name: name, label: name, m: t}, nil
+	}
 	v, ok := root[name]
 	if !ok {
 		if decl.required {
@@ -560,6 +577,11 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 	}
 	if s.Workload, err = parseWorkload(workload, s.Seed, s.Model.BlockTokens); err != nil {
 		return err
+	}
+	if it := tables["workload.inject"][0]; it != nil {
+		if s.Workload.Inject, err = parseInject(it); err != nil {
+			return err
+		}
 	}
 	if s.Policies, err = p.parsePolicies(policies, s.Tiers); err != nil {
 		return err
@@ -1465,6 +1487,17 @@ func (s *Scenario) Describe() string {
 	}
 	if w.Speedup != 1 {
 		fmt.Fprintf(&b, ", arrivals at %gx speed", w.Speedup)
+	}
+	if in := w.Inject; in != nil {
+		which := "requests without ids"
+		if in.Replace {
+			which = "every request"
+		}
+		fmt.Fprintf(&b, ", block ids injected into %s: system_tokens=%d", which, in.SystemTokens)
+		if in.Tenants > 0 {
+			fmt.Fprintf(&b, " tenants=%d tenant_tokens=%d tenant_zipf=%g", in.Tenants, in.TenantTokens, in.TenantZipf)
+		}
+		fmt.Fprintf(&b, " session_continue=%g sessions=%d session_gap=%d seed=%d", in.SessionContinue, in.Sessions, in.SessionGap, s.Seed)
 	}
 	b.WriteString(")\npolicies:")
 	for i, p := range s.Policies {

@@ -206,6 +206,20 @@ var schema = []*section{
 		{key: "max_context", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
 			doc: "a conversation ends before its context passes this"},
 	}},
+	{name: "workload.inject", doc: "block ids for a trace without them (docs/workloads.md): system prompt -> tenant prefix\n-> session history -> new tokens, drawn from seed", fields: []field{
+		{key: "replace", typ: tBool, def: false, example: "false", doc: "also replace the ids of requests that have them"},
+		{key: "system_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "1024", doc: "global system prompt every request starts with"},
+		{key: "tenants", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 20, example: "0", doc: "tenant (application) prefixes after it; 0: none"},
+		{key: "tenant_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "tokens of each tenant prefix; needs tenants >= 1"},
+		{key: "tenant_zipf", typ: tNumber, def: 1.0, min: atLeast0, msg: "must be a number in 0..10", example: "1.0",
+			doc: "skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform; at most 10"},
+		{key: "session_continue", typ: tNumber, def: 0.0, min: atLeast0, msg: "must be a probability in 0..1", example: "0.6",
+			doc: "probability a request continues an open session (prompt = its last prompt + reply + new tokens); at most 1"},
+		{key: "sessions", typ: tInt, def: int64(64), min: atLeast1, max: 1 << 20, example: "64",
+			doc: "open sessions, the oldest closing when a new one opens: more = longer reuse distances"},
+		{key: "session_gap", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 30, example: "0",
+			doc: "mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause)"},
+	}},
 	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
 		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
 		{key: "eviction", typ: tString, required: true, example: `"lru"`,
@@ -299,7 +313,11 @@ func (t *table) known(key string) bool {
 	if t.decl.field(key) != nil {
 		return true
 	}
-	return t.decl.name == "" && key != "" && sectionNamed(key) != nil
+	if t.decl.name == "" {
+		return key != "" && sectionNamed(key) != nil
+	}
+	sub := sectionNamed(t.decl.name + "." + key) // a nested table: [workload.inject]
+	return sub != nil && !t.decl.array
 }
 
 // value reads key as declared: its type and unit, def when absent, then

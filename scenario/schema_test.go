@@ -121,14 +121,15 @@ func TestReference(t *testing.T) {
 func TestEveryKeyRead(t *testing.T) {
 	// what each table needs to get as far as reading every key
 	base := map[string]string{
-		"model":    "[model]\nlayers = 1\nkv_heads = 1\nhead_dim = 1\n",
-		"gpu":      "[gpu]\n",
-		"tier":     "[[tier]]\nkind = \"hbm\"\n",
-		"link":     "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n",
-		"workload": "[workload]\ntrace = \"t\"\n",
-		"policy":   "[[policy]]\neviction = \"lru\"\n",
-		"slo":      "[slo]\n",
-		"cluster":  "[cluster]\ninstances = 2\n",
+		"model":           "[model]\nlayers = 1\nkv_heads = 1\nhead_dim = 1\n",
+		"gpu":             "[gpu]\n",
+		"tier":            "[[tier]]\nkind = \"hbm\"\n",
+		"link":            "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[link]]\nfrom = \"hbm\"\nto = \"dram\"\n",
+		"workload":        "[workload]\ntrace = \"t\"\n",
+		"workload.inject": "[workload]\ntrace = \"t\"\n[workload.inject]\n",
+		"policy":          "[[policy]]\neviction = \"lru\"\n",
+		"slo":             "[slo]\n",
+		"cluster":         "[cluster]\ninstances = 2\n",
 	}
 	for _, s := range schema {
 		for _, f := range s.fields {

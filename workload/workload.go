@@ -2,6 +2,11 @@
 // hash ids become dense block indices (in order of first appearance), and
 // offline policies get their view of the future.
 //
+// Requests without hash ids (hashless formats) get them from Inject, a
+// layered model of shared prefixes (system prompt, tenant prefixes,
+// multi-turn sessions) drawn from a seed; Fit searches its parameters for
+// a hashed trace's LRU curve. Profile streams a trace's one-line summary.
+//
 // workload imports trace and core; never sim or hw, so both bodies share it.
 package workload
 
@@ -22,8 +27,10 @@ type Source struct {
 	r    *trace.Reader
 	dict *trace.Dict
 	tr   trace.Request
+	inj  *Injector // nil: the trace's own ids
 
-	trace.Counts // what it has read
+	trace.Counts       // what it has read
+	Injected     int64 // requests given ids by the injector
 }
 
 // NewSource reads requests from r, mapping ids through dict (which may be
@@ -36,6 +43,10 @@ func NewSource(r *trace.Reader, dict *trace.Dict) *Source {
 func (s *Source) Next(out *core.Request) error {
 	if err := s.r.Next(&s.tr); err != nil {
 		return err
+	}
+	if s.inj != nil && s.inj.Applies(&s.tr) {
+		s.inj.Apply(&s.tr)
+		s.Injected++
 	}
 	out.Seq = s.Requests
 	out.Line = s.tr.Line
@@ -56,6 +67,10 @@ func (s *Source) Next(out *core.Request) error {
 // Session is the last request's place in its session (trace.Request's
 // Parent line and Think time).
 func (s *Source) Session() (parent int, think int64) { return s.tr.Parent, s.tr.Think }
+
+// Inject has s give the requests it reads ids by in's model (before they
+// are counted and mapped); nil keeps the trace's own.
+func (s *Source) Inject(in *Injector) { s.inj = in }
 
 // Distinct is the number of distinct blocks seen so far.
 func (s *Source) Distinct() int { return s.dict.Len() }

@@ -27,6 +27,7 @@ func FuzzScenarioRun(f *testing.F) {
 	} {
 		f.Add(strings.Replace(c.toml, edit[0], edit[1], 1), c.traceText(nil))
 	}
+	f.Add(c.toml+"\n[workload.inject]\nreplace = true\nsystem_tokens = 700\nsession_continue = 0.5\nsessions = 3\n", c.traceText(nil))
 	f.Add(c.toml, `{"timestamp": 9223372036854, "input_length": 1, "output_length": 70368744177664, "hash_ids": [1]}`+"\n")
 	dir := f.TempDir()
 	path := filepath.Join(dir, "s.toml")

@@ -77,6 +77,7 @@ func commands() []command {
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
 		{"mrc", "miss-ratio curves of eviction policies", runMrc},
+		{"trace", "a trace's statistics (stats), injection parameters fitted to its reuse (fit), conversion (convert)", runTrace},
 		{"replay", "replay a trace on real memory and storage (--real)", runReplay},
 		{"calibrate", "measure this machine's links and write a hardware profile", runCalibrate},
 		{"report", "re-render HTML reports from saved results", runReport},

@@ -143,6 +143,11 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if !o.quiet {
+		if err := traceLine(ctx, sc, o, stderr); err != nil {
+			return nil, err
+		}
+	}
 	// The progress line counts every policy's requests.
 	var prog *progress
 	if !o.quiet && isTerminal(stderr) {
@@ -166,6 +171,24 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 		return nil, err
 	}
 	return sum, reportScenario(sum, o, stderr)
+}
+
+// traceLine prints the trace's one-line summary before the simulation,
+// and warns of a trace no policy can hit on. It reads the trace once more
+// (parsing and mapping ids, no simulation): --quiet skips it.
+func traceLine(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) error {
+	p, err := experiment.ProfileTrace(ctx, sc, experiment.TraceOptions(sc, o.skipBad, o.limit))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "kvsim: scenario %s: trace: %s\n", sc.Name, p.Line())
+	switch {
+	case p.NoReuse():
+		fmt.Fprintf(stderr, "kvsim: warning: scenario %s: no block of the trace is referenced twice: no cache can hit, every policy ties\n", sc.Name)
+	case p.BlockAccesses == 0 && p.NoIDs > 0:
+		fmt.Fprintf(stderr, "kvsim: warning: scenario %s: the trace has no block ids: no cache can hit, every policy ties (add [workload.inject])\n", sc.Name)
+	}
+	return nil
 }
 
 // reportScenario warns of what completed nothing and writes report.html

@@ -1,0 +1,39 @@
+package scenario
+
+import "kvsim/results"
+
+// parseInject reads [workload.inject]; the schema checks types and integer
+// ranges, this the ranges of the two numbers and the one dependency.
+func parseInject(t *table) (*results.Inject, error) {
+	var in results.Inject
+	var err error
+	if in.Replace, err = t.boolean("replace"); err != nil {
+		return nil, err
+	}
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"system_tokens", &in.SystemTokens}, {"tenants", &in.Tenants}, {"tenant_tokens", &in.TenantTokens}, {"sessions", &in.Sessions}, {"session_gap", &in.SessionGap}} {
+		v, err := t.integer(k.key)
+		if err != nil {
+			return nil, err
+		}
+		*k.dst = int(v)
+	}
+	if in.TenantZipf, err = t.number("tenant_zipf"); err != nil {
+		return nil, err
+	}
+	if in.TenantZipf > 10 {
+		return nil, t.errf("tenant_zipf", "must be a number in 0..10")
+	}
+	if in.SessionContinue, err = t.number("session_continue"); err != nil {
+		return nil, err
+	}
+	if in.SessionContinue > 1 {
+		return nil, t.errf("session_continue", "must be a probability in 0..1")
+	}
+	if in.TenantTokens > 0 && in.Tenants == 0 {
+		return nil, t.errf("tenant_tokens", "needs tenants >= 1")
+	}
+	return &in, nil
+}
