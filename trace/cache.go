@@ -1,0 +1,681 @@
+package trace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// A binary trace (.kvtc) holds what the parser found in every line of a
+// source trace, so that reading it again costs no parsing:
+//
+//	header (hdrSize bytes, little endian): magic "KVTC", version, format,
+//	    the source's size, mtime and CRC-32C, flags, counts, section
+//	    lengths, the body's CRC-32C and the header's own
+//	records, one per request line, in varints:
+//	    line - previous line, zigzag(timestamp ns - previous),
+//	    input_length, output_length, session entry it becomes + 1, entry
+//	    of its parent + 1, delay ns + 1 (0: none), number of ids, and
+//	    per id zigzag(dense - (previous dense in the line + 1))
+//	table: the raw id of each dense id, zigzag(raw - previous raw)
+//
+// Dense ids number the raw ids in order of first appearance, so a prefix
+// shared with an earlier request is a run of small deltas. The records are
+// the lines as parsed before anything that depends on the options: the
+// block count is checked, Bailian ids regrouped, arrivals rebased and sped
+// up when it is read, by the same code as for the source, so a binary
+// trace read with any options yields exactly the requests and errors the
+// source would. A source with a bad line is not converted (the automatic
+// cache records just that, so it is not tried again).
+
+const (
+	binMagic   = "KVTC"
+	binVersion = 1
+	hdrSize    = 104
+
+	flagUncacheable = 1 // the source has a bad line: parse it instead
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// binHeader is a binary trace's header.
+type binHeader struct {
+	format   int
+	srcSize  int64
+	srcMtime int64
+	srcHash  uint32
+	flags    uint64
+	records  uint64
+	refs     uint64
+	distinct uint64
+	sessions uint64
+	recLen   uint64
+	tabLen   uint64
+	bodyCRC  uint32
+}
+
+func (h *binHeader) encode() []byte {
+	b := make([]byte, hdrSize)
+	copy(b, binMagic)
+	le := binary.LittleEndian
+	le.PutUint32(b[4:], binVersion)
+	b[8] = byte(h.format)
+	le.PutUint64(b[16:], uint64(h.srcSize))
+	le.PutUint64(b[24:], uint64(h.srcMtime))
+	le.PutUint64(b[32:], uint64(h.srcHash))
+	le.PutUint64(b[40:], h.flags)
+	le.PutUint64(b[48:], h.records)
+	le.PutUint64(b[56:], h.refs)
+	le.PutUint64(b[64:], h.distinct)
+	le.PutUint64(b[72:], h.sessions)
+	le.PutUint64(b[80:], h.recLen)
+	le.PutUint64(b[88:], h.tabLen)
+	le.PutUint32(b[96:], h.bodyCRC)
+	le.PutUint32(b[100:], crc32.Checksum(b[:100], castagnoli))
+	return b
+}
+
+// decodeHeader checks a header's magic, version and checksum.
+func decodeHeader(b []byte) (binHeader, error) {
+	var h binHeader
+	le := binary.LittleEndian
+	switch {
+	case len(b) < hdrSize || string(b[:4]) != binMagic:
+		return h, errors.New("not a kvsim binary trace")
+	case le.Uint32(b[4:]) != binVersion:
+		return h, fmt.Errorf("binary trace version %d, this kvsim reads %d", le.Uint32(b[4:]), binVersion)
+	case le.Uint32(b[100:]) != crc32.Checksum(b[:100], castagnoli):
+		return h, errors.New("corrupt binary trace (header checksum)")
+	}
+	h.format = int(b[8])
+	h.srcSize = int64(le.Uint64(b[16:]))
+	h.srcMtime = int64(le.Uint64(b[24:]))
+	h.srcHash = uint32(le.Uint64(b[32:]))
+	h.flags = le.Uint64(b[40:])
+	h.records = le.Uint64(b[48:])
+	h.refs = le.Uint64(b[56:])
+	h.distinct = le.Uint64(b[64:])
+	h.sessions = le.Uint64(b[72:])
+	h.recLen = le.Uint64(b[80:])
+	h.tabLen = le.Uint64(b[88:])
+	h.bodyCRC = le.Uint32(b[96:])
+	if h.format >= len(formatNames) {
+		return h, fmt.Errorf("corrupt binary trace (format %d)", h.format)
+	}
+	return h, nil
+}
+
+// binSource feeds a Reader from a binary trace.
+type binSource struct {
+	data    []byte // the whole file, mapped
+	release func()
+	h       binHeader
+	pos     int // next record
+	recEnd  int
+	table   []int64 // raw id of each dense id
+	line    int
+	ts      int64
+}
+
+func (b *binSource) rewind() { b.pos, b.line, b.ts = hdrSize, 0, 0 }
+
+func (b *binSource) close() {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+	b.data = nil
+}
+
+// openBinary maps the binary trace at path and checks it whole.
+func openBinary(path string) (*binSource, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < hdrSize || st.Size() > 1<<46 {
+		return nil, errors.New("not a kvsim binary trace")
+	}
+	data, release, err := mapFile(f, int(st.Size()))
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBinSource(data)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	b.release = release
+	return b, nil
+}
+
+// newBinSource checks data (a whole binary trace) and decodes its table.
+func newBinSource(data []byte) (*binSource, error) {
+	h, err := decodeHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	body := data[hdrSize:]
+	if h.recLen > uint64(len(body)) || h.tabLen != uint64(len(body))-h.recLen {
+		return nil, errors.New("corrupt binary trace (truncated)")
+	}
+	if crc32.Checksum(body, castagnoli) != h.bodyCRC {
+		return nil, errors.New("corrupt binary trace (checksum)")
+	}
+	if h.distinct > h.tabLen || h.sessions > h.recLen || h.refs > h.recLen || h.records > h.recLen {
+		return nil, errors.New("corrupt binary trace (counts)")
+	}
+	b := &binSource{data: data, h: h, recEnd: hdrSize + int(h.recLen)}
+	tab := body[h.recLen:]
+	b.table = make([]int64, h.distinct)
+	var prev int64
+	for i := range b.table {
+		d, n := binary.Varint(tab)
+		if n <= 0 {
+			return nil, errors.New("corrupt binary trace (table)")
+		}
+		tab = tab[n:]
+		prev += d
+		b.table[i] = prev
+	}
+	if len(tab) != 0 {
+		return nil, errors.New("corrupt binary trace (table)")
+	}
+	b.rewind()
+	return b, nil
+}
+
+// errCorrupt is a record that does not decode: possible only for a file
+// made to pass the checksums.
+func (r *Reader) errCorrupt() error {
+	return errors.New("trace: " + r.name + ": corrupt binary trace at byte " + strconv.Itoa(r.bin.pos))
+}
+
+// cached is raw for a binary trace.
+func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err error) {
+	b := r.bin
+	if b.pos >= b.recEnd {
+		return nil, "", false, io.EOF
+	}
+	d := b.data[b.pos:b.recEnd]
+	var f [8]uint64
+	for i := range f {
+		if i == 1 {
+			x, n := binary.Varint(d)
+			if n <= 0 {
+				return nil, "", false, r.errCorrupt()
+			}
+			f[i] = uint64(x)
+			d = d[n:]
+			continue
+		}
+		x, n := binary.Uvarint(d)
+		if n <= 0 {
+			return nil, "", false, r.errCorrupt()
+		}
+		f[i] = x
+		d = d[n:]
+	}
+	ts := b.ts + int64(f[1])
+	switch {
+	case f[0] < 1 || f[0] > 1<<31 || uint64(b.line)+f[0] > 1<<40,
+		ts < 0, f[2] > MaxTokens, f[3] > MaxTokens,
+		f[4] > b.h.sessions, f[5] > b.h.sessions, f[6] > uint64(MaxArrival)+1,
+		f[7] > uint64(len(d)):
+		return nil, "", false, r.errCorrupt()
+	}
+	r.dense = r.dense[:0]
+	r.p.ids = r.p.ids[:0]
+	prev := int64(-1)
+	for range f[7] {
+		x, n := binary.Varint(d)
+		if n <= 0 {
+			return nil, "", false, r.errCorrupt()
+		}
+		d = d[n:]
+		id := prev + 1 + x
+		if id < 0 || id >= int64(len(b.table)) {
+			return nil, "", false, r.errCorrupt()
+		}
+		r.dense = append(r.dense, int32(id))
+		r.p.ids = append(r.p.ids, b.table[id])
+		prev = id
+	}
+	b.pos = b.recEnd - len(d)
+	b.line += int(f[0])
+	b.ts = ts
+	r.line = b.line
+	v.arrival, v.input, v.output = ts, int(f[2]), int(f[3])
+	r.cur = linkState{store: int32(f[4]), lookup: int32(f[5]), delay: int64(f[6]) - 1}
+	switch r.kind {
+	case fmtBailian:
+		r.chain = regroup(r.chain[:0], r.p.ids, r.opt.BlockTokens/bailianBlock)
+		return r.chain, "", false, nil
+	case fmtMooncake:
+		if need := numBlocks(v.input, r.opt.BlockTokens); need != len(r.p.ids) {
+			return nil, "input_length " + strconv.Itoa(v.input) + " needs " + strconv.Itoa(need) +
+				" hash_ids, got " + strconv.Itoa(len(r.p.ids)), false, nil
+		}
+	}
+	return r.p.ids, "", false, nil
+}
+
+// DenseIDs returns, after Next, the request's blocks as dense indices below
+// n, numbered in order of first appearance in the whole trace, when the
+// reader has them without a dictionary (a binary trace, read at the block
+// size its ids are for); n is 0 otherwise. The slice is reused.
+func (r *Reader) DenseIDs() (ids []int32, n int) {
+	if r.bin == nil || (r.kind == fmtBailian && r.opt.BlockTokens != bailianBlock) {
+		return nil, 0
+	}
+	return r.dense, len(r.bin.table)
+}
+
+// crcWriter hashes what passes through it.
+type crcWriter struct {
+	w io.Writer
+	h hash.Hash32
+	n int64
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.h.Write(p)
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+// source is what keys a binary trace to its source.
+type source struct {
+	size, mtime int64
+	hash        uint32
+}
+
+// convert parses src (a source trace in format kind) to a binary trace
+// written to w. A bad line stops it with that line's *LineError; the
+// header then records the source with flagUncacheable and no records.
+func convert(src *os.File, name string, kind int, w io.WriteSeeker, st os.FileInfo) (hdr binHeader, bad error, err error) {
+	hdr = binHeader{format: kind, srcSize: st.Size(), srcMtime: st.ModTime().UnixNano()}
+	sh := crc32.New(castagnoli)
+	rd := NewReader(io.TeeReader(src, sh), name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
+	rd.build = true
+	if _, err := w.Seek(hdrSize, io.SeekStart); err != nil {
+		return hdr, nil, err
+	}
+	bh := crc32.New(castagnoli)
+	cw := &crcWriter{w: w, h: bh}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	var (
+		buf   []byte
+		ids   = map[int64]int32{}
+		table []int64
+		line  int
+		ts    int64
+		v     values
+	)
+	for {
+		rd.cur = linkState{delay: -1}
+		raw, reason, blank, err := rd.raw(&v)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var le *LineError
+			if errors.As(err, &le) && le.Err == nil {
+				bad = err // a bad CSV header
+				break
+			}
+			return hdr, nil, err
+		}
+		if blank {
+			continue
+		}
+		if reason != "" {
+			bad = &LineError{File: name, Line: rd.line, Reason: reason}
+			break
+		}
+		buf = binary.AppendUvarint(buf[:0], uint64(rd.line-line))
+		buf = binary.AppendVarint(buf, v.arrival-ts)
+		buf = binary.AppendUvarint(buf, uint64(v.input))
+		buf = binary.AppendUvarint(buf, uint64(v.output))
+		buf = binary.AppendUvarint(buf, uint64(rd.cur.store))
+		buf = binary.AppendUvarint(buf, uint64(rd.cur.lookup))
+		buf = binary.AppendUvarint(buf, uint64(rd.cur.delay+1))
+		buf = binary.AppendUvarint(buf, uint64(len(raw)))
+		prev := int64(-1)
+		for _, h := range raw {
+			id, ok := ids[h]
+			if !ok {
+				id = int32(len(table))
+				ids[h] = id
+				table = append(table, h)
+			}
+			buf = binary.AppendVarint(buf, int64(id)-prev-1)
+			prev = int64(id)
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return hdr, nil, err
+		}
+		line, ts = rd.line, v.arrival
+		hdr.records++
+		hdr.refs += uint64(len(raw))
+	}
+	if bad != nil {
+		hdr.flags = flagUncacheable
+		hdr.records, hdr.refs = 0, 0
+		table = nil
+		bw.Reset(cw)
+		if _, err := cw.w.(io.Seeker).Seek(hdrSize, io.SeekStart); err != nil {
+			return hdr, nil, err
+		}
+		cw.h.Reset()
+		cw.n = 0
+		if _, err := io.Copy(sh, src); err != nil { // the rest of the source, for its hash
+			return hdr, nil, err
+		}
+	} else {
+		if err := bw.Flush(); err != nil {
+			return hdr, nil, err
+		}
+		hdr.recLen = uint64(cw.n)
+		var prev int64
+		for _, h := range table {
+			buf = binary.AppendVarint(buf[:0], h-prev)
+			prev = h
+			if _, err := bw.Write(buf); err != nil {
+				return hdr, nil, err
+			}
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return hdr, nil, err
+	}
+	hdr.tabLen = uint64(cw.n) - hdr.recLen
+	hdr.distinct = uint64(len(table))
+	hdr.sessions = uint64(max(len(rd.sessIDs), len(rd.chatIDs)))
+	hdr.srcHash = sh.Sum32()
+	hdr.bodyCRC = bh.Sum32()
+	if _, err := w.Seek(0, io.SeekStart); err != nil {
+		return hdr, nil, err
+	}
+	if _, err := w.Write(hdr.encode()); err != nil {
+		return hdr, nil, err
+	}
+	return hdr, bad, nil
+}
+
+// writeBinary converts the source at path to a binary trace at dst,
+// through a temporary file renamed into place. It returns the source's bad
+// line, if any (then dst holds only a marker when mark is set, else
+// nothing is written).
+func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
+	src, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	st, err := src.Stat()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	_, bad, err = convert(src, path, kind, tmp, st)
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil && !mark {
+		return bad, nil
+	}
+	if bad != nil {
+		if err := tmp.Truncate(hdrSize); err != nil {
+			return nil, err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	// A source that changed while it was read is not what the key says.
+	if st2, err := os.Stat(path); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
+		return bad, errors.New("trace: " + path + " changed while it was converted")
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return nil, err
+	}
+	done = true
+	return bad, nil
+}
+
+// Convert writes the trace at path (in opt.Format) as a binary trace to
+// out, through a temporary file renamed into place. A bad line in the
+// source is its *LineError and nothing is written.
+func Convert(path, out string, opt Options) error {
+	if opt.BlockTokens <= 0 {
+		opt.BlockTokens = DefaultBlockTokens
+	}
+	kind, err := checkOptions(opt)
+	if err != nil {
+		return errors.New("trace: " + path + ": " + err.Error())
+	}
+	bad, err := writeBinary(path, out, kind, false)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("trace: %w", err)
+		}
+		return err
+	}
+	return bad
+}
+
+// CacheMinBytes is the smallest source the automatic cache keeps a binary
+// copy of: smaller traces parse in milliseconds.
+var CacheMinBytes int64 = 4 << 20
+
+// CacheEnv names the environment variable that turns the cache off
+// ("off"; anything else leaves it on).
+const CacheEnv = "KVSIM_TRACE_CACHE"
+
+// cacheDir is where a cache goes when not beside its trace.
+func cacheDir() (string, error) {
+	d, err := os.UserCacheDir() // $XDG_CACHE_HOME or ~/.cache on Linux
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "kvsim"), nil
+}
+
+// cachePaths are the places a cache of path may be: beside it, then in
+// the cache folder (named by its absolute path).
+func cachePaths(path string) []string {
+	out := []string{path + ".kvtc"}
+	if d, err := cacheDir(); err == nil {
+		abs, err := filepath.Abs(path)
+		if err == nil {
+			h := fnv.New64a()
+			h.Write([]byte(abs))
+			out = append(out, filepath.Join(d, filepath.Base(path)+"-"+strconv.FormatUint(h.Sum64(), 16)+".kvtc"))
+		}
+	}
+	return out
+}
+
+// ours reports whether the file at p is a binary trace (kvsim wrote it),
+// or absent.
+func ours(p string) (exists, mine bool) {
+	f, err := os.Open(p)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist), false
+	}
+	defer f.Close()
+	var b [4]byte
+	_, err = io.ReadFull(f, b[:])
+	return true, err == nil && string(b[:]) == binMagic
+}
+
+// hashFile is the CRC-32C of the file at path.
+func hashFile(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// OpenCached is Open through the automatic binary cache: a large trace is
+// converted once (beside it as NAME.kvtc if that can be written and is not
+// someone else's file, else in the user's cache folder) and read from the
+// binary copy while the source's size, mtime and CRC-32C match. A binary
+// trace (kvsim trace convert) given as path is read as such. The cache is
+// off when $KVSIM_TRACE_CACHE is "off"; any failure to use it falls back
+// to parsing the source.
+func OpenCached(path string, opt Options) (*Reader, error) {
+	if opt.BlockTokens <= 0 {
+		opt.BlockTokens = DefaultBlockTokens
+	}
+	if _, mine := ours(path); mine {
+		return openBinaryReader(path, path, opt, false)
+	}
+	kind, err := checkOptions(opt)
+	if err != nil || os.Getenv(CacheEnv) == "off" {
+		return Open(path, opt)
+	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() < CacheMinBytes {
+		return Open(path, opt)
+	}
+	key := source{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	hashed := false
+	var build string
+	for _, p := range cachePaths(path) {
+		exists, mine := ours(p)
+		if exists && !mine {
+			continue // not ours: never touched
+		}
+		if mine {
+			h, err := readHeader(p)
+			if err == nil && h.format == kind && h.srcSize == key.size && h.srcMtime == key.mtime {
+				if !hashed {
+					if key.hash, err = hashFile(path); err != nil {
+						return Open(path, opt)
+					}
+					hashed = true
+				}
+				if h.srcHash == key.hash {
+					if h.flags&flagUncacheable != 0 {
+						return Open(path, opt)
+					}
+					if r, err := openBinaryReader(p, path, opt, true); err == nil {
+						return r, nil
+					}
+				}
+			}
+		}
+		if build == "" && writableDir(p) {
+			build = p
+		}
+	}
+	if build == "" {
+		return Open(path, opt)
+	}
+	if _, err := writeBinary(path, build, kind, true); err != nil {
+		return Open(path, opt)
+	}
+	if r, err := openBinaryReader(build, path, opt, true); err == nil {
+		return r, nil
+	}
+	return Open(path, opt)
+}
+
+// writableDir makes p's directory if needed and reports whether a file can
+// be created there.
+func writableDir(p string) bool {
+	d := filepath.Dir(p)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return false
+	}
+	f, err := os.CreateTemp(d, ".kvsim-probe*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
+}
+
+// readHeader reads the header of the binary trace at p.
+func readHeader(p string) (binHeader, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return binHeader{}, err
+	}
+	defer f.Close()
+	b := make([]byte, hdrSize)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return binHeader{}, errors.New("not a kvsim binary trace")
+	}
+	return decodeHeader(b)
+}
+
+// openBinaryReader reads the binary trace at p as a Reader named name (the
+// source, for a cache). A trace given as such (cache false) is read in its
+// recorded format unless opt names another (but mooncake, the default).
+func openBinaryReader(p, name string, opt Options, cache bool) (*Reader, error) {
+	b, err := openBinary(p)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %s: %v", p, err)
+	}
+	if b.h.flags&flagUncacheable != 0 {
+		b.close()
+		return nil, errors.New("trace: " + p + ": a marker of a source with bad lines, not a binary trace")
+	}
+	rec := formatNames[b.h.format]
+	if !cache && opt.Format != "" && opt.Format != "mooncake" && opt.Format != rec {
+		b.close()
+		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", p, rec, opt.Format)
+	}
+	opt.Format = rec
+	if _, err := checkOptions(opt); err != nil {
+		b.close()
+		return nil, errors.New("trace: " + p + ": " + err.Error())
+	}
+	r := NewReader(nil, name, opt)
+	r.br = nil
+	r.bin = b
+	return r, nil
+}
+
+// readFile reads f's first size bytes.
+func readFile(f *os.File, size int) ([]byte, func(), error) {
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, nil, err
+	}
+	return b, func() {}, nil
+}
