@@ -32,7 +32,7 @@ var fieldNames = [nAll]string{"timestamp", "input_length", "output_length", "has
 type extras struct {
 	sess     []byte // session_id: 's' or 'i' then the string body or the digits
 	hasSess  bool
-	delay    int64  // ns; -1: none
+	delay    int64 // ns; -1: none
 	chat     int64
 	parent   int64 // -1: none
 	hasChat  bool
@@ -51,9 +51,9 @@ type parser struct {
 	kind int // fmtMooncake or fmtBailian: which fields it knows
 	ext  extras
 	b    []byte
-	i   int
-	ids []int64
-	key []byte // decoded key, only for keys with escapes
+	i    int
+	ids  []int64
+	key  []byte // decoded key, only for keys with escapes
 
 	syn string // syntax error (stops parsing)
 	sem string // first semantic error (parsing goes on so syntax errors win)

@@ -136,11 +136,11 @@ type Reader struct {
 	gen *genSource // set by Generated: lines come from the generator
 	bin *binSource // set when reading a binary trace (the cache)
 
-	kind  int       // fmtMooncake...
-	build bool      // raw values for the binary cache: no block-count check, no regrouping
-	csv   csvState  // azure, burstgpt
-	cur   linkState // the session fields of the line raw just read
-	sess  []sessEntry
+	kind    int       // fmtMooncake...
+	build   bool      // raw values for the binary cache: no block-count check, no regrouping
+	csv     csvState  // azure, burstgpt
+	cur     linkState // the session fields of the line raw just read
+	sess    []sessEntry
 	sessIDs map[string]int32 // mooncake session_id -> index into sess
 	chatIDs map[int64]int32  // bailian chat_id -> index into sess
 	chain   []int64          // bailian: chained 16-token ids
