@@ -306,7 +306,7 @@ type source struct {
 // convert parses src (a source trace in format kind) to a binary trace
 // written to w. A bad line stops it with that line's *LineError; the
 // header then records the source with flagUncacheable and no records.
-func convert(src *os.File, name string, kind int, w io.WriteSeeker, st os.FileInfo) (hdr binHeader, bad error, err error) {
+func convert(src io.Reader, name string, kind int, w io.WriteSeeker, st os.FileInfo) (hdr binHeader, bad error, err error) {
 	hdr = binHeader{format: kind, srcSize: st.Size(), srcMtime: st.ModTime().UnixNano()}
 	sh := crc32.New(castagnoli)
 	rd := NewReader(io.TeeReader(src, sh), name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
