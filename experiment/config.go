@@ -133,5 +133,6 @@ func OpenTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*
 	if g := sc.Workload.Gen; g != nil {
 		return trace.Generated(ctx, *g, sc.Workload.Trace, opt), nil
 	}
-	return trace.Open(sc.Workload.Trace, opt)
+	opt.Format = sc.Workload.Format
+	return trace.OpenCached(sc.Workload.Trace, opt)
 }

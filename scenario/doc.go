@@ -105,8 +105,10 @@
 //	[workload]                    # required
 //	trace = "../traces/conversation_trace.jsonl"  # absolute, or relative to this file's directory;
 //	                              # default none: required unless format = "synthetic"
-//	format = "mooncake"           # "synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml);
-//	                              # mooncake | synthetic; default "mooncake"
+//	format = "mooncake"           # mooncake (JSONL, optional session_id and delay), bailian (Qwen Bailian JSONL, 16-token hash ids chained and regrouped into block_tokens, a multiple of 16), azure or burstgpt (CSV, no hash ids: every block computed);
+//	                              # "synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml);
+//	                              # mooncake | bailian | azure | burstgpt | synthetic;
+//	                              # default "mooncake"
 //	limit = 0                     # requests to read, 0 = all; 0..2147483647; default 0
 //	skip_bad_lines = false        # default false
 //	speedup = 1.0                 # arrival times divided by it: 2 = twice the request rate; > 0;

@@ -180,7 +180,7 @@ var schema = []*section{
 		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
 			doc: "absolute, or relative to this file's directory"},
 		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
-			doc: `"synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
+			doc: `mooncake (JSONL, optional session_id and delay), bailian (Qwen Bailian JSONL, 16-token hash ids chained and regrouped into block_tokens, a multiple of 16), azure or burstgpt (CSV, no hash ids: every block computed); "synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
 		{key: "limit", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "requests to read, 0 = all"},
 		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
 		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
