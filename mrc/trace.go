@@ -57,8 +57,12 @@ func (b *builder) trace() *Trace {
 // Load reads a Mooncake JSONL trace with kvsim/trace's reader, keeping
 // the block references and request boundaries. Errors name the file and,
 // for a bad line, the line: "FILE:LINE: reason".
-func Load(path string) (*Trace, error) {
-	r, err := trace.Open(path, trace.Options{})
+func Load(path string) (*Trace, error) { return LoadOptions(path, trace.Options{}) }
+
+// LoadOptions is Load for a trace in any format (opt.Format), through the
+// binary trace cache (trace.OpenCached).
+func LoadOptions(path string, opt trace.Options) (*Trace, error) {
+	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +79,10 @@ func Read(rd io.Reader, name string) (*Trace, error) {
 func FromReader(r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
 	t := &Trace{Starts: []int32{0}}
-	var req trace.Request
+	var (
+		req trace.Request
+		ren []int32 // a binary trace's dense ids -> ours (the lines read may skip some)
+	)
 	for {
 		err := r.Next(&req)
 		if err == io.EOF {
@@ -84,15 +91,33 @@ func FromReader(r *trace.Reader) (*Trace, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range req.HashIDs {
-			t.Blocks = append(t.Blocks, d.ID(h))
+		if dense, n := r.DenseIDs(); n > 0 {
+			if ren == nil {
+				ren = make([]int32, n)
+				for i := range ren {
+					ren[i] = -1
+				}
+			}
+			for _, b := range dense {
+				if ren[b] < 0 {
+					ren[b] = int32(t.Distinct)
+					t.Distinct++
+				}
+				t.Blocks = append(t.Blocks, ren[b])
+			}
+		} else {
+			for _, h := range req.HashIDs {
+				t.Blocks = append(t.Blocks, d.ID(h))
+			}
 		}
 		if len(t.Blocks) > math.MaxInt32 {
 			return nil, errors.New("trace: more than 2^31-1 block references")
 		}
 		t.Starts = append(t.Starts, int32(len(t.Blocks)))
 	}
-	t.Distinct = d.Len()
+	if ren == nil {
+		t.Distinct = d.Len()
+	}
 	return t, nil
 }
 
