@@ -62,6 +62,7 @@ func Load(path string) (*Trace, error) { return LoadOptions(path, trace.Options{
 // LoadOptions is Load for a trace in any format (opt.Format), through the
 // binary trace cache (trace.OpenCached).
 func LoadOptions(path string, opt trace.Options) (*Trace, error) {
+	opt.DenseOnly = true // FromReader takes a binary trace's dense ids
 	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		return nil, err
@@ -78,7 +79,8 @@ func Read(rd io.Reader, name string) (*Trace, error) {
 // FromReader reads r (a file or a generated trace) to the end.
 func FromReader(r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
-	t := &Trace{Starts: []int32{0}}
+	reqs, refs := r.SizeHint()
+	t := &Trace{Starts: make([]int32, 1, reqs+1), Blocks: make([]int32, 0, refs)}
 	var (
 		req trace.Request
 		ren []int32 // a binary trace's dense ids -> ours (the lines read may skip some)

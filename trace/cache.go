@@ -239,19 +239,31 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	}
 	r.dense = r.dense[:0]
 	r.p.ids = r.p.ids[:0]
+	raw := !r.opt.DenseOnly
 	prev := int64(-1)
 	for range f[7] {
-		x, n := binary.Varint(d)
-		if n <= 0 {
+		var x int64
+		if len(d) == 0 {
 			return nil, "", false, r.errCorrupt()
 		}
-		d = d[n:]
+		if c := d[0]; c < 0x80 { // most deltas are one byte: 0, the next block
+			x = int64(c>>1) ^ -int64(c&1)
+			d = d[1:]
+		} else {
+			var n int
+			if x, n = binary.Varint(d); n <= 0 {
+				return nil, "", false, r.errCorrupt()
+			}
+			d = d[n:]
+		}
 		id := prev + 1 + x
 		if id < 0 || id >= int64(len(b.table)) {
 			return nil, "", false, r.errCorrupt()
 		}
 		r.dense = append(r.dense, int32(id))
-		r.p.ids = append(r.p.ids, b.table[id])
+		if raw {
+			r.p.ids = append(r.p.ids, b.table[id])
+		}
 		prev = id
 	}
 	b.pos = b.recEnd - len(d)
@@ -262,26 +274,50 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	r.cur = linkState{store: int32(f[4]), lookup: int32(f[5]), delay: int64(f[6]) - 1}
 	switch r.kind {
 	case fmtBailian:
-		r.chain = regroup(r.chain[:0], r.p.ids, r.opt.BlockTokens/bailianBlock)
+		g := r.opt.BlockTokens / bailianBlock
+		r.chain = regroup(r.chain[:0], r.p.ids, g)
+		r.dense = regroupDense(r.dense, g)
 		return r.chain, "", false, nil
 	case fmtMooncake:
-		if need := numBlocks(v.input, r.opt.BlockTokens); need != len(r.p.ids) {
+		if need := numBlocks(v.input, r.opt.BlockTokens); need != len(r.dense) {
 			return nil, "input_length " + strconv.Itoa(v.input) + " needs " + strconv.Itoa(need) +
-				" hash_ids, got " + strconv.Itoa(len(r.p.ids)), false, nil
+				" hash_ids, got " + strconv.Itoa(len(r.dense)), false, nil
 		}
 	}
 	return r.p.ids, "", false, nil
 }
 
+// regroupDense is regroup on dense ids, in place.
+func regroupDense(ids []int32, g int) []int32 {
+	if g <= 1 {
+		return ids
+	}
+	n := 0
+	for end := g; end-g < len(ids); end += g {
+		ids[n] = ids[min(end, len(ids))-1]
+		n++
+	}
+	return ids[:n]
+}
+
 // DenseIDs returns, after Next, the request's blocks as dense indices below
-// n, numbered in order of first appearance in the whole trace, when the
-// reader has them without a dictionary (a binary trace, read at the block
-// size its ids are for); n is 0 otherwise. The slice is reused.
+// n (equal blocks, equal indices) when the reader has them without a
+// dictionary: a binary trace; n is 0 otherwise. The slice is reused.
 func (r *Reader) DenseIDs() (ids []int32, n int) {
-	if r.bin == nil || (r.kind == fmtBailian && r.opt.BlockTokens != bailianBlock) {
+	if r.bin == nil {
 		return nil, 0
 	}
 	return r.dense, len(r.bin.table)
+}
+
+// SizeHint is the number of requests and block references a binary trace
+// holds (what a reader of it yields at most), to size buffers; 0, 0 for
+// other traces.
+func (r *Reader) SizeHint() (requests, refs int) {
+	if r.bin == nil {
+		return 0, 0
+	}
+	return int(r.bin.h.records), int(r.bin.h.refs)
 }
 
 // crcWriter hashes what passes through it.
@@ -541,7 +577,7 @@ func hashFile(path string) (uint32, error) {
 		return 0, err
 	}
 	defer f.Close()
-	h := crc32.New(castagnoli)
+	h := crc32.New(castagnoli) // read, not mapped: faster for a file read once
 	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
 		return 0, err
 	}

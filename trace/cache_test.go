@@ -126,6 +126,25 @@ func TestDenseIDs(t *testing.T) {
 	if _, n := r.DenseIDs(); n != d.Len() {
 		t.Errorf("n = %d, %d distinct", n, d.Len())
 	}
+	// DenseOnly: the same dense ids, no raw ones.
+	r2, err := OpenCached(bin, Options{DenseOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	d2 := NewDict()
+	for r2.Next(&q) == nil {
+		dense, _ := r2.DenseIDs()
+		if len(q.HashIDs) != 0 || len(dense) == 0 && q.InputTokens > 0 {
+			t.Fatalf("line %d: DenseOnly gave %d raw, %d dense ids", q.Line, len(q.HashIDs), len(dense))
+		}
+		for _, b := range dense {
+			d2.ID(int64(b))
+		}
+	}
+	if d2.Len() != d.Len() {
+		t.Errorf("DenseOnly: %d distinct, want %d", d2.Len(), d.Len())
+	}
 }
 
 func TestConvertBadLine(t *testing.T) {

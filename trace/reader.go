@@ -58,6 +58,9 @@ type Options struct {
 	Speedup float64
 	// Format is the trace's format: one of Formats ("" is mooncake).
 	Format string
+	// DenseOnly: a reader of a binary trace leaves Request.HashIDs empty;
+	// DenseIDs has the blocks (for consumers of dense ids only: mrc).
+	DenseOnly bool
 }
 
 // Trace formats: the kinds of line a Reader parses.
