@@ -179,23 +179,31 @@ func newBinSource(data []byte) (*binSource, error) {
 		return nil, errors.New("corrupt binary trace (counts)")
 	}
 	b := &binSource{data: data, h: h, recEnd: hdrSize + int(h.recLen)}
-	tab := body[h.recLen:]
-	b.table = make([]int64, h.distinct)
+	b.rewind()
+	return b, nil
+}
+
+// decodeTable decodes the raw ids, on first need (a DenseOnly reader never
+// needs them).
+func (b *binSource) decodeTable() bool {
+	tab := b.data[b.recEnd:]
+	b.table = make([]int64, b.h.distinct)
 	var prev int64
 	for i := range b.table {
 		d, n := binary.Varint(tab)
 		if n <= 0 {
-			return nil, errors.New("corrupt binary trace (table)")
+			b.table = nil
+			return false
 		}
 		tab = tab[n:]
 		prev += d
 		b.table[i] = prev
 	}
 	if len(tab) != 0 {
-		return nil, errors.New("corrupt binary trace (table)")
+		b.table = nil
+		return false
 	}
-	b.rewind()
-	return b, nil
+	return true
 }
 
 // errCorrupt is a record that does not decode: possible only for a file
@@ -240,6 +248,9 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	r.dense = r.dense[:0]
 	r.p.ids = r.p.ids[:0]
 	raw := !r.opt.DenseOnly
+	if raw && b.table == nil && b.h.distinct > 0 && !b.decodeTable() {
+		return nil, "", false, r.errCorrupt()
+	}
 	prev := int64(-1)
 	for range f[7] {
 		var x int64
@@ -257,7 +268,7 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 			d = d[n:]
 		}
 		id := prev + 1 + x
-		if id < 0 || id >= int64(len(b.table)) {
+		if id < 0 || uint64(id) >= b.h.distinct {
 			return nil, "", false, r.errCorrupt()
 		}
 		r.dense = append(r.dense, int32(id))
@@ -307,7 +318,7 @@ func (r *Reader) DenseIDs() (ids []int32, n int) {
 	if r.bin == nil {
 		return nil, 0
 	}
-	return r.dense, len(r.bin.table)
+	return r.dense, int(r.bin.h.distinct)
 }
 
 // SizeHint is the number of requests and block references a binary trace
@@ -488,6 +499,9 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 		if err := tmp.Truncate(hdrSize); err != nil {
 			return nil, err
 		}
+	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp's 0600 is for the temporary only
+		return nil, err
 	}
 	if err := tmp.Close(); err != nil {
 		return nil, err
