@@ -221,13 +221,9 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	d := b.data[b.pos:b.recEnd]
 	var f [8]uint64
 	for i := range f {
-		if i == 1 {
-			x, n := binary.Varint(d)
-			if n <= 0 {
-				return nil, "", false, r.errCorrupt()
-			}
-			f[i] = uint64(x)
-			d = d[n:]
+		if len(d) > 0 && d[0] < 0x80 { // one byte, the common case
+			f[i] = uint64(d[0])
+			d = d[1:]
 			continue
 		}
 		x, n := binary.Uvarint(d)
@@ -237,7 +233,7 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 		f[i] = x
 		d = d[n:]
 	}
-	ts := b.ts + int64(f[1])
+	ts := b.ts + (int64(f[1]>>1) ^ -int64(f[1]&1)) // zigzag
 	switch {
 	case f[0] < 1 || f[0] > 1<<31 || uint64(b.line)+f[0] > 1<<40,
 		ts < 0, f[2] > MaxTokens, f[3] > MaxTokens,
@@ -353,10 +349,9 @@ type source struct {
 // convert parses src (a source trace in format kind) to a binary trace
 // written to w. A bad line stops it with that line's *LineError; the
 // header then records the source with flagUncacheable and no records.
-func convert(src io.Reader, name string, kind int, w io.WriteSeeker, st os.FileInfo) (hdr binHeader, bad error, err error) {
-	hdr = binHeader{format: kind, srcSize: st.Size(), srcMtime: st.ModTime().UnixNano()}
-	sh := crc32.New(castagnoli)
-	rd := NewReader(io.TeeReader(src, sh), name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
+func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source) (hdr binHeader, bad error, err error) {
+	hdr = binHeader{format: kind, srcSize: key.size, srcMtime: key.mtime, srcHash: key.hash}
+	rd := NewReader(src, name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
 	rd.build = true
 	if _, err := w.Seek(hdrSize, io.SeekStart); err != nil {
 		return hdr, nil, err
@@ -429,9 +424,6 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, st os.FileI
 		}
 		cw.h.Reset()
 		cw.n = 0
-		if _, err := io.Copy(sh, src); err != nil { // the rest of the source, for its hash
-			return hdr, nil, err
-		}
 	} else {
 		if err := bw.Flush(); err != nil {
 			return hdr, nil, err
@@ -452,7 +444,6 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, st os.FileI
 	hdr.tabLen = uint64(cw.n) - hdr.recLen
 	hdr.distinct = uint64(len(table))
 	hdr.sessions = uint64(max(len(rd.sessIDs), len(rd.chatIDs)))
-	hdr.srcHash = sh.Sum32()
 	hdr.bodyCRC = bh.Sum32()
 	if _, err := w.Seek(0, io.SeekStart); err != nil {
 		return hdr, nil, err
@@ -488,7 +479,11 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	_, bad, err = convert(src, path, kind, tmp, st)
+	key := source{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if key.hash, err = hashContent(src, st.Size()); err != nil {
+		return nil, err
+	}
+	_, bad, err = convert(src, path, kind, tmp, key)
 	if err != nil {
 		return nil, err
 	}
@@ -584,15 +579,55 @@ func ours(p string) (exists, mine bool) {
 	return true, err == nil && string(b[:]) == binMagic
 }
 
-// hashFile is the CRC-32C of the file at path.
+// Content hash of a source: the whole file up to hashWhole bytes; past
+// that its first and last hashEnds bytes and hashChunks chunks of
+// hashChunk bytes evenly spaced between them (about 6 MiB read, whatever
+// the size). With the size and the mtime (ns) in the key, it tells a file
+// copied over the source with its size and mtime kept.
+const (
+	hashWhole  = 8 << 20
+	hashEnds   = 1 << 20
+	hashChunks = 64
+	hashChunk  = 64 << 10
+)
+
+// hashFile is the content hash (CRC-32C) of the file at path.
 func hashFile(path string) (uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	h := crc32.New(castagnoli) // read, not mapped: faster for a file read once
-	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return hashContent(f, st.Size())
+}
+
+// hashContent hashes size bytes of r as hashFile does.
+func hashContent(r io.ReaderAt, size int64) (uint32, error) {
+	h := crc32.New(castagnoli)
+	add := func(off, n int64) error {
+		_, err := io.Copy(h, io.NewSectionReader(r, off, n))
+		return err
+	}
+	if size <= hashWhole {
+		if err := add(0, size); err != nil {
+			return 0, err
+		}
+		return h.Sum32(), nil
+	}
+	if err := add(0, hashEnds); err != nil {
+		return 0, err
+	}
+	span := size - 2*hashEnds - hashChunk
+	for i := range int64(hashChunks) {
+		if err := add(hashEnds+span*i/(hashChunks-1), hashChunk); err != nil {
+			return 0, err
+		}
+	}
+	if err := add(size-hashEnds, hashEnds); err != nil {
 		return 0, err
 	}
 	return h.Sum32(), nil

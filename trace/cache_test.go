@@ -365,3 +365,29 @@ func TestBinaryGiven(t *testing.T) {
 		t.Errorf("block size: %v", err)
 	}
 }
+
+// TestHashContent: past hashWhole bytes the hash reads the ends and
+// evenly spaced chunks; an edit there changes it.
+func TestHashContent(t *testing.T) {
+	b := make([]byte, hashWhole+12345)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	h0, err := hashContent(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{0, hashEnds - 1, hashEnds, len(b) - hashEnds, len(b) - 1} {
+		c := append([]byte(nil), b...)
+		c[at]++
+		if h, _ := hashContent(bytes.NewReader(c), int64(len(c))); h == h0 {
+			t.Errorf("an edit at byte %d left the hash", at)
+		}
+	}
+	small := b[:1000]
+	h1, _ := hashContent(bytes.NewReader(small), 1000)
+	small[500]++
+	if h2, _ := hashContent(bytes.NewReader(small), 1000); h1 == h2 {
+		t.Error("a small file is not hashed whole")
+	}
+}
