@@ -24,21 +24,24 @@ import (
 //	    line - previous line, zigzag(timestamp ns - previous),
 //	    input_length, output_length, session entry it becomes + 1, entry
 //	    of its parent + 1, delay ns + 1 (0: none), number of ids, and
-//	    per id zigzag(dense - (previous dense in the line + 1))
+//	    per id zigzag(dense - (previous dense in the line + 1)), the
+//	    first one's "previous" being the last dense id assigned
 //	table: the raw id of each dense id, zigzag(raw - previous raw)
 //
-// Dense ids number the raw ids in order of first appearance, so a prefix
-// shared with an earlier request is a run of small deltas. The records are
-// the lines as parsed before anything that depends on the options: the
-// block count is checked, Bailian ids regrouped, arrivals rebased and sped
-// up when it is read, by the same code as for the source, so a binary
-// trace read with any options yields exactly the requests and errors the
-// source would. A source with a bad line is not converted (the automatic
-// cache records just that, so it is not tried again).
+// Dense ids number the raw ids in order of first appearance, so a new
+// block is a delta of 0 and a prefix shared with an earlier request a run
+// of 0s after one jump. The records are the lines as parsed before
+// anything that depends on the options: the block count is checked,
+// Bailian ids regrouped, arrivals rebased and sped up when it is read, by
+// the same code as for the source, so a binary trace read with any options
+// yields exactly the requests and errors the source would. A source with a
+// bad line is not converted (the automatic cache records just that, so it
+// is not tried again). The source's CRC-32C is its content hash
+// (hashContent).
 
 const (
 	binMagic   = "KVTC"
-	binVersion = 1
+	binVersion = 2
 	hdrSize    = 104
 
 	flagUncacheable = 1 // the source has a bad line: parse it instead
@@ -118,14 +121,15 @@ type binSource struct {
 	data    []byte // the whole file, mapped
 	release func()
 	h       binHeader
-	pos     int // next record
+	pos     int   // next record
+	next    int64 // the next new dense id
 	recEnd  int
 	table   []int64 // raw id of each dense id
 	line    int
 	ts      int64
 }
 
-func (b *binSource) rewind() { b.pos, b.line, b.ts = hdrSize, 0, 0 }
+func (b *binSource) rewind() { b.pos, b.line, b.ts, b.next = hdrSize, 0, 0, 0 }
 
 func (b *binSource) close() {
 	if b.release != nil {
@@ -247,7 +251,7 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	if raw && b.table == nil && b.h.distinct > 0 && !b.decodeTable() {
 		return nil, "", false, r.errCorrupt()
 	}
-	prev := int64(-1)
+	prev := b.next - 1 // the first id is relative to the next new one
 	for range f[7] {
 		var x int64
 		if len(d) == 0 {
@@ -264,8 +268,11 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 			d = d[n:]
 		}
 		id := prev + 1 + x
-		if id < 0 || uint64(id) >= b.h.distinct {
+		if id < 0 || id > b.next || uint64(id) >= b.h.distinct { // ids appear in order
 			return nil, "", false, r.errCorrupt()
+		}
+		if id == b.next {
+			b.next++
 		}
 		r.dense = append(r.dense, int32(id))
 		if raw {
@@ -396,7 +403,7 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source)
 		buf = binary.AppendUvarint(buf, uint64(rd.cur.lookup))
 		buf = binary.AppendUvarint(buf, uint64(rd.cur.delay+1))
 		buf = binary.AppendUvarint(buf, uint64(len(raw)))
-		prev := int64(-1)
+		prev := int64(len(table)) - 1 // the first id is relative to the next new one
 		for _, h := range raw {
 			id, ok := ids[h]
 			if !ok {
