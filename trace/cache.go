@@ -24,13 +24,13 @@ import (
 //	    line - previous line, zigzag(timestamp ns - previous),
 //	    input_length, output_length, session entry it becomes + 1, entry
 //	    of its parent + 1, delay ns + 1 (0: none), number of ids, and
-//	    per id zigzag(dense - (previous dense in the line + 1)), the
-//	    first one's "previous" being the last dense id assigned
+//	    per id zigzag(dense - (previous dense in the line + 1)), but the
+//	    first: dense<<1, or (next new dense - dense)<<1 | 1, the smaller
 //	table: the raw id of each dense id, zigzag(raw - previous raw)
 //
 // Dense ids number the raw ids in order of first appearance, so a new
-// block is a delta of 0 and a prefix shared with an earlier request a run
-// of 0s after one jump. The records are the lines as parsed before
+// block is one byte and a prefix shared with an earlier request a run of
+// one-byte 0s after its first id. The records are the lines as parsed before
 // anything that depends on the options: the block count is checked,
 // Bailian ids regrouped, arrivals rebased and sped up when it is read, by
 // the same code as for the source, so a binary trace read with any options
@@ -251,23 +251,36 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 	if raw && b.table == nil && b.h.distinct > 0 && !b.decodeTable() {
 		return nil, "", false, r.errCorrupt()
 	}
-	prev := b.next - 1 // the first id is relative to the next new one
-	for range f[7] {
-		var x int64
+	prev := int64(-1)
+	for k := range f[7] {
 		if len(d) == 0 {
 			return nil, "", false, r.errCorrupt()
 		}
-		if c := d[0]; c < 0x80 { // most deltas are one byte: 0, the next block
-			x = int64(c>>1) ^ -int64(c&1)
+		var id int64
+		if c := d[0]; c < 0x80 { // most are one byte: 0, the next block
+			if k > 0 {
+				id = prev + 1 + (int64(c>>1) ^ -int64(c&1))
+			} else if c&1 == 0 {
+				id = int64(c >> 1)
+			} else {
+				id = b.next - int64(c>>1)
+			}
 			d = d[1:]
 		} else {
-			var n int
-			if x, n = binary.Varint(d); n <= 0 {
+			x, n := binary.Uvarint(d)
+			if n <= 0 || x > 1<<62 {
 				return nil, "", false, r.errCorrupt()
 			}
 			d = d[n:]
+			switch {
+			case k > 0:
+				id = prev + 1 + (int64(x>>1) ^ -int64(x&1))
+			case x&1 == 0:
+				id = int64(x >> 1)
+			default:
+				id = b.next - int64(x>>1)
+			}
 		}
-		id := prev + 1 + x
 		if id < 0 || id > b.next || uint64(id) >= b.h.distinct { // ids appear in order
 			return nil, "", false, r.errCorrupt()
 		}
@@ -403,15 +416,24 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source)
 		buf = binary.AppendUvarint(buf, uint64(rd.cur.lookup))
 		buf = binary.AppendUvarint(buf, uint64(rd.cur.delay+1))
 		buf = binary.AppendUvarint(buf, uint64(len(raw)))
-		prev := int64(len(table)) - 1 // the first id is relative to the next new one
-		for _, h := range raw {
+		prev := int64(-1)
+		for k, h := range raw {
+			next := int64(len(table))
 			id, ok := ids[h]
 			if !ok {
 				id = int32(len(table))
 				ids[h] = id
 				table = append(table, h)
 			}
-			buf = binary.AppendVarint(buf, int64(id)-prev-1)
+			if k == 0 { // from 0 or back from the next new id, whichever is nearer
+				if back := next - int64(id); back < int64(id) {
+					buf = binary.AppendUvarint(buf, uint64(back)<<1|1)
+				} else {
+					buf = binary.AppendUvarint(buf, uint64(id)<<1)
+				}
+			} else {
+				buf = binary.AppendVarint(buf, int64(id)-prev-1)
+			}
 			prev = int64(id)
 		}
 		if _, err := bw.Write(buf); err != nil {
