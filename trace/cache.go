@@ -673,15 +673,15 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
 	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return Open(path, opt) // its error, or a pipe read once
+	}
 	if _, mine := ours(path); mine {
 		return openBinaryReader(path, path, opt, false)
 	}
 	kind, err := checkOptions(opt)
-	if err != nil || os.Getenv(CacheEnv) == "off" {
-		return Open(path, opt)
-	}
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() || st.Size() < CacheMinBytes {
+	if err != nil || os.Getenv(CacheEnv) == "off" || st.Size() < CacheMinBytes {
 		return Open(path, opt)
 	}
 	key := source{size: st.Size(), mtime: st.ModTime().UnixNano()}

@@ -391,3 +391,24 @@ func TestHashContent(t *testing.T) {
 		t.Error("a small file is not hashed whole")
 	}
 }
+
+// TestCachePipe: a trace read from a pipe is read once, as it comes.
+func TestCachePipe(t *testing.T) {
+	cacheEnv(t)
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := mkfifo(p); err != nil {
+		t.Skip(err)
+	}
+	data, _ := os.ReadFile("testdata/gen_tiny.jsonl")
+	go func() {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err == nil {
+			f.Write(data)
+			f.Close()
+		}
+	}()
+	got, bin := openDump(t, p, Options{})
+	if want := dumpFile(t, "testdata/gen_tiny.jsonl", Options{}); bin || got != strings.ReplaceAll(want, "testdata/gen_tiny.jsonl", p) {
+		t.Errorf("binary %v:\n%s\nwant\n%s", bin, got, want)
+	}
+}
