@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -410,5 +411,15 @@ func TestCachePipe(t *testing.T) {
 	got, bin := openDump(t, p, Options{})
 	if want := dumpFile(t, "testdata/gen_tiny.jsonl", Options{}); bin || got != strings.ReplaceAll(want, "testdata/gen_tiny.jsonl", p) {
 		t.Errorf("binary %v:\n%s\nwant\n%s", bin, got, want)
+	}
+}
+
+// TestDenseOnlyNotAnInput: run IDs hash the reader's options as JSON;
+// DenseOnly changes no request's blocks, so it stays out of them.
+func TestDenseOnlyNotAnInput(t *testing.T) {
+	a, _ := json.Marshal(Options{})
+	b, _ := json.Marshal(Options{DenseOnly: true})
+	if string(a) != string(b) {
+		t.Errorf("%s != %s", a, b)
 	}
 }

@@ -59,8 +59,9 @@ type Options struct {
 	// Format is the trace's format: one of Formats ("" is mooncake).
 	Format string
 	// DenseOnly: a reader of a binary trace leaves Request.HashIDs empty;
-	// DenseIDs has the blocks (for consumers of dense ids only: mrc).
-	DenseOnly bool
+	// DenseIDs has the blocks (for consumers of dense ids only: mrc). Not
+	// an input of a run (not in its run_id).
+	DenseOnly bool `json:"-"`
 }
 
 // Trace formats: the kinds of line a Reader parses.
