@@ -245,4 +245,11 @@ func TestFormatErrors(t *testing.T) {
 	if err := r.Next(&q); err == nil || errors.Is(err, io.EOF) {
 		t.Errorf("NewReader with an unknown format: %v", err)
 	}
+	r = NewReader(strings.NewReader(`{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []}`), "x", Options{Format: "nope"})
+	if err := r.Rewind(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Next(&q); err == nil || !strings.Contains(err.Error(), "unknown trace format") {
+		t.Errorf("after Rewind, an unknown format reads: %v", err)
+	}
 }

@@ -149,6 +149,7 @@ type Reader struct {
 	chatIDs map[int64]int32  // bailian chat_id -> index into sess
 	chain   []int64          // bailian: chained 16-token ids
 	dense   []int32          // binary trace: dense ids of the last request
+	optErr  error            // options the format cannot honour: every Next's error
 }
 
 // linkState names the sessions of one line: lookup (1-based index into
@@ -174,7 +175,8 @@ func NewReader(r io.Reader, name string, opt Options) *Reader {
 	rd := &Reader{src: r, br: bufio.NewReaderSize(r, bufSize), name: name, opt: opt, maxLine: MaxLineBytes}
 	k, err := checkOptions(opt)
 	if err != nil {
-		rd.err = errors.New("trace: " + name + ": " + err.Error())
+		rd.optErr = errors.New("trace: " + name + ": " + err.Error())
+		rd.err = rd.optErr
 	}
 	rd.kind = k
 	rd.p.kind = k
@@ -251,7 +253,7 @@ func (r *Reader) Rewind() error {
 
 // restart forgets what was read, keeping the buffers.
 func (r *Reader) restart() {
-	r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
+	r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, r.optErr
 	r.csv.header = false
 	clear(r.sess)
 }
