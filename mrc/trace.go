@@ -81,6 +81,10 @@ func FromReader(r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
 	reqs, refs := r.SizeHint()
 	t := &Trace{Starts: make([]int32, 1, reqs+1), Blocks: make([]int32, 0, refs)}
+	if blocks, starts, n, ok := r.DenseAll(t.Blocks, t.Starts); ok { // a binary trace, whole
+		t.Blocks, t.Starts, t.Distinct = blocks, starts, n
+		return t, nil
+	}
 	var (
 		req trace.Request
 		ren []int32 // a binary trace's dense ids -> ours (the lines read may skip some)

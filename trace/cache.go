@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,14 +217,12 @@ func (r *Reader) errCorrupt() error {
 	return errors.New("trace: " + r.name + ": corrupt binary trace at byte " + strconv.Itoa(r.bin.pos))
 }
 
-// cached is raw for a binary trace.
-func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err error) {
-	b := r.bin
-	if b.pos >= b.recEnd {
-		return nil, "", false, io.EOF
-	}
+// record decodes the next record into f (its fields, the timestamp
+// absolute) and appends its dense ids to dense, advancing b; ok is false
+// for a record that does not decode (possible only for a file made to pass
+// the checksums), and then b is not advanced.
+func (b *binSource) record(f *[8]uint64, dense []int32) (_ []int32, ok bool) {
 	d := b.data[b.pos:b.recEnd]
-	var f [8]uint64
 	for i := range f {
 		if len(d) > 0 && d[0] < 0x80 { // one byte, the common case
 			f[i] = uint64(d[0])
@@ -232,7 +231,7 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 		}
 		x, n := binary.Uvarint(d)
 		if n <= 0 {
-			return nil, "", false, r.errCorrupt()
+			return dense, false
 		}
 		f[i] = x
 		d = d[n:]
@@ -243,18 +242,12 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 		ts < 0, f[2] > MaxTokens, f[3] > MaxTokens,
 		f[4] > b.h.sessions, f[5] > b.h.sessions, f[6] > uint64(MaxArrival)+1,
 		f[7] > uint64(len(d)):
-		return nil, "", false, r.errCorrupt()
+		return dense, false
 	}
-	r.dense = r.dense[:0]
-	r.p.ids = r.p.ids[:0]
-	raw := !r.opt.DenseOnly
-	if raw && b.table == nil && b.h.distinct > 0 && !b.decodeTable() {
-		return nil, "", false, r.errCorrupt()
-	}
-	prev := int64(-1)
+	next, prev := b.next, int64(-1)
 	for k := range f[7] {
 		if len(d) == 0 {
-			return nil, "", false, r.errCorrupt()
+			return dense, false
 		}
 		var id int64
 		if c := d[0]; c < 0x80 { // most are one byte: 0, the next block
@@ -263,13 +256,13 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 			} else if c&1 == 0 {
 				id = int64(c >> 1)
 			} else {
-				id = b.next - int64(c>>1)
+				id = next - int64(c>>1)
 			}
 			d = d[1:]
 		} else {
 			x, n := binary.Uvarint(d)
 			if n <= 0 || x > 1<<62 {
-				return nil, "", false, r.errCorrupt()
+				return dense, false
 			}
 			d = d[n:]
 			switch {
@@ -278,26 +271,49 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 			case x&1 == 0:
 				id = int64(x >> 1)
 			default:
-				id = b.next - int64(x>>1)
+				id = next - int64(x>>1)
 			}
 		}
-		if id < 0 || id > b.next || uint64(id) >= b.h.distinct { // ids appear in order
-			return nil, "", false, r.errCorrupt()
+		if id < 0 || id > next || uint64(id) >= b.h.distinct { // ids appear in order
+			return dense, false
 		}
-		if id == b.next {
-			b.next++
+		if id == next {
+			next++
 		}
-		r.dense = append(r.dense, int32(id))
-		if raw {
-			r.p.ids = append(r.p.ids, b.table[id])
-		}
+		dense = append(dense, int32(id))
 		prev = id
 	}
 	b.pos = b.recEnd - len(d)
 	b.line += int(f[0])
 	b.ts = ts
+	b.next = next
+	f[1] = uint64(ts)
+	return dense, true
+}
+
+// cached is raw for a binary trace.
+func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err error) {
+	b := r.bin
+	if b.pos >= b.recEnd {
+		return nil, "", false, io.EOF
+	}
+	raw := !r.opt.DenseOnly
+	if raw && b.table == nil && b.h.distinct > 0 && !b.decodeTable() {
+		return nil, "", false, r.errCorrupt()
+	}
+	var f [8]uint64
+	var ok bool
+	if r.dense, ok = b.record(&f, r.dense[:0]); !ok {
+		return nil, "", false, r.errCorrupt()
+	}
+	r.p.ids = r.p.ids[:0]
+	if raw {
+		for _, id := range r.dense {
+			r.p.ids = append(r.p.ids, b.table[id])
+		}
+	}
 	r.line = b.line
-	v.arrival, v.input, v.output = ts, int(f[2]), int(f[3])
+	v.arrival, v.input, v.output = int64(f[1]), int(f[2]), int(f[3])
 	r.cur = linkState{store: int32(f[4]), lookup: int32(f[5]), delay: int64(f[6]) - 1}
 	switch r.kind {
 	case fmtBailian:
@@ -312,6 +328,49 @@ func (r *Reader) cached(v *values) (ids []int64, reason string, empty bool, err 
 		}
 	}
 	return r.p.ids, "", false, nil
+}
+
+// DenseAll reads a whole binary trace at once for a consumer of dense ids:
+// request i's blocks are blocks[starts[i]:starts[i+1]], appended to blocks
+// (given empty) and starts (given as [0]), numbered in order of first
+// appearance, distinct of them. ok is false, and nothing is read, unless
+// r is a binary trace not yet read whose every request Next would yield
+// as it is (plain options, no block count or time that Next would refuse,
+// no Bailian regrouping): then read it with Next.
+func (r *Reader) DenseAll(blocks, starts []int32) (_, _ []int32, distinct int, ok bool) {
+	b := r.bin
+	if b == nil || r.err != nil || r.n > 0 || r.line > 0 || r.opt.Limit > 0 || (r.opt.Speedup > 0 && r.opt.Speedup != 1) ||
+		(r.kind == fmtBailian && r.opt.BlockTokens != bailianBlock) || b.h.refs > math.MaxInt32 ||
+		len(blocks) != 0 || len(starts) != 1 || starts[0] != 0 {
+		return blocks, starts, 0, false
+	}
+	var (
+		f          [8]uint64
+		base, last int64
+	)
+	for b.pos < b.recEnd {
+		before := len(blocks)
+		var good bool
+		if blocks, good = b.record(&f, blocks); !good {
+			break
+		}
+		ts := int64(f[1])
+		if len(starts) == 1 {
+			base, last = ts, ts
+		}
+		if ts < last || ts-base > MaxArrival ||
+			(r.kind == fmtMooncake && numBlocks(int(f[2]), r.opt.BlockTokens) != len(blocks)-before) {
+			break
+		}
+		last = ts
+		starts = append(starts, int32(len(blocks)))
+	}
+	if b.pos < b.recEnd { // Next has something to say: start again with it
+		b.rewind()
+		return blocks[:0], starts[:1], 0, false
+	}
+	r.err = io.EOF
+	return blocks, starts, int(b.next), true
 }
 
 // regroupDense is regroup on dense ids, in place.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -421,5 +422,51 @@ func TestDenseOnlyNotAnInput(t *testing.T) {
 	b, _ := json.Marshal(Options{DenseOnly: true})
 	if string(a) != string(b) {
 		t.Errorf("%s != %s", a, b)
+	}
+}
+
+// TestDenseAll: the bulk read gives what Next gives, and declines (reading
+// nothing) where Next would refuse or stop early.
+func TestDenseAll(t *testing.T) {
+	bin := binaryOf(t, "../traces/synthetic.jsonl", "")
+	viaNext := func(opt Options) ([]int32, []int32) {
+		r, err := OpenCached(bin, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var blocks []int32
+		starts := []int32{0}
+		var q Request
+		for r.Next(&q) == nil {
+			d, _ := r.DenseIDs()
+			blocks = append(blocks, d...)
+			starts = append(starts, int32(len(blocks)))
+		}
+		return blocks, starts
+	}
+	r, _ := OpenCached(bin, Options{DenseOnly: true})
+	blocks, starts, n, ok := r.DenseAll(nil, []int32{0})
+	r.Close()
+	wb, ws := viaNext(Options{})
+	if !ok || !reflect.DeepEqual(blocks, wb) || !reflect.DeepEqual(starts, ws) || n != 13699 {
+		t.Fatalf("DenseAll: ok %v, %d blocks %d starts %d distinct; Next: %d %d", ok, len(blocks), len(starts), n, len(wb), len(ws))
+	}
+	for _, o := range []Options{{Limit: 5}, {BlockTokens: 1024}, {Speedup: 2}} {
+		r, _ := OpenCached(bin, o)
+		if _, _, _, ok := r.DenseAll(nil, []int32{0}); ok {
+			t.Errorf("%+v: DenseAll did not decline", o)
+		}
+		var q Request
+		if err := r.Next(&q); (err != nil) != (o.BlockTokens == 1024) || (err == nil && q.Line != 1) {
+			t.Errorf("%+v: after declining, Next gives line %d, %v", o, q.Line, err)
+		}
+		r.Close()
+	}
+	// Text readers have no bulk read.
+	r, _ = Open("../traces/synthetic.jsonl", Options{})
+	defer r.Close()
+	if _, _, _, ok := r.DenseAll(nil, []int32{0}); ok {
+		t.Error("a text reader read in bulk")
 	}
 }
