@@ -265,6 +265,11 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 			c.mover.Move(now, id, b, c.size[b], Remote, 0, Load)
 		}
 	}
+	// A prompt the trace names no blocks for (a trace without hash ids)
+	// shares nothing: all of it is computed.
+	if len(r.Blocks) == 0 {
+		rec.RecomputedTokens = r.InputTokens
+	}
 	// The engine computes at least the last prompt token, whose logits give
 	// the first output token: a fully cached prompt still runs one (vLLM v1
 	// caps a prefix hit at prompt length - 1 for this reason).

@@ -163,8 +163,10 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	case "arrive":
 		// arrive t=0 in=20 out=0 blocks=A,B
 		r := Request{Seq: s.seq, Arrival: now, InputTokens: int(atoi(t, a["in"])), OutputTokens: int(atoi(t, a["out"]))}
-		for _, n := range strings.Split(a["blocks"], ",") {
-			r.Blocks = append(r.Blocks, s.block(n))
+		if a["blocks"] != "" { // blocks= : none (a trace without hash ids)
+			for _, n := range strings.Split(a["blocks"], ",") {
+				r.Blocks = append(r.Blocks, s.block(n))
+			}
 		}
 		name := "R" + strconv.FormatInt(s.seq, 10)
 		s.seq++

@@ -131,11 +131,13 @@ func wrapTrace(sc *scenario.Scenario, err error) error {
 	return BadInput(fmt.Errorf("%s: workload: %w", sc.Path, err))
 }
 
-// OpenTrace opens the scenario's trace, or its synthetic one: generated
-// as it is read, from the scenario's seed (ctx stops a long generation).
+// OpenTrace opens the scenario's trace in its format, through the binary
+// trace cache (trace.OpenCached), or its synthetic one: generated as it is
+// read, from the scenario's seed (ctx stops a long generation).
 func OpenTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*trace.Reader, error) {
 	if g := sc.Workload.Gen; g != nil {
 		return trace.Generated(ctx, *g, sc.Workload.Trace, opt), nil
 	}
-	return trace.Open(sc.Workload.Trace, opt)
+	opt.Format = sc.Workload.Format
+	return trace.OpenCached(sc.Workload.Trace, opt)
 }

@@ -236,7 +236,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	}
 	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress}
 	if sc.Workload.Closed {
-		cl, cerr := workload.NewClosed(src, sc.Workload.Speedup)
+		cl, cerr := workload.NewClosed(src)
 		if cerr != nil {
 			closeTmp()
 			pr.err = wrapTrace(sc, cerr)

@@ -57,8 +57,13 @@ func (b *builder) trace() *Trace {
 // Load reads a Mooncake JSONL trace with kvsim/trace's reader, keeping
 // the block references and request boundaries. Errors name the file and,
 // for a bad line, the line: "FILE:LINE: reason".
-func Load(path string) (*Trace, error) {
-	r, err := trace.Open(path, trace.Options{})
+func Load(path string) (*Trace, error) { return LoadOptions(path, trace.Options{}) }
+
+// LoadOptions is Load for a trace in any format (opt.Format), through the
+// binary trace cache (trace.OpenCached).
+func LoadOptions(path string, opt trace.Options) (*Trace, error) {
+	opt.DenseOnly = true // FromReader takes a binary trace's dense ids
+	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +79,16 @@ func Read(rd io.Reader, name string) (*Trace, error) {
 // FromReader reads r (a file or a generated trace) to the end.
 func FromReader(r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
-	t := &Trace{Starts: []int32{0}}
-	var req trace.Request
+	reqs, refs := r.SizeHint()
+	t := &Trace{Starts: make([]int32, 1, reqs+1), Blocks: make([]int32, 0, refs)}
+	if blocks, starts, n, ok := r.DenseAll(t.Blocks, t.Starts); ok { // a binary trace, whole
+		t.Blocks, t.Starts, t.Distinct = blocks, starts, n
+		return t, nil
+	}
+	var (
+		req trace.Request
+		ren []int32 // a binary trace's dense ids -> ours (the lines read may skip some)
+	)
 	for {
 		err := r.Next(&req)
 		if err == io.EOF {
@@ -84,15 +97,33 @@ func FromReader(r *trace.Reader) (*Trace, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range req.HashIDs {
-			t.Blocks = append(t.Blocks, d.ID(h))
+		if dense, n := r.DenseIDs(); n > 0 {
+			if ren == nil {
+				ren = make([]int32, n)
+				for i := range ren {
+					ren[i] = -1
+				}
+			}
+			for _, b := range dense {
+				if ren[b] < 0 {
+					ren[b] = int32(t.Distinct)
+					t.Distinct++
+				}
+				t.Blocks = append(t.Blocks, ren[b])
+			}
+		} else {
+			for _, h := range req.HashIDs {
+				t.Blocks = append(t.Blocks, d.ID(h))
+			}
 		}
 		if len(t.Blocks) > math.MaxInt32 {
 			return nil, errors.New("trace: more than 2^31-1 block references")
 		}
 		t.Starts = append(t.Starts, int32(len(t.Blocks)))
 	}
-	t.Distinct = d.Len()
+	if ren == nil {
+		t.Distinct = d.Len()
+	}
 	return t, nil
 }
 

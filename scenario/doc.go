@@ -110,8 +110,13 @@
 //	[workload]                    # required
 //	trace = "../traces/conversation_trace.jsonl"  # absolute, or relative to this file's directory;
 //	                              # default none: required unless format = "synthetic"
-//	format = "mooncake"           # "synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml);
-//	                              # mooncake | synthetic; default "mooncake"
+//	format = "mooncake"           # "mooncake" (JSONL;
+//	                              # optional session_id and delay), "bailian" (Qwen Bailian JSONL: 16-token
+//	                              # ids chained, regrouped into block_tokens, a multiple of 16), "azure" or "burstgpt" (CSV, no hash
+//	                              # ids: [workload.inject] gives them blocks);
+//	                              # "synthetic": no trace, generated from seed;
+//	                              # mooncake | bailian | azure | burstgpt | synthetic;
+//	                              # default "mooncake"
 //	mode = "open"                 # "open": every request arrives at its trace time;
 //	                              # "closed": a session's later turn arrives
 //	                              # its think time after the turn it follows finished (docs/workloads.md);

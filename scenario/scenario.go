@@ -187,7 +187,7 @@ type Link struct {
 // Workload names the trace to replay.
 type Workload struct {
 	Trace        string  // absolute, or joined to the scenario file's directory
-	Format       string  // "mooncake" (default)
+	Format       string  // "mooncake" (default), "bailian", "azure", "burstgpt" or "synthetic"
 	Limit        int     // requests to read; 0 = all
 	SkipBadLines bool    // key skip_bad_lines
 	Speedup      float64 // arrival times are divided by it; default 1
@@ -266,7 +266,7 @@ func DefaultLink(tiers []Tier, a, b int) Link {
 func pair(a, b, x, y string) bool { return a == x && b == y || a == y && b == x }
 
 // Formats lists the accepted workload formats.
-func Formats() []string { return []string{"mooncake", "synthetic"} }
+func Formats() []string { return append(trace.Formats(), "synthetic") }
 
 // Error is a scenario problem on one line: file, line when known, key.
 type Error struct {
@@ -1157,6 +1157,9 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		}
 		if w.Trace == "" {
 			return w, t.errf("trace", "required (path of the trace file)")
+		}
+		if w.Format == "bailian" && blockTokens%16 != 0 {
+			return w, t.errf("format", "bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got %d", blockTokens)
 		}
 		if !filepath.IsAbs(w.Trace) {
 			w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)

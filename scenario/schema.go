@@ -185,7 +185,9 @@ var schema = []*section{
 		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
 			doc: "absolute, or relative to this file's directory"},
 		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
-			doc: `"synthetic": no trace, generated from seed (scenarios/synthetic_seed.toml)`},
+			doc: `"mooncake" (JSONL; optional session_id and delay), "bailian" (Qwen Bailian JSONL: 16-token` + "\n" +
+				`ids chained, regrouped into block_tokens, a multiple of 16), "azure" or "burstgpt" (CSV, no hash` + "\n" +
+				`ids: [workload.inject] gives them blocks); "synthetic": no trace, generated from seed`},
 		{key: "mode", typ: tString, def: "open", enum: func() []string { return []string{"open", "closed"} }, example: `"open"`,
 			doc: `"open": every request arrives at its trace time; "closed": a session's later turn arrives` + "\n" +
 				"its think time after the turn it follows finished (docs/workloads.md)"},

@@ -18,5 +18,11 @@
 // without the JSON, as a Reader like any file's, so run, mrc and Stats take
 // a generated trace and a file the same way. Counts are what they count.
 //
+// Other formats (Options.Format) are read by the same Reader: Bailian
+// JSONL (16-token block hashes, chained and regrouped, bailian.go), and the
+// Azure and BurstGPT CSV traces, which carry no block ids (csv.go).
+// Convert and OpenCached keep a binary form of a trace (.kvtc, cache.go)
+// that reads back to exactly the same requests without parsing.
+//
 // This package imports only the standard library.
 package trace

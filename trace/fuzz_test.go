@@ -34,7 +34,7 @@ func refParse(line []byte, bt int) (v values, ids []int64, ok, syntax bool) {
 			panic(err) // json.Valid said yes
 		}
 		switch key {
-		case "timestamp", "input_length", "output_length", "hash_ids":
+		case "timestamp", "input_length", "output_length", "hash_ids", "session_id", "delay":
 		default:
 			continue
 		}
@@ -46,31 +46,18 @@ func refParse(line []byte, bt int) (v values, ids []int64, ok, syntax bool) {
 		isInt := isNum && !strings.ContainsAny(string(num), ".eE")
 		switch key {
 		case "timestamp":
-			switch {
-			case isInt:
-				ms, err := strconv.ParseInt(string(num), 10, 64)
-				if err != nil || ms < 0 || ms > math.MaxInt64/1_000_000 {
-					ok = false
-				}
-				v.arrival = ms * 1_000_000
-			case isNum && !strings.ContainsAny(string(num), "eE"):
-				// A plain decimal converts exactly, rounding half up.
-				r, _ := new(big.Rat).SetString(string(num))
-				r.Mul(r, big.NewRat(1_000_000, 1))
-				n := new(big.Int).Quo(new(big.Int).Add(new(big.Int).Mul(r.Num(), big.NewInt(2)), r.Denom()), new(big.Int).Mul(r.Denom(), big.NewInt(2)))
-				if r.Sign() < 0 || !n.IsInt64() {
-					ok = false
-				}
-				v.arrival = n.Int64()
-			case isNum:
-				f, err := strconv.ParseFloat(string(num), 64)
-				ns := math.Round(f * 1e6)
-				if err != nil || f < 0 || ns >= math.MaxInt64 {
-					ok = false
-				}
-				v.arrival = int64(ns)
+			ns, good := refMS(num, isNum, isInt)
+			ok = ok && good
+			v.arrival = ns
+		case "delay":
+			ns, good := refMS(num, isNum, isInt)
+			ok = ok && good && ns <= MaxArrival
+		case "session_id":
+			switch raw.(type) {
+			case string, nil:
 			default:
-				ok = false
+				_, err := strconv.ParseInt(string(num), 10, 64)
+				ok = ok && isInt && err == nil
 			}
 		case "input_length", "output_length":
 			n, err := strconv.ParseInt(string(num), 10, 64)
@@ -98,10 +85,42 @@ func refParse(line []byte, bt int) (v values, ids []int64, ok, syntax bool) {
 			}
 		}
 	}
-	if len(seen) != 4 || (ok && numBlocks(v.input, bt) != len(ids)) {
+	if !seen["timestamp"] || !seen["input_length"] || !seen["output_length"] || !seen["hash_ids"] || (ok && numBlocks(v.input, bt) != len(ids)) {
 		ok = false
 	}
 	return v, ids, ok, true
+}
+
+// refMS is the oracle's milliseconds to nanoseconds (timestamp, delay).
+func refMS(num json.Number, isNum, isInt bool) (ns int64, good bool) {
+	good = true
+	switch {
+	case isInt:
+		ms, err := strconv.ParseInt(string(num), 10, 64)
+		if err != nil || ms < 0 || ms > math.MaxInt64/1_000_000 {
+			good = false
+		}
+		ns = ms * 1_000_000
+	case isNum && !strings.ContainsAny(string(num), "eE"):
+		// A plain decimal converts exactly, rounding half up.
+		r, _ := new(big.Rat).SetString(string(num))
+		r.Mul(r, big.NewRat(1_000_000, 1))
+		n := new(big.Int).Quo(new(big.Int).Add(new(big.Int).Mul(r.Num(), big.NewInt(2)), r.Denom()), new(big.Int).Mul(r.Denom(), big.NewInt(2)))
+		if r.Sign() < 0 || !n.IsInt64() {
+			good = false
+		}
+		ns = n.Int64()
+	case isNum:
+		f, err := strconv.ParseFloat(string(num), 64)
+		fns := math.Round(f * 1e6)
+		if err != nil || f < 0 || fns >= math.MaxInt64 {
+			good = false
+		}
+		ns = int64(fns)
+	default:
+		good = false
+	}
+	return ns, good
 }
 
 var errPrefix = regexp.MustCompile(`^fuzz\.jsonl:([0-9]+): `)
@@ -189,6 +208,10 @@ var fuzzSeeds = []string{
 	"\xef\xbb\xbf{}\r\n\n \t",
 	`{"timestamp": 1e400, "input_length": 99999999999999999999, "output_length": -1, "hash_ids": [1.0, "2", 9223372036854775808]}`,
 	`{"a": [[[[[[]]]]]], "b": "\ud83d\ude00"}`,
+	`{"timestamp": 5, "input_length": 1, "output_length": 2, "hash_ids": [7], "session_id": "s1", "delay": 2.5}`,
+	`{"timestamp": 5, "input_length": 1, "output_length": 2, "hash_ids": [7], "session_id": 3, "delay": -1}`,
+	`{"timestamp": 5, "input_length": 1, "output_length": 2, "hash_ids": [7], "session_id": 1.5}`,
+	`{"timestamp": 5, "input_length": 1, "output_length": 2, "hash_ids": [7], "session_id": null, "delay": 9223372036854775807}`,
 }
 
 func FuzzReader(f *testing.F) {

@@ -14,10 +14,30 @@ const (
 	fInput
 	fOutput
 	fHashIDs
-	nFields
+	nFields // the fields above are required in every JSON format
+
+	// Optional in mooncake: Dynamo's and AIPerf's session fields.
+	fSession = iota - 1
+	fDelay
+	// Bailian's: chat_id is required, parent_chat_id optional.
+	fChat
+	fParentChat
+	nAll
 )
 
-var fieldNames = [nFields]string{"timestamp", "input_length", "output_length", "hash_ids"}
+var fieldNames = [nAll]string{"timestamp", "input_length", "output_length", "hash_ids", "session_id", "delay", "chat_id", "parent_chat_id"}
+
+// extras are the session fields of one line, beside values so that values
+// stays what every JSON format shares.
+type extras struct {
+	sess     []byte // session_id: 's' or 'i' then the string body or the digits
+	hasSess  bool
+	delay    int64 // ns; -1: none
+	chat     int64
+	parent   int64 // -1: none
+	hasChat  bool
+	hasDelay bool
+}
 
 // values are the scalar fields of one line; ids go to parser.ids.
 type values struct {
@@ -28,10 +48,12 @@ type values struct {
 // parser validates one line as JSON and extracts the known fields without
 // allocating: a full JSON grammar, with unknown values skipped.
 type parser struct {
-	b   []byte
-	i   int
-	ids []int64
-	key []byte // decoded key, only for keys with escapes
+	kind int // fmtMooncake or fmtBailian: which fields it knows
+	ext  extras
+	b    []byte
+	i    int
+	ids  []int64
+	key  []byte // decoded key, only for keys with escapes
 
 	syn string // syntax error (stops parsing)
 	sem string // first semantic error (parsing goes on so syntax errors win)
@@ -41,6 +63,7 @@ type parser struct {
 func (p *parser) parse(line []byte, bt int, v *values) string {
 	p.b, p.i, p.syn, p.sem = line, 0, "", ""
 	p.ids = p.ids[:0]
+	p.ext = extras{sess: p.ext.sess[:0], delay: -1, parent: -1}
 	p.ws()
 	if p.peek() != '{' {
 		if p.value(0) && p.end() {
@@ -49,7 +72,7 @@ func (p *parser) parse(line []byte, bt int, v *values) string {
 		return p.syn
 	}
 	p.i++
-	var seen [nFields]bool
+	var seen [nAll]bool
 	p.ws()
 	if p.peek() == '}' {
 		p.i++
@@ -75,7 +98,21 @@ func (p *parser) parse(line []byte, bt int, v *values) string {
 			}
 			switch f {
 			case fTimestamp:
-				ok = p.timestamp(&v.arrival)
+				if p.kind == fmtBailian {
+					ok = p.timestamp(&v.arrival, "timestamp", 9)
+				} else {
+					ok = p.timestamp(&v.arrival, "timestamp", 6)
+				}
+			case fDelay:
+				ok = p.timestamp(&p.ext.delay, "delay", 6)
+				p.ext.hasDelay = true
+			case fSession:
+				ok = p.session()
+			case fChat:
+				ok = p.chatID(&p.ext.chat, f)
+				p.ext.hasChat = true
+			case fParentChat:
+				ok = p.chatID(&p.ext.parent, f)
 			case fInput:
 				ok = p.length(&v.input, f)
 			case fOutput:
@@ -106,10 +143,19 @@ func (p *parser) parse(line []byte, bt int, v *values) string {
 	if p.sem != "" {
 		return p.sem
 	}
-	for f, ok := range seen {
+	if p.kind == fmtBailian && !seen[fChat] {
+		return `missing field "chat_id"`
+	}
+	for f, ok := range seen[:nFields] {
 		if !ok {
 			return `missing field "` + fieldNames[f] + `"`
 		}
+	}
+	if p.ext.delay > MaxArrival {
+		return "delay out of range"
+	}
+	if bt <= 0 {
+		return "" // the block count is checked later (the binary cache)
 	}
 	if need := numBlocks(v.input, bt); need != len(p.ids) {
 		return "input_length " + strconv.Itoa(v.input) + " needs " + strconv.Itoa(need) +
@@ -185,6 +231,21 @@ func (p *parser) field() (int, bool) {
 		return fOutput, true
 	case "hash_ids":
 		return fHashIDs, true
+	}
+	if p.kind == fmtBailian {
+		switch string(k) {
+		case "chat_id":
+			return fChat, true
+		case "parent_chat_id":
+			return fParentChat, true
+		}
+		return -1, true
+	}
+	switch string(k) {
+	case "session_id":
+		return fSession, true
+	case "delay":
+		return fDelay, true
 	}
 	return -1, true
 }
@@ -344,11 +405,16 @@ func (p *parser) semf(reason string) {
 
 func startsNumber(c byte) bool { return c == '-' || isDigit(c) }
 
-// timestamp reads milliseconds (integer or not) into nanoseconds.
-func (p *parser) timestamp(dst *int64) bool {
+// timestamp reads a time named name, in milliseconds (digits 6) or seconds
+// (digits 9), integer or not, into nanoseconds.
+func (p *parser) timestamp(dst *int64, name string, digits int) bool {
 	if !startsNumber(p.peek()) {
-		p.semf("timestamp is not a number")
+		p.semf(name + " is not a number")
 		return p.value(1)
+	}
+	unit := int64(1_000_000)
+	if digits == 9 {
+		unit = 1_000_000_000
 	}
 	s, isInt, ok := p.number()
 	if !ok {
@@ -359,44 +425,102 @@ func (p *parser) timestamp(dst *int64) bool {
 		ms, ok := parseInt(num)
 		switch {
 		case ms < 0:
-			p.semf("negative timestamp")
-		case !ok || ms > math.MaxInt64/1_000_000:
-			p.semf("timestamp out of range")
+			p.semf("negative " + name)
+		case !ok || ms > math.MaxInt64/unit:
+			p.semf(name + " out of range")
 		default:
-			*dst = ms * 1e6
+			*dst = ms * unit
 		}
 		return true
 	}
-	if ns, ok, inRange, neg := decimalMS(num); ok {
+	if ns, ok, inRange, neg := decimalUnit(num, digits); ok {
 		// Exact: a float64 holds epoch nanoseconds only to 256 ns.
 		switch {
 		case neg:
-			p.semf("negative timestamp")
+			p.semf("negative " + name)
 		case !inRange:
-			p.semf("timestamp out of range")
+			p.semf(name + " out of range")
 		default:
 			*dst = ns
 		}
 		return true
 	}
 	f, err := strconv.ParseFloat(string(num), 64)
-	ns := math.Round(f * 1e6)
+	ns := math.Round(f * float64(unit))
 	switch {
 	case f < 0:
-		p.semf("negative timestamp")
+		p.semf("negative " + name)
 	case err != nil || ns >= math.MaxInt64:
-		p.semf("timestamp out of range")
+		p.semf(name + " out of range")
 	default:
 		*dst = int64(ns)
 	}
 	return true
 }
 
-// decimalMS converts milliseconds written as a plain decimal ("12.5", no
-// exponent) to nanoseconds exactly, rounding half up at the nanosecond. ok
-// is false for other forms; inRange is false past int64; neg is true for
-// any value below zero.
-func decimalMS(b []byte) (ns int64, ok, inRange, neg bool) {
+// session reads session_id: a string, an integer, or null (none).
+func (p *parser) session() bool {
+	switch c := p.peek(); {
+	case c == '"':
+		s, e, _, ok := p.str()
+		if ok {
+			p.ext.sess = append(append(p.ext.sess[:0], 's'), p.b[s:e]...)
+			p.ext.hasSess = true
+		}
+		return ok
+	case startsNumber(c):
+		s, isInt, ok := p.number()
+		if !ok {
+			return false
+		}
+		if !isInt {
+			p.semf("session_id is not a string or an integer")
+			return true
+		}
+		n, ok := parseInt(p.b[s:p.i])
+		if !ok {
+			p.semf("session_id out of range")
+			return true
+		}
+		p.ext.sess = strconv.AppendInt(append(p.ext.sess[:0], 'i'), n, 10)
+		p.ext.hasSess = true
+		return true
+	case c == 'n':
+		p.ext.hasSess = false
+		return p.lit("null")
+	}
+	p.semf("session_id is not a string or an integer")
+	return p.value(1)
+}
+
+// chatID reads an integer id (chat_id, parent_chat_id).
+func (p *parser) chatID(dst *int64, f int) bool {
+	if !startsNumber(p.peek()) {
+		p.semf(fieldNames[f] + " is not an integer")
+		return p.value(1)
+	}
+	s, isInt, ok := p.number()
+	if !ok {
+		return false
+	}
+	n, inRange := parseInt(p.b[s:p.i])
+	switch {
+	case !isInt:
+		p.semf(fieldNames[f] + " is not an integer")
+	case !inRange:
+		p.semf(fieldNames[f] + " out of range")
+	default:
+		*dst = n
+	}
+	return true
+}
+
+// decimalUnit converts a time written as a plain decimal ("12.5", no
+// exponent) in a unit of 10^digits ns (6: milliseconds, 9: seconds) to
+// nanoseconds exactly, rounding half up at the nanosecond. ok is false for
+// other forms; inRange is false past int64; neg is true for any value below
+// zero.
+func decimalUnit(b []byte, digits int) (ns int64, ok, inRange, neg bool) {
 	minus := b[0] == '-'
 	if minus {
 		b = b[1:]
@@ -416,21 +540,22 @@ func decimalMS(b []byte) (ns int64, ok, inRange, neg bool) {
 		return 0, false, false, neg
 	}
 	frac := b[dot+1:]
-	var sub int64 // the first six fraction digits: nanoseconds
-	for i := range 6 {
+	var sub, unit int64 = 0, 1 // the first digits fraction digits: nanoseconds
+	for i := range digits {
 		sub *= 10
+		unit *= 10
 		if i < len(frac) {
 			sub += int64(frac[i] - '0')
 		}
 	}
-	if len(frac) > 6 && frac[6] >= '5' {
+	if len(frac) > digits && frac[digits] >= '5' {
 		sub++
 	}
 	ms, ok := parseInt(b[:dot])
-	if !ok || ms > (math.MaxInt64-sub)/1_000_000 {
+	if !ok || ms > (math.MaxInt64-sub)/unit {
 		return 0, true, false, neg
 	}
-	return ms*1_000_000 + sub, true, true, neg
+	return ms*unit + sub, true, true, neg
 }
 
 // length reads a non-negative integer token count.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // DefaultBlockTokens is the Mooncake block size.
@@ -55,9 +56,52 @@ type Options struct {
 	// request rate, the same requests in the same order (0 or 1: as
 	// recorded).
 	Speedup float64
-	// Format is the trace's format: "mooncake" (also ""), the only one
-	// read so far. Not in a run's id: the scenario's workload.format is.
+	// Format is the trace's format: one of Formats ("" is mooncake). Not
+	// in a run's id: the scenario's workload.format is.
 	Format string `json:"-"`
+	// DenseOnly: a reader of a binary trace leaves Request.HashIDs empty;
+	// DenseIDs has the blocks (for consumers of dense ids only: mrc). Not
+	// an input of a run (not in its run_id).
+	DenseOnly bool `json:"-"`
+}
+
+// Trace formats: the kinds of line a Reader parses.
+const (
+	fmtMooncake = iota
+	fmtBailian
+	fmtAzure
+	fmtBurstGPT
+)
+
+var formatNames = []string{"mooncake", "bailian", "azure", "burstgpt"}
+
+// Formats lists the trace formats a Reader reads.
+func Formats() []string { return append([]string(nil), formatNames...) }
+
+// formatKind resolves Options.Format.
+func formatKind(name string) (int, error) {
+	if name == "" {
+		return fmtMooncake, nil
+	}
+	for k, n := range formatNames {
+		if n == name {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown trace format %q (known: %s)", name, strings.Join(formatNames, ", "))
+}
+
+// checkOptions reports an option the format cannot honour.
+func checkOptions(opt Options) (int, error) {
+	k, err := formatKind(opt.Format)
+	if err != nil {
+		return 0, err
+	}
+	if k == fmtBailian && opt.BlockTokens%bailianBlock != 0 {
+		return 0, fmt.Errorf("bailian traces hash %d-token blocks: block_tokens must be a multiple of %d, got %d",
+			bailianBlock, bailianBlock, opt.BlockTokens)
+	}
+	return k, nil
 }
 
 // LineError is a problem with one line (or with reading at that line).
@@ -95,6 +139,33 @@ type Reader struct {
 	closed  bool
 
 	gen *genSource // set by Generated: lines come from the generator
+	bin *binSource // set when reading a binary trace (the cache)
+
+	kind    int       // fmtMooncake...
+	build   bool      // raw values for the binary cache: no block-count check, no regrouping
+	csv     csvState  // azure, burstgpt
+	cur     linkState // the session fields of the line raw just read
+	sess    []sessEntry
+	sessIDs map[string]int32 // mooncake session_id -> index into sess
+	chatIDs map[int64]int32  // bailian chat_id -> index into sess
+	chain   []int64          // bailian: chained 16-token ids
+	dense   []int32          // binary trace: dense ids of the last request
+	optErr  error            // options the format cannot honour: every Next's error
+}
+
+// linkState names the sessions of one line: lookup (1-based index into
+// Reader.sess, 0: none) is the entry of its parent, store the entry it
+// becomes; delay is the think time it states (ns, -1: none).
+type linkState struct {
+	lookup, store int32
+	delay         int64
+}
+
+// sessEntry is the latest good request of a session (mooncake) or chat
+// (bailian).
+type sessEntry struct {
+	line int
+	at   int64
 }
 
 // NewReader reads a trace from r; name is used in error messages.
@@ -102,11 +173,25 @@ func NewReader(r io.Reader, name string, opt Options) *Reader {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
 	}
-	return &Reader{src: r, br: bufio.NewReaderSize(r, bufSize), name: name, opt: opt, maxLine: MaxLineBytes}
+	rd := &Reader{src: r, br: bufio.NewReaderSize(r, bufSize), name: name, opt: opt, maxLine: MaxLineBytes}
+	k, err := checkOptions(opt)
+	if err != nil {
+		rd.optErr = errors.New("trace: " + name + ": " + err.Error())
+		rd.err = rd.optErr
+	}
+	rd.kind = k
+	rd.p.kind = k
+	return rd
 }
 
 // Open opens the trace file at path; Close closes it.
 func Open(path string, opt Options) (*Reader, error) {
+	if opt.BlockTokens <= 0 {
+		opt.BlockTokens = DefaultBlockTokens
+	}
+	if _, err := checkOptions(opt); err != nil {
+		return nil, errors.New("trace: " + path + ": " + err.Error())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err) // *PathError names the file
@@ -120,6 +205,9 @@ func Open(path string, opt Options) (*Reader, error) {
 func (r *Reader) Close() error {
 	r.closed = true
 	r.err = errors.New("trace: " + r.name + ": reader closed")
+	if r.bin != nil {
+		r.bin.close()
+	}
 	if r.closer == nil {
 		return nil
 	}
@@ -138,7 +226,15 @@ func (r *Reader) Rewind() error {
 			return r.err
 		}
 		r.gen.rewind()
-		r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
+		r.restart()
+		return nil
+	}
+	if r.bin != nil {
+		if r.closed {
+			return r.err
+		}
+		r.bin.rewind()
+		r.restart()
 		return nil
 	}
 	s, ok := r.src.(io.Seeker)
@@ -152,8 +248,15 @@ func (r *Reader) Rewind() error {
 		return fmt.Errorf("trace: %s: rewind: %w", r.name, err)
 	}
 	r.br.Reset(r.src)
-	r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, nil
+	r.restart()
 	return nil
+}
+
+// restart forgets what was read, keeping the buffers.
+func (r *Reader) restart() {
+	r.line, r.n, r.last, r.base, r.skipped, r.first, r.err = 0, 0, 0, 0, 0, nil, r.optErr
+	r.csv.header = false
+	clear(r.sess)
 }
 
 // Skipped is the number of bad lines skipped (SkipBadLines only).
@@ -175,6 +278,7 @@ func (r *Reader) Next(req *Request) error {
 	}
 	for {
 		var v values
+		r.cur = linkState{delay: -1}
 		ids, reason, skip, err := r.raw(&v)
 		if err != nil {
 			r.err = err
@@ -201,6 +305,7 @@ func (r *Reader) Next(req *Request) error {
 			req.OutputTokens = v.output
 			req.HashIDs = ids
 			req.Line = r.line
+			r.link(req, at)
 			return nil
 		}
 		e := &LineError{File: r.name, Line: r.line, Reason: reason}
@@ -221,6 +326,9 @@ func (r *Reader) raw(v *values) (ids []int64, reason string, empty bool, err err
 	if r.gen != nil {
 		return r.generated(v)
 	}
+	if r.bin != nil {
+		return r.cached(v)
+	}
 	line, tooLong, err := r.readLine()
 	if err != nil {
 		if err != io.EOF {
@@ -238,8 +346,75 @@ func (r *Reader) raw(v *values) (ids []int64, reason string, empty bool, err err
 	if blank(line) {
 		return nil, "", true, nil
 	}
-	reason = r.p.parse(line, r.opt.BlockTokens, v)
+	switch r.kind {
+	case fmtAzure, fmtBurstGPT:
+		return r.csvLine(line, v)
+	case fmtBailian:
+		if reason = r.p.parse(line, bailianBlock, v); reason != "" {
+			return nil, reason, false, nil
+		}
+		return r.bailian(), "", false, nil
+	}
+	bt := r.opt.BlockTokens
+	if r.build {
+		bt = 0 // checked when the cache is read, at the block size asked then
+	}
+	if reason = r.p.parse(line, bt, v); reason == "" && r.p.ext.hasSess {
+		r.cur.store = r.intern(r.p.ext.sess)
+		r.cur.lookup = r.cur.store
+		r.cur.delay = r.p.ext.delay
+	} else if reason == "" {
+		r.cur.delay = r.p.ext.delay
+	}
 	return r.p.ids, reason, false, nil
+}
+
+// intern gives a mooncake session its 1-based index into sess.
+func (r *Reader) intern(key []byte) int32 {
+	if i, ok := r.sessIDs[string(key)]; ok {
+		return i
+	}
+	if r.sessIDs == nil {
+		r.sessIDs = map[string]int32{}
+	}
+	i := int32(len(r.sessIDs) + 1)
+	r.sessIDs[string(key)] = i
+	return i
+}
+
+// link fills req's Parent and Think from its session and records it as
+// the session's latest turn.
+func (r *Reader) link(req *Request, at int64) {
+	req.Parent, req.Think = 0, 0
+	c := r.cur
+	if c.lookup > 0 && int(c.lookup) <= len(r.sess) {
+		if e := r.sess[c.lookup-1]; e.line > 0 {
+			req.Parent = e.line
+			if c.delay >= 0 {
+				req.Think = r.scale(c.delay)
+			} else {
+				req.Think = at - e.at
+			}
+		}
+	}
+	if c.store > 0 {
+		for int(c.store) > len(r.sess) {
+			r.sess = append(r.sess, sessEntry{})
+		}
+		r.sess[c.store-1] = sessEntry{line: r.line, at: at}
+	}
+}
+
+// scale divides a duration from the trace by the speedup, as arrivals are.
+func (r *Reader) scale(ns int64) int64 {
+	if sp := r.opt.Speedup; sp > 0 && sp != 1 {
+		f := math.Round(float64(ns) / sp)
+		if !(f < float64(MaxArrival)) {
+			return MaxArrival
+		}
+		return int64(f)
+	}
+	return ns
 }
 
 // arrival is the simulated arrival of a request stamped ts (ns): rebased to

@@ -25,12 +25,8 @@ type Closed struct {
 
 // NewClosed reads src to the end. A turn whose parent line is not in the
 // trace (skipped, or past a limit) arrives at its trace time. Think times
-// are divided by speedup, as the trace's arrival times are (0 or 1: as
-// recorded).
-func NewClosed(src *Source, speedup float64) (*Closed, error) {
-	if !(speedup > 0) {
-		speedup = 1
-	}
+// come as the reader gives them (divided by the speedup, as arrivals are).
+func NewClosed(src *Source) (*Closed, error) {
 	c := &Closed{kids: map[int64][]int32{}}
 	bySeq := map[int]int64{} // trace line -> Seq
 	var r core.Request
@@ -53,7 +49,7 @@ func NewClosed(src *Source, speedup float64) (*Closed, error) {
 		q := r
 		q.Blocks = nil
 		c.reqs = append(c.reqs, q)
-		c.think = append(c.think, int64(min(float64(max(think, 0))/speedup, float64(core.MaxTime))))
+		c.think = append(c.think, max(think, 0))
 		bySeq[r.Line] = r.Seq
 		if p, ok := bySeq[parent]; ok && parent > 0 && p != r.Seq {
 			c.kids[p] = append(c.kids[p], int32(r.Seq))

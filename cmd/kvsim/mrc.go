@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,12 +16,14 @@ import (
 	"kvsim/policy"
 	"kvsim/report"
 	"kvsim/results"
+	"kvsim/trace"
 )
 
 func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mrc", "kvsim mrc --trace FILE --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]", stderr)
-	tracePath := fs.String("trace", "", "trace `FILE` (Mooncake JSONL)")
-	format := fs.String("format", "mooncake", "trace `FORMAT`; only mooncake")
+	fs := newFlags("mrc", "kvsim mrc --trace FILE [--format F] --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]", stderr)
+	tracePath := fs.String("trace", "", "trace `FILE` (or a binary trace from kvsim trace convert)")
+	format := fs.String("format", "mooncake", "trace `FORMAT`: "+strings.Join(trace.Formats(), ", "))
+	blockTokens := fs.Int("block-tokens", trace.DefaultBlockTokens, "tokens per block `N` (bailian: a multiple of 16, its 16-token blocks regrouped)")
 	policies := fs.String("policies", "", "comma-separated eviction policies, each NAME or NAME:key=value:... (`LIST`; "+
 		strings.Join(append(policy.Names(), mrc.StackLRU), ", ")+")")
 	sizes := fs.String("sizes", "", "comma-separated cache sizes: blocks (1000) or percent of distinct blocks (10%) (`LIST`)")
@@ -40,8 +43,11 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *tracePath == "" {
 		return badInputf("mrc: --trace: required")
 	}
-	if *format != "mooncake" {
-		return badInputf("mrc: --format: unknown trace format %q (known: mooncake)", *format)
+	if !slices.Contains(trace.Formats(), *format) {
+		return badInputf("mrc: --format: unknown trace format %q (known: %s)", *format, strings.Join(trace.Formats(), ", "))
+	}
+	if *blockTokens <= 0 || (*format == "bailian" && *blockTokens%16 != 0) {
+		return badInputf("mrc: --block-tokens: want a positive number of tokens (a multiple of 16 for bailian), got %d", *blockTokens)
 	}
 	var m mrc.Mode
 	switch *mode {
@@ -73,7 +79,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	tr, err := mrc.Load(*tracePath)
+	tr, err := mrc.LoadOptions(*tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

@@ -34,14 +34,13 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "fit":
 		return traceFit(ctx, args[1:], stdout, stderr)
 	case "convert":
-		return traceConvert(ctx, args[1:], stdout, stderr)
+		return runTraceConvert(ctx, args[1:], stdout, stderr)
 	}
 	return badInputf("trace: unknown subcommand %q (stats, fit or convert)", args[0])
 }
 
-// traceFormats are the formats --format accepts.
-// TODO(merge): the readers' own list once they read more than Mooncake.
-var traceFormats = []string{"mooncake"}
+// traceFormats are the formats --format accepts: the readers'.
+var traceFormats = trace.Formats()
 
 func checkFormat(cmd, f string) error {
 	if !slices.Contains(traceFormats, f) {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"kvsim/trace"
+)
+
+// runTraceConvert is `kvsim trace convert`: it writes a trace's binary form
+// (.kvtc), which run, sweep and mrc read in place of the trace, with no
+// parsing. The automatic cache makes the same file beside a large trace;
+// convert makes it on demand, anywhere, for any size.
+func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trace convert", "kvsim trace convert [--format F] IN OUT", stderr)
+	format := fs.String("format", "mooncake", "format `F` of IN: "+strings.Join(trace.Formats(), ", "))
+	force := fs.Bool("force", false, "replace OUT if it exists and is a binary trace")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return badInputf("trace convert: want IN and OUT, got %d argument(s)", len(pos))
+	}
+	in, out := pos[0], pos[1]
+	if !slices.Contains(trace.Formats(), *format) {
+		return badInputf("trace convert: --format: unknown trace format %q (known: %s)", *format, strings.Join(trace.Formats(), ", "))
+	}
+	// Never replace what kvsim did not write; a binary trace only with --force.
+	if f, err := os.Open(out); err == nil {
+		var magic [4]byte
+		_, rerr := io.ReadFull(f, magic[:])
+		f.Close()
+		if rerr != nil || string(magic[:]) != "KVTC" {
+			return badInputf("trace convert: %s exists and is not a binary trace: not replaced", out)
+		}
+		if !*force {
+			return badInputf("trace convert: %s exists (--force replaces a binary trace)", out)
+		}
+	}
+	// The block size is chosen when the binary trace is read: any will do.
+	if err := trace.Convert(in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
+		var pe *os.PathError
+		var le *trace.LineError
+		if errors.As(err, &pe) || errors.As(err, &le) {
+			return badInputf("trace convert: %v", err)
+		}
+		return err
+	}
+	a, errA := os.Stat(in)
+	b, errB := os.Stat(out)
+	if errA == nil && errB == nil {
+		fmt.Fprintf(stdout, "%s: %d bytes -> %s: %d bytes (%.1f%%)\n", in, a.Size(), out, b.Size(), 100*float64(b.Size())/float64(max(a.Size(), 1)))
+	}
+	return nil
+}
