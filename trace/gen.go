@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"time"
 )
 
 // GenConfig describes a synthetic multi-turn chat workload.
@@ -90,6 +91,40 @@ const (
 // prefix of a longer one with the same settings.
 func Generate(w io.Writer, c GenConfig) error {
 	return generate(w, c, nil)
+}
+
+// GenerateAzure writes the same requests as Generate in the Azure LLM
+// inference trace's CSV (TIMESTAMP, ContextTokens, GeneratedTokens): the
+// arrival times and lengths without the block ids, as the public Azure
+// traces have them. The timestamps count from 2024-01-01 00:00:00.
+func GenerateAzure(w io.Writer, c GenConfig) error {
+	g, err := newGenerator(c)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var line []byte
+	for {
+		var rq genRequest
+		if err := g.next(&rq); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		t := base.Add(time.Duration(rq.ms) * time.Millisecond)
+		line = t.AppendFormat(line[:0], "2006-01-02 15:04:05.0000000")
+		line = append(line, ',')
+		line = strconv.AppendInt(line, int64(rq.input), 10)
+		line = append(line, ',')
+		line = strconv.AppendInt(line, int64(rq.output), 10)
+		line = append(line, '\n')
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // conv is one conversation between turns.

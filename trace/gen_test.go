@@ -198,3 +198,38 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 	}
 }
+
+// TestGenerateAzure: the Azure form of a generated trace reads back, with
+// the azure reader, as the same requests as its Mooncake form less the
+// block ids.
+func TestGenerateAzure(t *testing.T) {
+	c := DefaultGenConfig()
+	c.Requests = 300
+	var mc, az bytes.Buffer
+	if err := Generate(&mc, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := GenerateAzure(&az, c); err != nil {
+		t.Fatal(err)
+	}
+	a := NewReader(&mc, "mc", Options{})
+	b := NewReader(&az, "az", Options{Format: "azure"})
+	n := 0
+	for {
+		var x, y Request
+		ea, eb := a.Next(&x), b.Next(&y)
+		if ea == io.EOF && eb == io.EOF {
+			break
+		}
+		if ea != nil || eb != nil {
+			t.Fatalf("request %d: %v, %v", n, ea, eb)
+		}
+		if x.Arrival != y.Arrival || x.InputTokens != y.InputTokens || x.OutputTokens != y.OutputTokens || len(y.HashIDs) != 0 {
+			t.Fatalf("request %d: mooncake %+v, azure %+v", n, x, y)
+		}
+		n++
+	}
+	if n != c.Requests {
+		t.Fatalf("%d requests, want %d", n, c.Requests)
+	}
+}

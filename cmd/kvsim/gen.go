@@ -15,7 +15,8 @@ import (
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--out FILE]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--out FILE]", stderr)
+	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
 	fs.Float64Var(&c.RatePerSec, "rate", c.RatePerSec, "new conversations per second (Poisson)")
@@ -32,6 +33,14 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := c.Validate(); err != nil {
 		return badInputf("gen: %v", err)
 	}
+	generate := trace.Generate
+	switch *format {
+	case "mooncake":
+	case "azure":
+		generate = trace.GenerateAzure
+	default:
+		return badInputf("gen: --format: %q is not mooncake or azure", *format)
+	}
 	if *out != "" && *out != "-" {
 		if err := checkOutFile("gen: --out", *out); err != nil {
 			return err
@@ -42,12 +51,12 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *out == "" || *out == "-" {
 		w := bufio.NewWriter(stdout)
-		if err := trace.Generate(w, c); err != nil {
+		if err := generate(w, c); err != nil {
 			return fmt.Errorf("gen: %w", err)
 		}
 		return w.Flush()
 	}
-	return writeAtomic(*out, func(w io.Writer) error { return trace.Generate(w, c) })
+	return writeAtomic(*out, func(w io.Writer) error { return generate(w, c) })
 }
 
 // writeAtomic writes path through a temporary file in the same directory and
