@@ -36,7 +36,8 @@ type Fabric struct {
 	wait fifo  // hops waiting for lanes, in arrival order
 	lane []int32
 	seq  uint64
-	kick int64 // time of the pending evKick, if any
+	kick int64  // time of the pending evKick, if any
+	open [2]int // NICs with a lane free, per direction: none, and the wait list need not be scanned
 	err  *LimitError
 }
 
@@ -88,6 +89,7 @@ func NewFabric(nics []NICSpec) (*Fabric, error) {
 		l := max(n.Lanes, 1)
 		f.nics = append(f.nics, nic{lat: n.Latency, dir: [2]nicDir{{bw: n.Bandwidth, lanes: l}, {bw: n.Bandwidth, lanes: l}}})
 	}
+	f.open = [2]int{len(nics), len(nics)}
 	return f, nil
 }
 
@@ -160,13 +162,13 @@ func (f *Fabric) push(q *fifo, i int32) {
 // two pipes are free, the one ready first (then queued first) first.
 func (f *Fabric) dispatch(now int64) {
 	var prev int32
-	for i := f.wait.head; i != 0; {
+	for i := f.wait.head; i != 0 && f.open[send] > 0 && f.open[recv] > 0; {
 		x := &f.xf[i-1]
 		next := x.next
 		s, d := &f.nics[x.src].dir[send], &f.nics[x.dst].dir[recv]
 		if s.inFlight < s.lanes && d.inFlight < d.lanes {
-			s.inFlight++
-			d.inFlight++
+			f.take(send, s)
+			f.take(recv, d)
 			x.ready = now + max(f.nics[x.src].lat, f.nics[x.dst].lat)
 			if prev == 0 {
 				f.wait.head = next
@@ -214,6 +216,20 @@ func (f *Fabric) dispatch(now int64) {
 	}
 }
 
+// take and give keep open: a direction's lanes taken and freed.
+func (f *Fabric) take(dir int, d *nicDir) {
+	if d.inFlight++; d.inFlight == d.lanes {
+		f.open[dir]--
+	}
+}
+
+func (f *Fabric) give(dir int, d *nicDir) {
+	if d.inFlight == d.lanes {
+		f.open[dir]++
+	}
+	d.inFlight--
+}
+
 func (f *Fabric) start(now int64, i int32) {
 	x := &f.xf[i]
 	s, d := &f.nics[x.src].dir[send], &f.nics[x.dst].dir[recv]
@@ -249,8 +265,8 @@ func (f *Fabric) step() error {
 	f.now = e.t
 	if e.kind == evHop {
 		x := &f.xf[e.req]
-		f.nics[x.src].dir[send].inFlight--
-		f.nics[x.dst].dir[recv].inFlight--
+		f.give(send, &f.nics[x.src].dir[send])
+		f.give(recv, &f.nics[x.dst].dir[recv])
 		x.s.heap.push(e.t, evNet, x.xi)
 		f.xf[e.req].next, f.free = f.free, e.req+1
 	} else if e.t == f.kick {
