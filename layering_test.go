@@ -62,6 +62,7 @@ var testExtra = map[string][]string{
 	"sim":        {"trace", "workload"},
 	"cluster":    {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
 	"hw/hostmem": {"hw/payload"},                    // stores are checked with the replay's payloads
+	"hw/remote":  {"hw/payload"},
 }
 
 // testHelpers are packages only test files may import (skip-or-fail,
