@@ -91,6 +91,11 @@
 //	                              # link and either direction, also queues for one pipe
 //	                              # of this bandwidth (an SSD's reads and writes share the
 //	                              # drive); false: each link direction is its own pipe; default false
+//	endpoint = "redis://10.0.0.2:6379"  # remote_dram only: the Redis or Valkey server that
+//	                              # replay --real keeps the tier in (redis://HOST:PORT
+//	                              # or valkey://HOST:PORT, optionally /DB); the
+//	                              # simulator does not read it;
+//	                              # default none: emulated in local memory
 //
 //	[[link]]                      # optional; default: consecutive tiers in file order
 //	from = "hbm"                  # required

@@ -166,6 +166,8 @@ var schema = []*section{
 		{key: "cost_per_gb", typ: tNumber, defDoc: "per kind", min: atLeast0, example: "20.0", doc: "dollars per 1e9 bytes"},
 		{key: "shared_bandwidth", typ: tBool, def: false, example: "false",
 			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
+		{key: "endpoint", typ: tString, defDoc: "none: emulated in local memory", example: `"redis://10.0.0.2:6379"`,
+			doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB); the\nsimulator does not read it"},
 	}},
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},

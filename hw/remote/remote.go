@@ -68,8 +68,8 @@ func ParseEndpoint(s string) (addr string, db int, err error) {
 	if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
 		return "", 0, fmt.Errorf("no port (1-65535) in %q: want %s://HOST:PORT", s, u.Scheme)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", 0, fmt.Errorf("%q: no query or fragment is read", s)
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", 0, fmt.Errorf("%q: only %s://HOST:PORT[/DB] is read (no user, query or fragment)", s, u.Scheme)
 	}
 	if path := strings.TrimPrefix(u.Path, "/"); path != "" {
 		if db, err = strconv.Atoi(path); err != nil || db < 0 {

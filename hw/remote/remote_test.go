@@ -24,7 +24,8 @@ func TestParseEndpoint(t *testing.T) {
 		{"redis://:6379", "", "no host"},
 		{"redis:h:1", "", "no host"},
 		{"redis://h:1/x", "", "database number"},
-		{"redis://h:1?db=2", "", "no query"},
+		{"redis://h:1?db=2", "", "no user, query"},
+		{"redis://u:p@h:1", "", "no user, query"},
 		{"h:1", "", "scheme"},
 	} {
 		addr, _, err := remote.ParseEndpoint(c.in)
