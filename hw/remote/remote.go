@@ -98,7 +98,8 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 // ErrGone is a block the server no longer holds: evicted (maxmemory),
 // flushed, or lost with a restart.
-var ErrGone = errors.New("the server no longer holds it (evicted by maxmemory, flushed, or restarted)")
+// It is a hostmem.ErrNotStored: a lost copy, not a corrupt one.
+var ErrGone = fmt.Errorf("the server no longer holds it (evicted by maxmemory, flushed, or restarted): %w", hostmem.ErrNotStored)
 
 // Store is a hostmem.Store over a Redis or Valkey server. It is driven
 // from one goroutine, like the body.
