@@ -111,7 +111,7 @@ func TestCorruptNotServed(t *testing.T) {
 	put(t, s, 8, 64<<10)
 	other := make([]byte, 64<<10)
 	payload.Fill(other, 9)
-	srv.Do(t, "SET", s.Key(7, "kv_bytes"), other)           // right length, wrong bytes
+	srv.Do(t, "SET", s.Key(7, "kv_bytes"), other)          // right length, wrong bytes
 	srv.Do(t, "SET", s.Key(8, "kv_bytes"), other[:60<<10]) // wrong length
 	for _, b := range []int32{7, 8} {
 		if _, err := s.Get(b, make([]byte, 64<<10)); err == nil {
