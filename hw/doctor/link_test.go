@@ -15,3 +15,18 @@ func TestCalibrationLink(t *testing.T) {
 		t.Errorf("measured: %+v, %+v", c.Link("dram->remote"), c.Link("remote->hbm"))
 	}
 }
+
+// TestFitLinkNeverZeroLatency: a noisy pair of medians falls back to pure
+// bandwidth with a latency of 1 ns, never 0, which the simulator would
+// read as "the same as the other direction".
+func TestFitLinkNeverZeroLatency(t *testing.T) {
+	for _, c := range []struct{ ts, tl int64 }{{100_000, 90_000}, {10_000, 100_000}, {100_000, 100_000}} {
+		f := fitLink(16384, 65536, c.ts, c.tl)
+		if f.Latency < 1 || f.Bandwidth <= 0 {
+			t.Errorf("medians %d, %d: %+v", c.ts, c.tl, f)
+		}
+	}
+	if f := fitLink(16384, 65536, 40_000, 100_000); f.Latency != 20_000 || f.Bandwidth != 49152/60e-6 {
+		t.Errorf("a clean fit: %+v", f)
+	}
+}
