@@ -115,6 +115,28 @@ type Store struct {
 	missing []int32 // found gone, not yet reported (Evicted)
 	meta    [metaBytes]byte
 	keys    []any // scratch for MGET / DEL
+	// After a failure to reach the server, commands fail at once until
+	// downUntil: a server behind a dead link would otherwise cost each
+	// move its dial timeout.
+	downUntil time.Time
+	downErr   error
+}
+
+// downFor is how long a server that could not be reached is taken as down.
+const downFor = time.Second
+
+// exec runs p, unless the server is taken as down.
+func (s *Store) exec(p redis.Pipeliner) error {
+	if time.Now().Before(s.downUntil) {
+		p.Discard()
+		return fmt.Errorf("not retried for %v after: %w", downFor, s.downErr)
+	}
+	_, err := p.Exec(s.ctx())
+	var re redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re) { // the connection, not a reply
+		s.downUntil, s.downErr = time.Now().Add(downFor), err
+	}
+	return err
 }
 
 // Open connects to o.Endpoint and checks that the server answers.
@@ -232,8 +254,7 @@ func (s *Store) Put(b int32, data []byte) error {
 	p := s.c.Pipeline()
 	s.queueDels(p)
 	p.MSet(s.ctx(), s.Key(b, "kv_bytes"), data, s.Key(b, "metadata"), m)
-	_, err := p.Exec(s.ctx())
-	if err != nil {
+	if err := s.exec(p); err != nil {
 		// The server may or may not have it: not ours to serve.
 		s.setHeld(b, false)
 		s.dels = append(s.dels, b)
@@ -251,7 +272,7 @@ func (s *Store) Get(b int32, dst []byte) (int, error) {
 	p := s.c.Pipeline()
 	s.queueDels(p)
 	g := p.MGet(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
-	if _, err := p.Exec(s.ctx()); err != nil {
+	if err := s.exec(p); err != nil {
 		s.forget(b)
 		return 0, fmt.Errorf("remote store %s: GET: %w", s.addr, err)
 	}
@@ -305,7 +326,7 @@ func (s *Store) Delete(b int32) {
 	if len(s.dels) >= delBatch {
 		p := s.c.Pipeline()
 		s.queueDels(p)
-		_, _ = p.Exec(s.ctx()) // a failure leaves garbage under this run's keys, not wrong data
+		_ = s.exec(p) // a failure leaves garbage under this run's keys, not wrong data
 	}
 }
 
@@ -329,7 +350,7 @@ func (s *Store) Flush() error {
 		for i, b := range batch {
 			ex[i] = p.Exists(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
 		}
-		if _, err := p.Exec(s.ctx()); err != nil && !errors.Is(err, redis.Nil) {
+		if err := s.exec(p); err != nil && !errors.Is(err, redis.Nil) {
 			for _, b := range append(batch, held...) {
 				s.setHeld(b, false)
 				s.missing = append(s.missing, b)
@@ -369,7 +390,7 @@ func (s *Store) Close() error {
 		s.dels = s.dels[:min(len(s.dels), delBatch)]
 		p := s.c.Pipeline()
 		s.queueDels(p)
-		if _, err := p.Exec(s.ctx()); err != nil {
+		if err := s.exec(p); err != nil {
 			// Down: each try would wait for the dial timeout.
 			first = fmt.Errorf("remote store %s: deleting this run's keys: %w", s.addr, err)
 			s.dels = nil
