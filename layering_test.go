@@ -29,23 +29,25 @@ var allowed = map[string][]string{
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "policy", "sim"},
-	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload"},
+	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote"},
 	// hw's parts, by device: each imports only the parts below it.
-	"hw/ioengine":        {"hw/internal/sys"},
-	"hw/payload":         {},
-	"hw/hostmem":         {"hw/ioengine", "hw/internal/sys"},
-	"hw/bucket":          {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
-	"hw/accel":           {"hw/ioengine", "hw/hostmem"},
-	"hw/doctor":          {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload"},
-	"hw/internal/sys":    {},
-	"hw/internal/hwtest": {}, // hw's test helpers (testHelpers)
-	"mrc":                {"policy", "trace"},
-	"report":             {"results"},
-	"experiment":         {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
-	"internal/testenv":   {}, // test helpers for _test.go files (testHelpers); no package lists them
-	"internal/golden":    {},
-	"internal/coretest":  {"core", "policy"}, // driving a core by hand in tests (testHelpers)
-	"cmd":                nil,                // the leaf: flags, printing and exit codes over all of the above
+	"hw/ioengine":          {"hw/internal/sys"},
+	"hw/payload":           {},
+	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
+	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
+	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
+	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload"},
+	"hw/remote":            {"hw/hostmem"},
+	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
+	"hw/internal/sys":      {},
+	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
+	"mrc":                  {"policy", "trace"},
+	"report":               {"results"},
+	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
+	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
+	"internal/golden":      {},
+	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
+	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }
 
 // Test files, internal (package x) and external (package x_test) alike,
@@ -60,11 +62,12 @@ var testExtra = map[string][]string{
 	"sim":        {"trace", "workload"},
 	"cluster":    {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
 	"hw/hostmem": {"hw/payload"},                    // stores are checked with the replay's payloads
+	"hw/remote":  {"hw/payload"},
 }
 
 // testHelpers are packages only test files may import (skip-or-fail,
 // shared data paths, golden files); each also needs its row in allowed.
-var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest"}
+var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest", "hw/remote/remotetest"}
 
 // pkgRow gives the row of allowed that governs directory dir.
 func pkgRow(dir string) (string, bool) {

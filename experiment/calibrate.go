@@ -20,9 +20,9 @@ func Profile(c *doctor.Calibration) *results.Profile {
 			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}
 	// Each pair of kinds gets the moves between the stores the replay
-	// implements them with (hw.CalibratedAs: remote DRAM is emulated in
-	// host memory like the pinned tier); a disk's moves were measured from
-	// DRAM, and two disks never meet in one move.
+	// implements them with (hw.CalibratedAs; Calibration.Link gives an
+	// emulated remote DRAM tier the pinned store's figures); a disk's
+	// moves were measured from DRAM, and two disks never meet in one move.
 	kinds := scenario.Kinds()
 	for i, a := range kinds {
 		for _, b := range kinds[i+1:] {
@@ -30,11 +30,11 @@ func Profile(c *doctor.Calibration) *results.Profile {
 			switch {
 			case ca == "" || cb == "" || ca == "ssd" && cb == "ssd":
 			case cb == "ssd":
-				link(a, b, c.Links["dram->ssd"], c.Links["ssd->dram"])
+				link(a, b, c.Link("dram->ssd"), c.Link("ssd->dram"))
 			case ca == "ssd":
-				link(a, b, c.Links["ssd->dram"], c.Links["dram->ssd"])
+				link(a, b, c.Link("ssd->dram"), c.Link("dram->ssd"))
 			default:
-				link(a, b, c.Links[ca+"->"+cb], c.Links[cb+"->"+ca])
+				link(a, b, c.Link(ca+"->"+cb), c.Link(cb+"->"+ca))
 			}
 		}
 	}

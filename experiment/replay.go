@@ -92,8 +92,14 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		return max(16, (n+7)&^7)
 	}
 	var specs []hw.TierSpec
-	for _, t := range sc.Tiers {
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale)})
+	for i, t := range sc.Tiers {
+		lanes := 1 // a remote store's connections: its links' lanes
+		for _, l := range sc.Links {
+			if l.From == i || l.To == i {
+				lanes = max(lanes, l.Lanes)
+			}
+		}
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale), Endpoint: t.Endpoint, Lanes: lanes})
 	}
 	id, err := storeIdentity(sc, o)
 	if err != nil {

@@ -11,6 +11,7 @@
 //   - hw/bucket: the SSD tier's bucket store and its fault seams
 //   - hw/accel: CUDA/HIP via purego (emulated without a GPU), the pinned
 //     buffer pool, device stores
+//   - hw/remote: the remote DRAM tier in a Redis or Valkey server
 //   - hw/doctor: what this machine has (doctor) and link calibration
 //   - hw/payload: the deterministic block payloads
 //

@@ -15,6 +15,10 @@ type TierSpec struct {
 	Name     string
 	Kind     string // hbm, pinned, dram, ssd, nvmeof, remote_dram
 	Capacity int64
+	// Endpoint is a remote_dram tier's store, redis://HOST:PORT or
+	// valkey://HOST:PORT ("": emulated), and Lanes its connections at most.
+	Endpoint string
+	Lanes    int
 }
 
 // TierOptions are the knobs of the real stores.
@@ -88,7 +92,8 @@ func (s *Stores) Close() error {
 
 // OpenStores builds one store per tier. GPU tiers (hbm, pinned) use the
 // first CUDA or HIP device found, else are emulated in host memory (and
-// say so); remote DRAM is emulated without an RDMA device; DRAM is a memfd
+// say so); remote DRAM is a Redis or Valkey server where the tier names an
+// endpoint, else emulated; DRAM is a memfd
 // pool; SSD and NVMe-oF are bucket stores in o.Dir/tier-<name>.
 //
 // A storage tier's folder is kvsim's only when it holds the marker file

@@ -96,6 +96,11 @@
 //	                              # NVMe-oF, remote DRAM), capacity being each node's share;
 //	                              # only the last tier, at most one, not hbm (docs/cluster.md);
 //	                              # node | cluster; default "node"
+//	endpoint = "redis://10.0.0.2:6379"  # remote_dram only: the Redis or Valkey server that
+//	                              # replay --real keeps the tier in (redis://HOST:PORT
+//	                              # or valkey://HOST:PORT, optionally /DB); the
+//	                              # simulator does not read it;
+//	                              # default none: emulated in local memory
 //
 //	[[link]]                      # optional; default: consecutive tiers in file order
 //	from = "hbm"                  # required

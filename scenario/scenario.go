@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -172,6 +174,35 @@ type Tier struct {
 	// hashes it for a cluster tier only, so that IDs of scenarios without
 	// a pool stay as they were.
 	Scope string `json:",omitempty"`
+	// Endpoint (remote_dram only) is the Redis or Valkey server replay
+	// --real keeps the tier in; "" emulates it. Left out of JSON when
+	// empty, so run ids of scenarios without it do not change.
+	Endpoint string `json:",omitempty"`
+}
+
+// CheckEndpoint checks a remote_dram endpoint: redis:// or valkey://, a
+// host, a port, and at most a database number for a path.
+func CheckEndpoint(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL", s)
+	case u.Scheme != "redis" && u.Scheme != "valkey":
+		return fmt.Errorf(`%q: want "redis://HOST:PORT" or "valkey://HOST:PORT"`, s)
+	case u.Opaque != "" || u.Hostname() == "":
+		return fmt.Errorf("%q: no host (want %s://HOST:PORT)", s, u.Scheme)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q: only %s://HOST:PORT[/DB] is read (no user, query or fragment)", s, u.Scheme)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: no port 1-65535 (want %s://HOST:PORT)", s, u.Scheme)
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return fmt.Errorf("%q: the path must be a database number, got %q", s, db)
+		}
+	}
+	return nil
 }
 
 // Link connects two tiers; data moves both ways.
@@ -1021,6 +1052,17 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 				return nil, t.errf("scope", `only one tier can be "cluster" (tier %q is)`, out[pool].Name)
 			}
 			pool = i
+		}
+		if tier.Endpoint, err = t.str("endpoint"); err != nil {
+			return nil, err
+		}
+		if _, given := t.m["endpoint"]; given {
+			if kind != "remote_dram" {
+				return nil, t.errf("endpoint", `only a "remote_dram" tier has one (this tier is %q)`, kind)
+			}
+			if err := CheckEndpoint(tier.Endpoint); err != nil {
+				return nil, t.errf("endpoint", "%v", err)
+			}
 		}
 		out[i] = tier
 	}

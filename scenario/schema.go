@@ -171,6 +171,8 @@ var schema = []*section{
 				"shared by every instance of [cluster] (a global DRAM pool,\n" +
 				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
 				"only the last tier, at most one, not hbm (docs/cluster.md)"},
+		{key: "endpoint", typ: tString, defDoc: "none: emulated in local memory", example: `"redis://10.0.0.2:6379"`,
+			doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB); the\nsimulator does not read it"},
 	}},
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},

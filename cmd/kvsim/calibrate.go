@@ -11,16 +11,18 @@ import (
 	"kvsim/hw/accel"
 	"kvsim/hw/doctor"
 	"kvsim/results"
+	"kvsim/scenario"
 )
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--json]", stderr)
+	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--remote redis://HOST:PORT] [--json]", stderr)
 	dir := fs.String("dir", "kvsim-calibrate", "`DIR` for the SSD test files (not tmpfs)")
 	out := fs.String("out", "", "write the hardware profile TOML to `FILE` (default: DIR/profile.toml)")
 	blockBytes := fs.Int("block-bytes", 64<<10, "block size to calibrate for (`N`, as replay --block-bytes)")
 	count := fs.Int("count", 1024, "blocks moved per measurement (`N`)")
 	asJSON := fs.Bool("json", false, "print the measurements as JSON")
 	engine := fs.String("engine", "auto", "SSD I/O engine: auto, io_uring or pread")
+	remote := fs.String("remote", "", "also measure moves to and from the Redis/Valkey server at `ENDPOINT` (redis://HOST:PORT or valkey://HOST:PORT), for remote_dram tiers with that endpoint")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -29,6 +31,11 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *count < 8 {
 		return badInputf("calibrate: --count must be >= 8")
+	}
+	if *remote != "" {
+		if err := scenario.CheckEndpoint(*remote); err != nil {
+			return badInputf("calibrate: --remote: %v", err)
+		}
 	}
 	// Both paths are checked before the measuring (minutes) starts, --out
 	// first: a bad one makes no --dir.
@@ -46,7 +53,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	cal, err := doctor.Calibrate(ctx, *dir, *blockBytes, *count, *engine)
+	cal, err := doctor.Calibrate(ctx, *dir, *blockBytes, *count, *engine, *remote)
 	var se *doctor.SetupError
 	if errors.As(err, &se) {
 		return badInput(se)
@@ -66,6 +73,9 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "calibrated %s for %d-byte blocks (GPU: %s):\n", cal.Machine, cal.BlockBytes, cal.GPU)
+	if cal.Remote != "" {
+		fmt.Fprintf(stdout, "  remote: %s (%s)\n", cal.Remote, cal.Backends["remote_dram"])
+	}
 	for _, k := range sortedKeys(cal.Links) {
 		l := cal.Links[k]
 		fmt.Fprintf(stdout, "  %-20s %8.2f GB/s  latency %7.1f us   (median %.1f us at %d B)\n", k, l.Bandwidth/1e9, float64(l.Latency)/1e3, float64(l.LargeNs)/1e3, l.LargeBytes)

@@ -81,14 +81,22 @@ func MeasureMoves(a, b hostmem.Store, small, large, count int, base int32, hot b
 	if err != nil {
 		return LinkFit{}, err
 	}
+	return fitLink(small, large, ts, tl), nil
+}
+
+// fitLink fits latency + n/bandwidth through the medians ts (small bytes)
+// and tl (large bytes).
+func fitLink(small, large int, ts, tl int64) LinkFit {
 	f := LinkFit{SmallBytes: small, LargeBytes: large, SmallNs: ts, LargeNs: tl}
 	if tl > ts {
 		f.Bandwidth = float64(large-small) / float64(tl-ts) * 1e9
 		f.Latency = ts - int64(float64(small)/f.Bandwidth*1e9)
 	}
-	if f.Bandwidth <= 0 || f.Latency < 0 { // noise: fall back to pure bandwidth
-		f.Latency = 0
+	if f.Bandwidth <= 0 || f.Latency < 1 { // noise: fall back to pure bandwidth
+		// 1 ns, not 0: the simulator reads a reverse latency of 0 as "the
+		// forward one", and a profile writes this fit as either.
+		f.Latency = 1
 		f.Bandwidth = float64(large) / float64(max(tl, 1)) * 1e9
 	}
-	return f, nil
+	return f
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"kvsim/hw"
@@ -24,11 +25,24 @@ type Calibration struct {
 	BlockBytes int                `json:"block_bytes"`
 	Backends   map[string]string  `json:"backends"`
 	Links      map[string]LinkFit `json:"links"` // "memory->memory", "memory->ssd", "ssd->memory"
-	Extra      map[string]float64 `json:"measurements"`
-	GPU        string             `json:"gpu"`
+	// Remote is the Redis/Valkey endpoint whose moves the links to and from
+	// "remote" measured; "" when they are the emulated tier's (pinned's).
+	Remote string             `json:"remote,omitempty"`
+	Extra  map[string]float64 `json:"measurements"`
+	GPU    string             `json:"gpu"`
 	// SSDMixed is what reads and writes at once did to each other.
 	SSDMixed *MixedIO           `json:"ssd_read_write_at_once,omitempty"`
 	Copies   []accel.CopyResult `json:"gpu_copies,omitempty"`
+}
+
+// Link is the figures of the moves named k ("dram->remote"): measured,
+// or for "remote" links not measured (no --remote), the pinned store's:
+// the emulated remote tier is host memory as pinned is without a GPU.
+func (c *Calibration) Link(k string) LinkFit {
+	if f, ok := c.Links[k]; ok || c.Remote != "" {
+		return f
+	}
+	return c.Links[strings.ReplaceAll(k, "remote", "pinned")]
 }
 
 // SetupError is a calibration that could not start: the folder or the
@@ -42,12 +56,18 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // kinds (count blocks of blockBytes and of a quarter of it per pair), the
 // SSD path's raw throughput, reads and writes at once, pool population and,
 // where a GPU runtime is found, host<->device copies. Its files live in dir
-// and are removed after.
-func Calibrate(ctx context.Context, dir string, blockBytes, count int, engine string) (*Calibration, error) {
+// and are removed after. With remote (redis://HOST:PORT or valkey://...),
+// the moves between memory and that server are measured as "remote" (the
+// remote_dram tier's store); without, the "remote" links are the
+// emulated tier's, which is host memory like pinned's.
+func Calibrate(ctx context.Context, dir string, blockBytes, count int, engine, remote string) (*Calibration, error) {
 	host, _ := os.Hostname()
 	cal := &Calibration{Machine: host, Date: time.Now().UTC().Format(time.RFC3339), BlockBytes: blockBytes,
-		Backends: map[string]string{}, Links: map[string]LinkFit{}, Extra: map[string]float64{}}
+		Backends: map[string]string{}, Links: map[string]LinkFit{}, Extra: map[string]float64{}, Remote: remote}
 	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
+	if remote != "" {
+		specs = append(specs, hw.TierSpec{Name: "remote", Kind: "remote_dram", Endpoint: remote, Lanes: 1})
+	}
 	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
 	if err != nil {
 		return nil, &SetupError{Err: err}
@@ -61,16 +81,23 @@ func Calibrate(ctx context.Context, dir string, blockBytes, count int, engine st
 	// Store order: hbm, pinned, dram, ssd. Moves out of HBM carry blocks
 	// just computed (hot); every other move carries a block nobody touched
 	// for a while (cold).
-	const hbm, pinned, dram, ssd = 0, 1, 2, 3
-	for i, p := range []struct {
+	const hbm, pinned, dram, ssd, far = 0, 1, 2, 3, 4
+	type pair struct {
 		name string
 		a, b int
 		hot  bool
-	}{
+	}
+	pairs := []pair{
 		{"hbm->pinned", hbm, pinned, true}, {"pinned->hbm", pinned, hbm, false}, {"pinned->pinned", pinned, pinned, false},
 		{"hbm->dram", hbm, dram, true}, {"pinned->dram", pinned, dram, false}, {"dram->hbm", dram, hbm, false},
 		{"dram->pinned", dram, pinned, false}, {"dram->ssd", dram, ssd, false}, {"ssd->dram", ssd, dram, false},
-	} {
+	}
+	if remote != "" {
+		pairs = append(pairs, pair{"hbm->remote", hbm, far, true}, pair{"remote->hbm", far, hbm, false},
+			pair{"pinned->remote", pinned, far, false}, pair{"remote->pinned", far, pinned, false},
+			pair{"dram->remote", dram, far, false}, pair{"remote->dram", far, dram, false})
+	}
+	for i, p := range pairs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,406 @@
+// Package remote is the remote DRAM tier's real store: blocks kept in a
+// Redis or Valkey server, as LMCache keeps its remote KV cache.
+//
+// Key layout (one pair per block, LMCache's "<key>kv_bytes" and
+// "<key>metadata"):
+//
+//	kvsim:{RUN:TIER:BLOCK}:kv_bytes   the block's payload, as moved
+//	kvsim:{RUN:TIER:BLOCK}:metadata   24 bytes, little-endian: "kvsm",
+//	                                  format 1, block id, payload length,
+//	                                  CRC32-C of the payload, 0
+//
+// RUN is random per open, so two replays (or a replay and anything else)
+// sharing a server never see each other's keys; the braces are a hash tag,
+// so a cluster keeps a block's two keys on one slot. Put writes both keys
+// in one MSET; Get reads both in one MGET and serves nothing whose length,
+// id or checksum does not match. Deletes are queued and pipelined with the
+// next command. A key the server dropped behind kvsim's back (maxmemory
+// eviction, FLUSHALL, a restart) or a server that is down makes Get fail:
+// the copy is lost, never served. Flush checks every block held and
+// reports the missing ones (Evicted). Close deletes every key this store
+// wrote.
+package remote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/redis/go-redis/v9"
+
+	"kvsim/hw/hostmem"
+)
+
+// Options configure a remote store.
+type Options struct {
+	Endpoint string // redis://HOST:PORT[/DB] or valkey://HOST:PORT[/DB]
+	Tier     string // the tier's name, part of every key
+	Conns    int    // connections at most (the tier's lanes); default 1
+	// Timeouts: connecting, and each command's reply (a 4 MiB value over
+	// 1 Gbit/s takes 34 ms). Defaults 2 s and 10 s.
+	DialTimeout, IOTimeout time.Duration
+}
+
+// ParseEndpoint checks an endpoint and returns its host:port and database.
+// Host and port are required: a replay must say where its data goes.
+func ParseEndpoint(s string) (addr string, db int, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("not a URL: %q", s)
+	}
+	if u.Scheme != "redis" && u.Scheme != "valkey" {
+		return "", 0, fmt.Errorf("want redis://HOST:PORT or valkey://HOST:PORT, got scheme %q", u.Scheme)
+	}
+	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+		return "", 0, fmt.Errorf("no host in %q: want %s://HOST:PORT", s, u.Scheme)
+	}
+	p := u.Port()
+	if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("no port (1-65535) in %q: want %s://HOST:PORT", s, u.Scheme)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", 0, fmt.Errorf("%q: only %s://HOST:PORT[/DB] is read (no user, query or fragment)", s, u.Scheme)
+	}
+	if path := strings.TrimPrefix(u.Path, "/"); path != "" {
+		if db, err = strconv.Atoi(path); err != nil || db < 0 {
+			return "", 0, fmt.Errorf("%q: the path must be a database number, got %q", s, path)
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), p), db, nil
+}
+
+const (
+	metaBytes  = 24
+	metaMagic  = "kvsm"
+	metaFormat = 1
+	delBatch   = 256 // queued deletes sent on their own past this many
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// The client's own log lines would go to stderr; every failure it logs
+// also comes back to the caller as an error.
+func init() { redis.SetLogger(quiet{}) }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// ErrGone is a block the server no longer holds: evicted (maxmemory),
+// flushed, or lost with a restart.
+// It is a hostmem.ErrNotStored: a lost copy, not a corrupt one.
+var ErrGone = fmt.Errorf("the server no longer holds it (evicted by maxmemory, flushed, or restarted): %w", hostmem.ErrNotStored)
+
+// Store is a hostmem.Store over a Redis or Valkey server. It is driven
+// from one goroutine, like the body.
+type Store struct {
+	c       *redis.Client
+	addr    string
+	run     string
+	tier    string
+	backend string
+	held    []bool // per block: this store wrote it and has not deleted it
+	n       int    // blocks held
+	dels    []int32
+	missing []int32 // found gone, not yet reported (Evicted)
+	meta    [metaBytes]byte
+	keys    []any // scratch for MGET / DEL
+	// After a failure to reach the server, commands fail at once until
+	// downUntil: a server behind a dead link would otherwise cost each
+	// move its dial timeout.
+	downUntil time.Time
+	downErr   error
+}
+
+// downFor is how long a server that could not be reached is taken as down.
+const downFor = time.Second
+
+// exec runs p, unless the server is taken as down.
+func (s *Store) exec(p redis.Pipeliner) error {
+	if time.Now().Before(s.downUntil) {
+		p.Discard()
+		return fmt.Errorf("not retried for %v after: %w", downFor, s.downErr)
+	}
+	_, err := p.Exec(s.ctx())
+	var re redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re) { // the connection, not a reply
+		s.downUntil, s.downErr = time.Now().Add(downFor), err
+	}
+	return err
+}
+
+// Open connects to o.Endpoint and checks that the server answers.
+func Open(o Options) (*Store, error) {
+	addr, db, err := ParseEndpoint(o.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	dial, io := o.DialTimeout, o.IOTimeout
+	if dial <= 0 {
+		dial = 2 * time.Second
+	}
+	if io <= 0 {
+		io = 10 * time.Second
+	}
+	var r [4]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: max(o.Conns, 1), MaxIdleConns: max(o.Conns, 1),
+		DialTimeout: dial, ReadTimeout: io, WriteTimeout: io, PoolTimeout: dial + io,
+		// A retry would hide inside a timed move; a failed command is a lost copy.
+		MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
+	s := &Store{c: c, addr: addr, run: hex.EncodeToString(r[:]), tier: o.Tier}
+	ctx, cancel := context.WithTimeout(context.Background(), dial+io)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("remote store %s does not answer: %w", o.Endpoint, err)
+	}
+	name, ver := "redis", field(info, "redis_version")
+	if v := field(info, "valkey_version"); v != "" {
+		name, ver = "valkey", v
+	}
+	s.backend = fmt.Sprintf("%s %s at %s", name, ver, addr)
+	return s, nil
+}
+
+// field reads "key:value" from an INFO reply.
+func field(info, key string) string {
+	for l := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Run is the random part of this store's keys (see the package doc).
+func (s *Store) Run() string { return s.run }
+
+// Key is block b's key with suffix "kv_bytes" or "metadata".
+func (s *Store) Key(b int32, suffix string) string {
+	return "kvsim:{" + s.run + ":" + s.tier + ":" + strconv.FormatInt(int64(b), 10) + "}:" + suffix
+}
+
+func (s *Store) Backend() string { return s.backend }
+
+func (s *Store) Has(b int32) bool { return b >= 0 && int(b) < len(s.held) && s.held[b] }
+
+func (s *Store) setHeld(b int32, v bool) {
+	if int(b) >= len(s.held) {
+		if !v {
+			return
+		}
+		s.held = append(s.held, make([]bool, max(int(b)+1, 2*len(s.held))-len(s.held))...)
+	}
+	if s.held[b] != v {
+		s.held[b] = v
+		if v {
+			s.n++
+		} else {
+			s.n--
+		}
+	}
+}
+
+func (s *Store) ctx() context.Context { return context.Background() }
+
+// queueDels adds the queued deletes to a pipeline.
+func (s *Store) queueDels(p redis.Pipeliner) {
+	if len(s.dels) == 0 {
+		return
+	}
+	s.keys = s.keys[:0]
+	for _, b := range s.dels {
+		s.keys = append(s.keys, s.Key(b, "kv_bytes"), s.Key(b, "metadata"))
+	}
+	p.Del(s.ctx(), keyStrings(s.keys)...)
+	s.dels = s.dels[:0]
+}
+
+func keyStrings(ks []any) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.(string)
+	}
+	return out
+}
+
+// Put writes b's payload and metadata in one MSET (with the queued
+// deletes, in one round trip).
+func (s *Store) Put(b int32, data []byte) error {
+	if b < 0 {
+		return fmt.Errorf("block %d: negative id", b)
+	}
+	m := s.meta[:]
+	copy(m, metaMagic)
+	binary.LittleEndian.PutUint32(m[4:], metaFormat)
+	binary.LittleEndian.PutUint32(m[8:], uint32(b))
+	binary.LittleEndian.PutUint32(m[12:], uint32(len(data)))
+	binary.LittleEndian.PutUint32(m[16:], crc32.Checksum(data, castagnoli))
+	binary.LittleEndian.PutUint32(m[20:], 0)
+	p := s.c.Pipeline()
+	s.queueDels(p)
+	p.MSet(s.ctx(), s.Key(b, "kv_bytes"), data, s.Key(b, "metadata"), m)
+	if err := s.exec(p); err != nil {
+		// The server may or may not have it: not ours to serve.
+		s.setHeld(b, false)
+		s.dels = append(s.dels, b)
+		return fmt.Errorf("remote store %s: SET: %w", s.addr, err)
+	}
+	s.setHeld(b, true)
+	return nil
+}
+
+// Get reads b into dst and checks it against its metadata.
+func (s *Store) Get(b int32, dst []byte) (int, error) {
+	if !s.Has(b) {
+		return 0, hostmem.ErrNotStored
+	}
+	p := s.c.Pipeline()
+	s.queueDels(p)
+	g := p.MGet(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
+	if err := s.exec(p); err != nil {
+		s.forget(b)
+		return 0, fmt.Errorf("remote store %s: GET: %w", s.addr, err)
+	}
+	v := g.Val()
+	meta, ok1 := v[0].(string)
+	data, ok2 := v[1].(string)
+	if !ok1 || !ok2 {
+		s.forget(b)
+		return 0, ErrGone
+	}
+	if err := check(meta, data, b, len(dst)); err != nil {
+		s.forget(b)
+		return 0, err
+	}
+	return copy(dst, data), nil
+}
+
+// check says whether meta describes data as block b's payload that fits
+// in room bytes.
+func check(meta, data string, b int32, room int) error {
+	if len(meta) != metaBytes || meta[:4] != metaMagic || binary.LittleEndian.Uint32([]byte(meta[4:8])) != metaFormat {
+		return fmt.Errorf("remote store: block %d: metadata is not kvsim's format %d", b, metaFormat)
+	}
+	m := []byte(meta)
+	id, n, sum := int32(binary.LittleEndian.Uint32(m[8:])), int(binary.LittleEndian.Uint32(m[12:])), binary.LittleEndian.Uint32(m[16:])
+	switch {
+	case id != b:
+		return fmt.Errorf("remote store: block %d: metadata is block %d's", b, id)
+	case n != len(data):
+		return fmt.Errorf("remote store: block %d: %d bytes, metadata says %d", b, len(data), n)
+	case n > room:
+		return fmt.Errorf("remote store: block %d: %d bytes, more than the %d asked for", b, n, room)
+	case crc32.Update(0, castagnoli, unsafe.Slice(unsafe.StringData(data), len(data))) != sum: // no copy
+		return fmt.Errorf("remote store: block %d: CRC32-C mismatch", b)
+	}
+	return nil
+}
+
+// forget drops b from the index and deletes whatever is left of it.
+func (s *Store) forget(b int32) {
+	s.setHeld(b, false)
+	s.dels = append(s.dels, b)
+}
+
+// Delete queues b's keys for deletion with the next command.
+func (s *Store) Delete(b int32) {
+	if !s.Has(b) {
+		return
+	}
+	s.forget(b)
+	if len(s.dels) >= delBatch {
+		p := s.c.Pipeline()
+		s.queueDels(p)
+		_ = s.exec(p) // a failure leaves garbage under this run's keys, not wrong data
+	}
+}
+
+// Flush sends the queued deletes and checks that the server still holds
+// every block this store holds; the missing ones are reported by Evicted.
+// A server that does not answer has lost them all, as far as kvsim can
+// tell.
+func (s *Store) Flush() error {
+	var held []int32
+	for b, h := range s.held {
+		if h {
+			held = append(held, int32(b))
+		}
+	}
+	for len(held) > 0 || len(s.dels) > 0 {
+		batch := held[:min(len(held), 512)]
+		held = held[len(batch):]
+		p := s.c.Pipeline()
+		s.queueDels(p)
+		ex := make([]*redis.IntCmd, len(batch))
+		for i, b := range batch {
+			ex[i] = p.Exists(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
+		}
+		if err := s.exec(p); err != nil && !errors.Is(err, redis.Nil) {
+			for _, b := range append(batch, held...) {
+				s.setHeld(b, false)
+				s.missing = append(s.missing, b)
+			}
+			return fmt.Errorf("remote store %s: %w", s.addr, err)
+		}
+		for i, b := range batch {
+			if ex[i].Val() != 2 {
+				s.forget(b)
+				s.missing = append(s.missing, b)
+			}
+		}
+	}
+	return nil
+}
+
+// Evicted returns and forgets the blocks Flush found gone.
+func (s *Store) Evicted() []int32 {
+	m := s.missing
+	s.missing = nil
+	return m
+}
+
+// Len is the number of blocks held.
+func (s *Store) Len() int { return s.n }
+
+// Close deletes every key this store wrote, then disconnects.
+func (s *Store) Close() error {
+	for b, h := range s.held {
+		if h {
+			s.dels = append(s.dels, int32(b))
+		}
+	}
+	var first error
+	for len(s.dels) > 0 {
+		rest := s.dels[min(len(s.dels), delBatch):]
+		s.dels = s.dels[:min(len(s.dels), delBatch)]
+		p := s.c.Pipeline()
+		s.queueDels(p)
+		if err := s.exec(p); err != nil {
+			// Down: each try would wait for the dial timeout.
+			first = fmt.Errorf("remote store %s: deleting this run's keys: %w", s.addr, err)
+			s.dels = nil
+			break
+		}
+		s.dels = rest
+	}
+	s.held, s.n = nil, 0
+	if err := s.c.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
