@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/sim"
 )
 
 // TestViewDelay: kv_cost routed by a view an hour late (longer than the
@@ -73,5 +74,19 @@ func TestClosedLoop(t *testing.T) {
 	}
 	if closed[2].Arrival == open[2].Arrival {
 		t.Fatal("closed and open give request 2 the same arrival: the test shows nothing")
+	}
+}
+
+// TestReverseLatencyZero: a link's reverse_latency = "0s" is zero, not the
+// forward latency (the simulator reads a zero it is not told was meant as
+// "same as forward").
+func TestReverseLatencyZero(t *testing.T) {
+	sc := load(t, "../scenarios/hbm_dram.toml", "link.hbm-dram.latency=10us", "link.hbm-dram.reverse_latency=0s")
+	s, err := sim.New(SimConfig(sc, sc.Policies[0], nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd, back := s.PredictNs(0, 1, 0), s.PredictNs(1, 0, 0); fwd != 10_000 || back != 0 {
+		t.Fatalf("latency hbm->dram %d ns, dram->hbm %d ns; want 10000 and 0", fwd, back)
 	}
 }

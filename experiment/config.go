@@ -64,7 +64,7 @@ func SimConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) s
 	cfg := sim.Config{Core: CoreConfig(sc, p, future)}
 	for _, l := range sc.Links {
 		cfg.Links = append(cfg.Links, sim.LinkSpec{From: l.From, To: l.To, Bandwidth: l.Bandwidth,
-			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, ReverseLatency: l.ReverseLatency, Lanes: l.Lanes})
+			ReverseBandwidth: l.ReverseBandwidth, Latency: l.Latency, ReverseLatency: l.ReverseLatency, ReverseSet: true, Lanes: l.Lanes})
 	}
 	for i, t := range sc.Tiers {
 		if t.Shared {

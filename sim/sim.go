@@ -17,7 +17,8 @@ type LinkSpec struct {
 	Bandwidth        float64 // bytes/s, From->To
 	ReverseBandwidth float64 // bytes/s, To->From (0: same as Bandwidth)
 	Latency          int64   // ns, From->To
-	ReverseLatency   int64   // ns, To->From (0: same as Latency)
+	ReverseLatency   int64   // ns, To->From (0: same as Latency, unless ReverseSet)
+	ReverseSet       bool    // ReverseLatency is meant as given, 0 included (a scenario resolves it)
 	Lanes            int     // transfers in flight per direction, hiding latency (0: 1)
 }
 
@@ -244,7 +245,7 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 		}
 		lanes := max(ls.Lanes, 1)
 		rlat := ls.ReverseLatency
-		if rlat <= 0 {
+		if rlat <= 0 && !ls.ReverseSet {
 			rlat = ls.Latency
 		}
 		for _, d := range [2]struct {
