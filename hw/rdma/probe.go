@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The verbs path's failures, for errors.Is.
@@ -118,4 +119,12 @@ func formatBytes(n uint64) string {
 		i++
 	}
 	return fmt.Sprintf("%d %s", n, units[i])
+}
+
+// Options chooses what Open opens.
+type Options struct {
+	Device   string        // "" = the first device with an ACTIVE port
+	Port     int           // 0 = the device's first ACTIVE port
+	GIDIndex int           // the source GID for RoCE (the index of a RoCE v2 GID routes across subnets)
+	Timeout  time.Duration // completion and handshake timeout; 0 = 10 s
 }

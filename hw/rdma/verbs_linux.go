@@ -281,14 +281,6 @@ func noActivePort(devs []DeviceInfo) error {
 	return fmt.Errorf("%w: no port is ACTIVE (check the cable and switch, the subnet manager on InfiniBand, `ip link` on RoCE)", ErrPortDown)
 }
 
-// Options chooses what Open opens.
-type Options struct {
-	Device   string        // "" = the first device with an ACTIVE port
-	Port     int           // 0 = the device's first ACTIVE port
-	GIDIndex int           // the source GID for RoCE (the index of a RoCE v2 GID routes across subnets)
-	Timeout  time.Duration // completion and handshake timeout; 0 = 10 s
-}
-
 // Device is an open device context with one protection domain, on one
 // port.
 type Device struct {

@@ -97,7 +97,7 @@ func TestABIOffsets(t *testing.T) {
 		"ibv_qp_attr.max_dest_rd_atomic": qpAttrMaxDestRd, "ibv_qp_attr.min_rnr_timer": qpAttrMinRNRTimer,
 		"ibv_qp_attr.port_num": qpAttrPortNum, "ibv_qp_attr.timeout": qpAttrTimeout, "ibv_qp_attr.retry_cnt": qpAttrRetryCnt,
 		"ibv_qp_attr.rnr_retry": qpAttrRNRRetry,
-		"sizeof ibv_send_wr": wrSize, "ibv_send_wr.wr_id": wrID, "ibv_send_wr.next": wrNext, "ibv_send_wr.sg_list": wrSGList,
+		"sizeof ibv_send_wr":    wrSize, "ibv_send_wr.wr_id": wrID, "ibv_send_wr.next": wrNext, "ibv_send_wr.sg_list": wrSGList,
 		"ibv_send_wr.num_sge": wrNumSGE, "ibv_send_wr.opcode": wrOpcode, "ibv_send_wr.send_flags": wrSendFlags,
 		"ibv_send_wr.wr.rdma.remote_addr": wrRemoteAddr, "ibv_send_wr.wr.rdma.rkey": wrRKey,
 		"sizeof ibv_sge": sgeSize, "ibv_sge.addr": sgeAddr, "ibv_sge.length": sgeLength, "ibv_sge.lkey": sgeLKey,
