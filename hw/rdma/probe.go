@@ -21,6 +21,19 @@ var (
 	ErrUnsupported = errors.New("the RDMA verbs path is Linux x86-64/arm64 only")
 )
 
+// kindErr is an error of a kind (one of the Err values) worded freely.
+type kindErr struct {
+	kind error
+	msg  string
+}
+
+func (e kindErr) Error() string { return e.msg }
+func (e kindErr) Unwrap() error { return e.kind }
+
+func errorOf(kind error, format string, args ...any) error {
+	return kindErr{kind, fmt.Sprintf(format, args...)}
+}
+
 // LibName is the library loaded by default: Debian's libibverbs1 (with
 // ibverbs-providers for the NIC's user-space driver). KVSIM_IBVERBS names
 // another file.
@@ -41,13 +54,12 @@ type PortInfo struct {
 	LID       uint16
 	GID       [16]byte // GID index 0
 	Err       string   // the query failed: why
-	state     int
 	mtuCode   uint8
 	gidTbl    int
 }
 
 // Active reports whether the port can carry traffic.
-func (p PortInfo) Active() bool { return p.Err == "" && p.state == portActive }
+func (p PortInfo) Active() bool { return p.Err == "" && p.State == portStateNames[portActive] }
 
 // DeviceInfo is one device as ibv_query_device reports it.
 type DeviceInfo struct {
@@ -95,7 +107,7 @@ type Probe struct {
 // String says what the probe found, in one line.
 func (p Probe) String() string {
 	if len(p.Devices) == 0 {
-		return p.Err.Error()
+		return strings.TrimPrefix(p.Err.Error(), "rdma: ")
 	}
 	var ds []string
 	for _, d := range p.Devices {

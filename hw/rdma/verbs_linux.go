@@ -80,7 +80,7 @@ func LoadPath(path string) (*Lib, error) {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	runtime.UnlockOSThread()
 	if err != nil {
-		return nil, fmt.Errorf("rdma: %w: cannot load %s (%v): %s", ErrNoLibrary, path, strings.TrimSpace(err.Error()), installHint)
+		return nil, errorOf(ErrNoLibrary, "rdma: cannot load %s (%v): %s", path, strings.TrimSpace(err.Error()), installHint)
 	}
 	l := &Lib{path: path}
 	a := &l.api
@@ -181,8 +181,8 @@ func (l *Lib) deviceList() (unsafe.Pointer, []unsafe.Pointer, error) {
 	list, e := errnoCall(l, func() unsafe.Pointer { return l.api.getDeviceList(&n) })
 	if list == nil {
 		// ENOSYS: no kernel support (no RDMA driver, no ib_uverbs).
-		return nil, nil, fmt.Errorf("rdma: %w: %s loaded from %s, but ibv_get_device_list fails with %s: no RDMA device or kernel support (no NIC, no soft-RoCE link: rdma link add rxe0 type rxe netdev IFACE)",
-			ErrNoDevice, LibName, l.Path(), errnoText(e))
+		return nil, nil, errorOf(ErrNoDevice, "rdma: %s loaded from %s, but ibv_get_device_list fails with %s: no RDMA device or kernel support (no NIC, no soft-RoCE link: rdma link add rxe0 type rxe netdev IFACE)",
+			LibName, l.Path(), errnoText(e))
 	}
 	return list, unsafe.Slice((*unsafe.Pointer)(list), n), nil
 }
@@ -233,8 +233,7 @@ func (l *Lib) query(ctx unsafe.Pointer, info *DeviceInfo) {
 			info.Ports = append(info.Ports, p)
 			continue
 		}
-		p.state = int(ne.Uint32(pa[portAttrState:]))
-		p.State = portStateName(p.state)
+		p.State = portStateName(int(ne.Uint32(pa[portAttrState:])))
 		p.mtuCode = uint8(ne.Uint32(pa[portAttrActiveMTU:]))
 		p.MTU = mtuBytes(int(p.mtuCode))
 		p.gidTbl = int(int32(ne.Uint32(pa[portAttrGIDTbl:])))
@@ -262,7 +261,7 @@ func ProbeVerbs() Probe {
 	case err != nil:
 		p.Err = err
 	case len(p.Devices) == 0:
-		p.Err = fmt.Errorf("rdma: %w: %s loaded from %s, but it sees no device (no RDMA NIC, no soft-RoCE link: rdma link add rxe0 type rxe netdev IFACE)", ErrNoDevice, LibName, p.Lib)
+		p.Err = errorOf(ErrNoDevice, "rdma: %s loaded from %s, but it sees no device (no RDMA NIC, no soft-RoCE link: rdma link add rxe0 type rxe netdev IFACE)", LibName, p.Lib)
 	default:
 		p.Err = noActivePort(p.Devices)
 	}
@@ -278,7 +277,7 @@ func noActivePort(devs []DeviceInfo) error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: no port is ACTIVE (check the cable and switch, the subnet manager on InfiniBand, `ip link` on RoCE)", ErrPortDown)
+	return errorOf(ErrPortDown, "no port is ACTIVE (check the cable and switch, the subnet manager on InfiniBand, `ip link` on RoCE)")
 }
 
 // Device is an open device context with one protection domain, on one
@@ -307,7 +306,7 @@ func (l *Lib) Open(o Options) (*Device, error) {
 	}
 	defer l.api.freeDeviceList(list)
 	if len(devs) == 0 {
-		return nil, fmt.Errorf("rdma: %w: %s sees no device (no RDMA NIC, no soft-RoCE link)", ErrNoDevice, l.Path())
+		return nil, errorOf(ErrNoDevice, "rdma: %s sees no device (no RDMA NIC, no soft-RoCE link)", l.Path())
 	}
 	var why []string
 	down := 0
