@@ -52,7 +52,7 @@ func handshake(ctl net.Conn, d *Device, local *Region) (*Conn, error) {
 		ctl.Close()
 		return nil, err
 	}
-	if local.dev != d {
+	if local == nil || local.dev != d {
 		return fail(errors.New("rdma: the region is registered on another device"))
 	}
 	ctl.SetDeadline(time.Now().Add(d.opts.Timeout))

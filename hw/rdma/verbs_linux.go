@@ -692,6 +692,9 @@ func (q *QP) transfer(op int, local *Region, buf []byte, remote []RemoteMR, off 
 		ri++
 	}
 	li := local.chunk(base)
+	if li < 0 {
+		return fmt.Errorf("rdma: the local region is closed")
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.qp == nil {
