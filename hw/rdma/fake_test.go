@@ -3,6 +3,7 @@
 package rdma
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,11 @@ const fakeVerbsC = `
 #include <stdlib.h>
 #include <string.h>
 
-/* The declarations of verbs.h kvsim relies on, field for field. */
+/* The declarations of verbs.h kvsim relies on, field for field; or the
+   real header, to check the offsets against it where it is installed. */
+#ifdef REAL_VERBS_H
+#include <infiniband/verbs.h>
+#else
 union ibv_gid { uint8_t raw[16]; struct { uint64_t subnet_prefix; uint64_t interface_id; } global; };
 struct ibv_device; struct ibv_cq; struct ibv_qp; struct ibv_wc; struct ibv_send_wr; struct ibv_recv_wr;
 struct ibv_context_ops {
@@ -127,6 +132,8 @@ struct ibv_device_attr {
 	uint8_t local_ca_ack_delay;
 	uint8_t phys_port_cnt;
 };
+#endif
+/* What the exported ibv_query_port fills (libibverbs/verbs.c). */
 struct _compat_ibv_port_attr {
 	int state;
 	int max_mtu;
@@ -150,6 +157,7 @@ struct _compat_ibv_port_attr {
 	uint8_t link_layer;
 	uint8_t flags;
 };
+#ifndef REAL_VERBS_H
 struct ibv_pd { struct ibv_context *context; uint32_t handle; };
 struct ibv_mr { struct ibv_context *context; struct ibv_pd *pd; void *addr; size_t length; uint32_t handle; uint32_t lkey; uint32_t rkey; };
 struct ibv_cq {
@@ -247,6 +255,8 @@ struct ibv_wc {
 	uint8_t dlid_path_bits;
 };
 
+#endif
+
 /* The offsets, as this compiler lays the declarations out. */
 #define O(s, f) { #s "." #f, offsetof(struct s, f) }
 #define Z(s) { "sizeof " #s, sizeof(struct s) }
@@ -277,6 +287,7 @@ long fake_offset(const char *name) {
 	return -1;
 }
 
+#ifndef OFFSETS_ONLY
 /* The fake's state, under one lock. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 #define MAXDEV 8
@@ -566,6 +577,7 @@ const char *ibv_wc_status_str(int s) {
 	}
 	return "fake status";
 }
+#endif
 `
 
 var (
@@ -574,34 +586,50 @@ var (
 	fakeErr  string
 )
 
+// compileFake compiles fakeVerbsC into a shared library named name, with
+// extra compiler flags, in a folder that outlives the test (a library
+// stays loaded until the process exits).
+func compileFake(name string, flags ...string) (string, error) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return "", fmt.Errorf("no C compiler (cc) to build the fake libibverbs: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "kvsim-fake-ibverbs-")
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(dir, "fake.c")
+	if err := os.WriteFile(src, []byte(fakeVerbsC), 0o644); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wno-unused-parameter", "-o", p, src, "-lpthread"}, flags...)
+	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("the C compiler cannot build the fake libibverbs: %v: %s", err, b)
+	}
+	return p, nil
+}
+
+// TestMain removes the fake library's folder once every test is done with
+// it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fakePath != "" {
+		os.RemoveAll(filepath.Dir(fakePath))
+	}
+	os.Exit(code)
+}
+
 // buildFakeVerbs compiles the fake library once per test binary, or skips
-// (fails under KVSIM_REQUIRE_ALL) without a C compiler. The library stays
-// loaded until the process exits, so it is built outside any one test's
-// temporary folder.
+// (fails under KVSIM_REQUIRE_ALL) without a C compiler.
 func buildFakeVerbs(t *testing.T) string {
 	t.Helper()
 	fakeOnce.Do(func() {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			fakeErr = "no C compiler (cc) to build the fake libibverbs: " + err.Error()
-			return
-		}
-		dir, err := os.MkdirTemp("", "kvsim-fake-ibverbs-")
-		if err != nil {
+		var err error
+		if fakePath, err = compileFake("libfakeibverbs.so.1"); err != nil {
 			fakeErr = err.Error()
-			return
 		}
-		src := filepath.Join(dir, "fake.c")
-		if err := os.WriteFile(src, []byte(fakeVerbsC), 0o644); err != nil {
-			fakeErr = err.Error()
-			return
-		}
-		p := filepath.Join(dir, "libfakeibverbs.so.1")
-		if b, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wno-unused-parameter", "-o", p, src, "-lpthread").CombinedOutput(); err != nil {
-			fakeErr = "the C compiler cannot build the fake libibverbs: " + err.Error() + ": " + string(b)
-			return
-		}
-		fakePath = p
 	})
 	if fakePath == "" {
 		testenv.Missing(t, "%s", fakeErr)
@@ -612,7 +640,12 @@ func buildFakeVerbs(t *testing.T) string {
 // fakeCall binds one of the fake's own exported helpers.
 func fakeCall[F any](t *testing.T, name string) F {
 	t.Helper()
-	h, err := purego.Dlopen(buildFakeVerbs(t), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	return libCall[F](t, buildFakeVerbs(t), name)
+}
+
+func libCall[F any](t *testing.T, lib, name string) F {
+	t.Helper()
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,7 +72,24 @@ func mapped(t *testing.T, n int) []byte {
 // C compiler makes of verbs.h's declarations (copied field for field into
 // the fake), including the ops-table slots of post_send and poll_cq.
 func TestABIOffsets(t *testing.T) {
-	off := fakeCall[func(string) int64](t, "fake_offset")
+	checkOffsets(t, fakeCall[func(string) int64](t, "fake_offset"))
+}
+
+// TestABIOffsetsRealHeader does the same against the installed
+// <infiniband/verbs.h> (Debian's libibverbs-dev), where there is one.
+func TestABIOffsetsRealHeader(t *testing.T) {
+	buildFakeVerbs(t)
+	lib, err := compileFake("liboffsets.so", "-DREAL_VERBS_H", "-DOFFSETS_ONLY")
+	if err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		t.Skipf("no <infiniband/verbs.h> here (libibverbs-dev): %s", msg)
+	}
+	defer os.RemoveAll(filepath.Dir(lib))
+	checkOffsets(t, libCall[func(string) int64](t, lib, "fake_offset"))
+}
+
+func checkOffsets(t *testing.T, off func(string) int64) {
+	t.Helper()
 	for name, want := range map[string]int{
 		"ibv_context.ops": ctxOps, "ibv_context.ops.poll_cq": ctxPollCQ, "ibv_context.ops.post_send": ctxPostSend,
 		"ibv_context.cmd_fd": ctxCmdFD, "sizeof ibv_context_ops": ctxOpsSize,
