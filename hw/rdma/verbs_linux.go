@@ -527,6 +527,7 @@ type QP struct {
 	local   Endpoint
 	batch   int
 	scratch []byte
+	args    [3]uintptr // post_send's and poll_cq's arguments
 	mu      sync.Mutex
 }
 
@@ -747,14 +748,18 @@ func (q *QP) transfer(op int, local *Region, buf []byte, remote []RemoteMR, off 
 // post_send and poll_cq pointers (static inline in verbs.h: no symbol).
 func (q *QP) postAndWait(n int) error {
 	sbase := uintptr(unsafe.Pointer(&q.scratch[0]))
-	r1, _, _ := purego.SyscallN(q.dev.postSend, uintptr(q.qp), sbase+scratchWR, sbase+scratchBad)
+	// The arguments go in the QP's own array: a variadic list built here
+	// would be allocated on every call.
+	q.args = [3]uintptr{uintptr(q.qp), sbase + scratchWR, sbase + scratchBad}
+	r1, _, _ := purego.SyscallN(q.dev.postSend, q.args[:]...)
 	if rc := int32(r1); rc != 0 {
 		return fmt.Errorf("rdma: ibv_post_send of %d requests: %s", n, errnoText(syscall.Errno(rc)))
 	}
 	deadline := time.Now().Add(q.dev.opts.Timeout)
 	var first error
 	for got, idle := 0, 0; got < n; {
-		r1, _, _ := purego.SyscallN(q.dev.pollCQ, uintptr(q.cq), uintptr(n-got), sbase+scratchWC)
+		q.args = [3]uintptr{uintptr(q.cq), uintptr(n - got), sbase + scratchWC}
+		r1, _, _ := purego.SyscallN(q.dev.pollCQ, q.args[:]...)
 		c := int32(r1)
 		if c < 0 {
 			return fmt.Errorf("rdma: ibv_poll_cq: error %d", c)

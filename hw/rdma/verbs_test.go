@@ -560,3 +560,31 @@ func TestRealLibrary(t *testing.T) {
 		t.Errorf("unexpected: %v", p.Err)
 	}
 }
+
+// TestTransferAllocs: a move, cut into several work requests and polled
+// to completion, allocates nothing.
+func TestTransferAllocs(t *testing.T) {
+	a, b := twoNodes(t, map[string]string{"FAKE_IBV_MAX_MR": "4096"})
+	bufA, bufB := mapped(t, 64<<10), mapped(t, 64<<10)
+	ra, err := a.Register(bufA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	rb, err := b.Register(bufB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	ca, _ := connect(t, a, b, ra, rb)
+	if n := testing.AllocsPerRun(50, func() {
+		if err := ca.Write(bufA[:40<<10], 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.Read(bufA[40<<10:], 100); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 && !raceEnabled {
+		t.Errorf("Write+Read allocate %.1f times", n)
+	}
+}
