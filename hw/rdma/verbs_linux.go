@@ -594,7 +594,12 @@ func (d *Device) NewQP(depth int) (*QP, error) {
 func (q *QP) Endpoint() Endpoint { return q.local }
 
 // State is the queue pair's state as the library last recorded it.
-func (q *QP) State() string { return qpStateName(int(*(*uint32)(unsafe.Add(q.qp, qpState)))) }
+func (q *QP) State() string {
+	if q.qp == nil {
+		return "closed"
+	}
+	return qpStateName(int(*(*uint32)(unsafe.Add(q.qp, qpState))))
+}
 
 // modify calls ibv_modify_qp with the attributes fill sets.
 func (q *QP) modify(state, mask int, fill func(a []byte)) error {

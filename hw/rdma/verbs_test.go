@@ -367,6 +367,9 @@ func TestQPStateMachine(t *testing.T) {
 	if err := qa.modify(qpsRTR, maskToRTR, nil); err == nil || !strings.Contains(err.Error(), "RESET -> RTR") {
 		t.Errorf("RESET -> RTR: %v", err)
 	}
+	if err := qa.Close(); err != nil || qa.State() != "closed" || qa.Close() != nil {
+		t.Errorf("close: %v, state %s", err, qa.State())
+	}
 }
 
 // connect joins a and b over a loopback control connection.
