@@ -36,7 +36,8 @@ var allowed = map[string][]string{
 	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
 	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
 	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
-	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload"},
+	"hw/rdma":              {}, // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},
 	"hw/remote":            {"hw/hostmem"},
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
 	"hw/internal/sys":      {},

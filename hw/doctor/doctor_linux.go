@@ -15,11 +15,12 @@ import (
 	"kvsim/hw/accel"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/rdma"
 )
 
 // Run checks this machine for KV offload: hugepages, transparent
 // hugepages, io_uring, O_DIRECT in o.Dir, the memlock limit, GPUs and the
-// CUDA runtime, RDMA devices and NVMe controllers. It needs no root, and
+// CUDA runtime, RDMA devices and the verbs library, and NVMe controllers. It needs no root, and
 // absent hardware is a finding (StatusAbsent), never an error.
 func Run(o Options) ([]Check, error) {
 	if o.Dir == "" {
@@ -37,6 +38,7 @@ func Run(o Options) ([]Check, error) {
 		o.cudaRuntime(gpu.Status == StatusOK),
 		o.device(gpu.Status == StatusOK),
 		o.rdma(),
+		o.rdmaVerbs(),
 		o.nvme(),
 	}, nil
 }
@@ -314,6 +316,41 @@ func (o Options) rdma() Check {
 		found = append(found, strings.Join(strings.Fields(desc), " "))
 	}
 	c.Status, c.Found = StatusOK, strings.Join(found, "; ")
+	return c
+}
+
+// rdmaVerbs loads libibverbs the way the verbs path does and reports the
+// devices and ports it enumerates, or in one line why the path is off.
+func (o Options) rdmaVerbs() Check {
+	if o.root != "" { // a test's fake tree: nothing to load
+		return Check{Name: "rdma-verbs", Status: StatusAbsent, Found: "not probed"}
+	}
+	return verbsCheck(rdma.ProbeVerbs(), len(hw.ProbeRDMA("")))
+}
+
+// verbsCheck words a verbs probe; sysfsDevices is how many RDMA devices
+// sysfs lists, which turns a missing library or device into a warning.
+func verbsCheck(p rdma.Probe, sysfsDevices int) Check {
+	c := Check{Name: "rdma-verbs", Found: p.String()}
+	switch {
+	case p.Err == nil:
+		c.Status = StatusOK
+	case errors.Is(p.Err, rdma.ErrNoLibrary):
+		c.Status = StatusAbsent
+		c.Fix = "apt-get install libibverbs1 ibverbs-providers, or set KVSIM_IBVERBS=/path/to/libibverbs.so.1"
+		if sysfsDevices > 0 {
+			c.Status = StatusWarn
+		}
+	case errors.Is(p.Err, rdma.ErrPortDown):
+		c.Status = StatusWarn
+		c.Fix = "bring a port up: the cable and switch, a subnet manager (opensm) on InfiniBand, ip link set IFACE up on RoCE"
+	case sysfsDevices > 0:
+		c.Status = StatusWarn
+		c.Fix = "the kernel lists RDMA devices the library cannot open: install the NIC's provider (ibverbs-providers) and load ib_uverbs"
+	default:
+		c.Status = StatusAbsent
+		c.Fix = "optional; to try the verbs path without a NIC, as root: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev IFACE (soft-RoCE)"
+	}
 	return c
 }
 

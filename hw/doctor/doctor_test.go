@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +11,10 @@ import (
 
 	"kvsim/hw/accel"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/rdma"
 )
 
-var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "nvme"}
+var doctorNames = []string{"hugepages-2MB", "hugepages-1GB", "transparent-hugepages", "io_uring", "o_direct", "memlock", "gpu", "cuda-runtime", "gpu-device", "rdma", "rdma-verbs", "nvme"}
 
 func checkMap(t *testing.T, checks []Check) map[string]Check {
 	t.Helper()
@@ -179,5 +181,38 @@ func TestFindCUDARuntimeLoaderPath(t *testing.T) {
 	got := accel.FindCUDARuntime()
 	if len(got) < 2 || got[0] != filepath.Join(dir, "libcudart.so.13") || got[1] != filepath.Join(dir, "libcudart.so.12") {
 		t.Errorf("FindCUDARuntime = %v", got)
+	}
+}
+
+// TestVerbsCheck: each state of the verbs path, as doctor words it.
+func TestVerbsCheck(t *testing.T) {
+	noLib := fmt.Errorf("rdma: %w: cannot load libibverbs.so.1: install Debian's libibverbs1", rdma.ErrNoLibrary)
+	noDev := fmt.Errorf("rdma: %w: libibverbs.so.1 loaded, but it sees no device", rdma.ErrNoDevice)
+	up := rdma.DeviceInfo{Name: "mlx5_0", MaxMRSize: 1 << 40, Ports: []rdma.PortInfo{{Num: 1, State: "ACTIVE", LinkLayer: "InfiniBand", MTU: 4096, LID: 3}}}
+	down := rdma.DeviceInfo{Name: "mlx5_0", MaxMRSize: 1 << 40, Ports: []rdma.PortInfo{{Num: 1, State: "DOWN", LinkLayer: "InfiniBand"}}}
+	for _, c := range []struct {
+		name   string
+		p      rdma.Probe
+		sysfs  int
+		status string
+		found  string
+		fix    string
+	}{
+		{"usable", rdma.Probe{Lib: "/usr/lib/libibverbs.so.1", Devices: []rdma.DeviceInfo{up}}, 1, StatusOK,
+			"libibverbs (/usr/lib/libibverbs.so.1): mlx5_0 (max MR 1 TiB): port 1 ACTIVE InfiniBand MTU 4096 LID 3", ""},
+		{"no library", rdma.Probe{Err: noLib}, 0, StatusAbsent, "install Debian's libibverbs1", "apt-get install libibverbs1"},
+		{"no library, a NIC", rdma.Probe{Err: noLib}, 1, StatusWarn, "install Debian's libibverbs1", "apt-get install libibverbs1"},
+		{"no device", rdma.Probe{Lib: "x", Err: noDev}, 0, StatusAbsent, "sees no device", "rdma link add rxe0 type rxe"},
+		{"no device, sysfs has one", rdma.Probe{Lib: "x", Err: noDev}, 1, StatusWarn, "sees no device", "ibverbs-providers"},
+		{"port down", rdma.Probe{Lib: "x", Devices: []rdma.DeviceInfo{down}, Err: fmt.Errorf("%w: no port is ACTIVE", rdma.ErrPortDown)}, 1, StatusWarn,
+			"mlx5_0 (max MR 1 TiB): port 1 DOWN InfiniBand: RDMA port not active: no port is ACTIVE", "subnet manager"},
+	} {
+		got := verbsCheck(c.p, c.sysfs)
+		if got.Name != "rdma-verbs" || got.Status != c.status || !strings.Contains(got.Found, c.found) || !strings.Contains(got.Fix, c.fix) || strings.Contains(got.Found, "\n") {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+		if got.Status == StatusOK && got.Fix != "" {
+			t.Errorf("%s: a fix for nothing: %q", c.name, got.Fix)
+		}
 	}
 }
