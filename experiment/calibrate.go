@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 
 	"kvsim/hw"
 	"kvsim/hw/doctor"
@@ -41,4 +43,9 @@ func Profile(c *doctor.Calibration) *results.Profile {
 	return p
 }
 
-func bps(v float64) string { return fmt.Sprintf("%.6gMB/s", v/1e6) }
+// bps writes a measured bandwidth as the profile reader reads it: MB/s to
+// the KB/s, never in exponent form (a memory copy measured past 1 TB/s
+// once came out as "1.36533e+06MB/s", which no reader accepts).
+func bps(v float64) string {
+	return strconv.FormatFloat(math.Round(v/1e3)/1e3, 'f', -1, 64) + "MB/s"
+}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"math"
 	"testing"
 
 	"kvsim/hw/doctor"
@@ -41,5 +42,21 @@ func TestProfilePairs(t *testing.T) {
 	n := len(scenario.Kinds())
 	if want := n*(n-1)/2 - 1; len(p.Links) != want { // less ssd<->nvmeof
 		t.Errorf("%d pairs, want %d", len(p.Links), want)
+	}
+}
+
+// TestProfileBandwidthReadsBack: every bandwidth calibrate can measure,
+// from a slow disk to a memory copy past 1 TB/s, is written in a form the
+// profile reader takes back, to the KB/s.
+func TestProfileBandwidthReadsBack(t *testing.T) {
+	for _, v := range []float64{1, 999.5, 2.5e6, 1.234567e9, 25e9, 1.36533e12, 9e15} {
+		s := bps(v)
+		got, err := scenario.ParseBandwidth(s)
+		if err != nil {
+			t.Fatalf("%g B/s written as %q: %v", v, s, err)
+		}
+		if math.Abs(got-v) > 500 {
+			t.Fatalf("%g B/s written as %q reads back as %g", v, s, got)
+		}
 	}
 }
