@@ -29,14 +29,15 @@ var allowed = map[string][]string{
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "policy", "sim"},
-	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote"},
+	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},
 	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
 	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
 	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
-	"hw/rdma":              {}, // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"}, // nvmeof on a raw device
+	"hw/rdma":              {},                            // the verbs path: libibverbs by purego, for the remote tiers
 	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},
 	"hw/remote":            {"hw/hostmem"},
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)

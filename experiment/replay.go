@@ -99,7 +99,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 				lanes = max(lanes, l.Lanes)
 			}
 		}
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale), Endpoint: t.Endpoint, Lanes: lanes})
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
 	}
 	id, err := storeIdentity(sc, o)
 	if err != nil {

@@ -59,3 +59,39 @@ func readSys(dir, name string) string {
 	b, _ := os.ReadFile(filepath.Join(dir, name))
 	return strings.TrimSpace(string(b))
 }
+
+// DescribeNamespace says what the path an nvmeof tier's device names
+// really is, so that a label never claims a fabric where there is none:
+// an NVMe namespace with its controller's transport (tcp, rdma and fc are
+// fabrics; pcie is a local drive; loop is the NVMe loop target, the
+// fabric protocol on one host), a loop device or a file standing in for a
+// namespace, or another block device. fabric is true only for tcp, rdma
+// and fc.
+func DescribeNamespace(root, path string, blockDevice bool) (desc string, fabric bool) {
+	if !blockDevice {
+		return "a file standing in for an NVMe-oF namespace (no fabric)", false
+	}
+	name := path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		name = p
+	}
+	name = filepath.Base(name)
+	switch {
+	case strings.HasPrefix(name, "loop"):
+		return "loop device " + name + " standing in for an NVMe-oF namespace (no fabric)", false
+	case !strings.HasPrefix(name, "nvme"):
+		return "block device " + name + ", not an NVMe namespace (no fabric)", false
+	}
+	tr := readSys(filepath.Join(root, "/sys/class/block", name, "device"), "transport")
+	switch tr {
+	case "tcp", "rdma", "fc":
+		return "NVMe-oF namespace " + name + " over " + tr, true
+	case "pcie":
+		return "NVMe namespace " + name + " on a local PCIe drive, not a fabric", false
+	case "loop":
+		return "NVMe namespace " + name + " of the loop target (the fabric protocol on this host, no network)", false
+	case "":
+		return "NVMe namespace " + name + " (transport unknown)", false
+	}
+	return "NVMe namespace " + name + " over " + tr, false
+}

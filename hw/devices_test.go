@@ -54,3 +54,37 @@ func TestTierKinds(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+// TestDescribeNamespace: the label of an nvmeof tier's device claims a
+// fabric only for an NVMe namespace whose controller's transport is one.
+func TestDescribeNamespace(t *testing.T) {
+	root := t.TempDir()
+	for name, tr := range map[string]string{"nvme0n1": "pcie", "nvme1n1": "tcp", "nvme2n1": "loop", "nvme3n1": "rdma"} {
+		p := filepath.Join(root, "sys/class/block", name, "device", "transport")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(tr+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		path   string
+		block  bool
+		want   string
+		fabric bool
+	}{
+		{"/dev/nvme1n1", true, "NVMe-oF namespace nvme1n1 over tcp", true},
+		{"/dev/nvme3n1", true, "NVMe-oF namespace nvme3n1 over rdma", true},
+		{"/dev/nvme0n1", true, "NVMe namespace nvme0n1 on a local PCIe drive, not a fabric", false},
+		{"/dev/nvme2n1", true, "NVMe namespace nvme2n1 of the loop target (the fabric protocol on this host, no network)", false},
+		{"/dev/nvme9n1", true, "NVMe namespace nvme9n1 (transport unknown)", false},
+		{"/dev/loop7", true, "loop device loop7 standing in for an NVMe-oF namespace (no fabric)", false},
+		{"/dev/sda", true, "block device sda, not an NVMe namespace (no fabric)", false},
+		{"/srv/ns.img", false, "a file standing in for an NVMe-oF namespace (no fabric)", false},
+	} {
+		if got, fabric := DescribeNamespace(root, c.path, c.block); got != c.want || fabric != c.fabric {
+			t.Errorf("%s: %q (fabric %v), want %q (%v)", c.path, got, fabric, c.want, c.fabric)
+		}
+	}
+}

@@ -11,6 +11,9 @@ import (
 func init() {
 	for _, kind := range []string{"ssd", "nvmeof"} {
 		registerTierKind(kind, tierKind{calibrated: "ssd", open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+			if t.Device != "" {
+				return deviceStore(t, o)
+			}
 			s, note, op, err := diskStore(t, o)
 			if err == nil {
 				ss.Opened = append(ss.Opened, op)

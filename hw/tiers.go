@@ -19,6 +19,9 @@ type TierSpec struct {
 	// valkey://HOST:PORT ("": emulated), and Lanes its connections at most.
 	Endpoint string
 	Lanes    int
+	// Device is an nvmeof tier's block device (/dev/nvmeXnY) or file
+	// ("": a bucket store in TierOptions.Dir).
+	Device string
 }
 
 // TierOptions are the knobs of the real stores.

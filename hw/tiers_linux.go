@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"kvsim/hw/blockdev"
 	"math"
 	"os"
 	"path/filepath"
@@ -343,4 +344,20 @@ func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOp
 		notes = append(notes, "io_uring unavailable: "+rep.EngineNote)
 	}
 	return &bucketTier{s: s, backend: backend, lock: lock, eng: eng}, strings.Join(notes, "; "), op, nil
+}
+
+// deviceStore keeps an nvmeof tier in slots of its device (blockdev),
+// labelled by what the device really is.
+func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+	s, err := blockdev.Open(blockdev.Options{Path: t.Device, SlotBytes: o.SlotBytes, Capacity: t.Capacity,
+		Engine: o.Engine, QueueDepth: o.QueueDepth})
+	if err != nil {
+		return nil, "", fmt.Errorf("device %w", err)
+	}
+	desc, _ := DescribeNamespace("", t.Device, s.Kind == "block device")
+	note := fmt.Sprintf("%s, %d slots of %d bytes, %s", desc, s.Slots(), s.SlotBytes(), s.Backend())
+	if s.Claimed {
+		note += "; claimed now (it was blank)"
+	}
+	return s, note, nil
 }

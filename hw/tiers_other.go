@@ -14,3 +14,7 @@ func dramStore(t TierSpec, o TierOptions, _ *accel.PinnedBufferPool) (hostmem.St
 func diskStore(t TierSpec, o TierOptions) (hostmem.Store, string, StoreOpen, error) {
 	return nil, "", StoreOpen{}, ioengine.ErrUnsupported
 }
+
+func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+	return nil, "", ioengine.ErrUnsupported
+}

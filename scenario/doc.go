@@ -101,6 +101,10 @@
 //	                              # or valkey://HOST:PORT, optionally /DB); the
 //	                              # simulator does not read it;
 //	                              # default none: emulated in local memory
+//	device = "/dev/nvme1n1"       # nvmeof only: the namespace (or a file) replay --real keeps the
+//	                              # tier in, in fixed slots by O_DIRECT; claimed only if its first
+//	                              # 64 KiB are zero or kvsim's; the simulator does not read it;
+//	                              # default none: a bucket store in replay's --dir
 //
 //	[[link]]                      # optional; default: consecutive tiers in file order
 //	from = "hbm"                  # required

@@ -178,6 +178,9 @@ type Tier struct {
 	// --real keeps the tier in; "" emulates it. Left out of JSON when
 	// empty, so run ids of scenarios without it do not change.
 	Endpoint string `json:",omitempty"`
+	// Device (nvmeof only) is the block device or file replay --real
+	// keeps the tier in; "" a bucket store. Left out of JSON when empty.
+	Device string `json:",omitempty"`
 }
 
 // CheckEndpoint checks a remote_dram endpoint: redis:// or valkey://, a
@@ -1062,6 +1065,17 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 			}
 			if err := CheckEndpoint(tier.Endpoint); err != nil {
 				return nil, t.errf("endpoint", "%v", err)
+			}
+		}
+		if tier.Device, err = t.str("device"); err != nil {
+			return nil, err
+		}
+		if _, given := t.m["device"]; given {
+			switch {
+			case kind != "nvmeof":
+				return nil, t.errf("device", `only an "nvmeof" tier has one (this tier is %q)`, kind)
+			case !filepath.IsAbs(tier.Device):
+				return nil, t.errf("device", "%q: want an absolute path, e.g. /dev/nvme1n1", tier.Device)
 			}
 		}
 		out[i] = tier
