@@ -358,14 +358,15 @@ func (o Options) nvme() Check {
 	c := Check{Name: "nvme"}
 	ctrls := hw.ProbeNVMe(o.root)
 	if len(ctrls) == 0 {
-		c.Status, c.Found = StatusAbsent, "no NVMe controllers in /sys/class/nvme"
+		c.Status, c.Found = StatusAbsent, "no NVMe controllers in /sys/class/nvme, so no NVMe-oF namespace: an nvmeof tier runs on --dir or a device standing in"
 		return c
 	}
-	var found []string
+	var found, fabric []string
 	for _, d := range ctrls {
 		desc := d.Name + " " + d.Transport
 		if d.Fabric() {
 			desc += " (NVMe-oF)"
+			fabric = append(fabric, d.Name)
 		}
 		if d.Model != "" {
 			desc += " " + d.Model
@@ -375,6 +376,10 @@ func (o Options) nvme() Check {
 		}
 		found = append(found, desc)
 	}
-	c.Status, c.Found = StatusOK, strings.Join(found, "; ")
+	summary := "no NVMe-oF controller: an nvmeof tier's device would be a local drive or a stand-in"
+	if len(fabric) > 0 {
+		summary = "NVMe-oF namespaces behind " + strings.Join(fabric, ", ") + " (an nvmeof tier's device = /dev/<controller>n<N>)"
+	}
+	c.Status, c.Found = StatusOK, strings.Join(found, "; ")+"; "+summary
 	return c
 }

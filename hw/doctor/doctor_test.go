@@ -129,7 +129,7 @@ func TestDoctorFakeMachine(t *testing.T) {
 		"gpu":                   {StatusOK, "NVIDIA H200 (0000:19:00.0)"},
 		"cuda-runtime":          {StatusOK, filepath.Join(root, cudart)},
 		"rdma":                  {StatusOK, "mlx5_0 port 1: InfiniBand 4: ACTIVE 400 Gb/sec (4X NDR)"},
-		"nvme":                  {StatusOK, "nvme0 pcie SAMSUNG MZWLO3T8; nvme1 tcp (NVMe-oF) at traddr=10.0.0.2,trsvcid=4420"},
+		"nvme":                  {StatusOK, "nvme0 pcie SAMSUNG MZWLO3T8; nvme1 tcp (NVMe-oF) at traddr=10.0.0.2,trsvcid=4420; NVMe-oF namespaces behind nvme1 (an nvmeof tier's device = /dev/<controller>n<N>)"},
 	}
 	for name, w := range want {
 		c := m[name]
