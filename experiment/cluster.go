@@ -158,7 +158,8 @@ func sources(st *core.Stats, pool *cluster.PoolStats) *results.Sources {
 			s.LocalTier += h
 		}
 	}
-	s.Recomputed = st.BlockAccesses - hits
+	s.Transferred = st.Transferred
+	s.Recomputed = st.BlockAccesses - hits - st.Transferred
 	return &s
 }
 

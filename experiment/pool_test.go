@@ -217,4 +217,24 @@ func TestDisaggregatedRoles(t *testing.T) {
 	if strings.Join(roles, ",") != "prefill,decode,decode" {
 		t.Errorf("roles %v", roles)
 	}
+	// A decode instance's blocks come over the NICs or from its own cache,
+	// never "recomputed" (it computes the last token only); a prefill
+	// instance transfers nothing in.
+	var moved int64
+	for i, in := range sum.Policies[0].Instances {
+		src := in.Sources
+		if src.Total() != in.Hits["hbm"]+in.Hits["host"]+in.Hits["pool"]+src.Recomputed+src.Transferred {
+			t.Errorf("instance %d: sources %+v, hits %v", i, *src, in.Hits)
+		}
+		switch {
+		case in.Role == "decode" && src.Recomputed != 0:
+			t.Errorf("decode instance %d: %d blocks recomputed", i, src.Recomputed)
+		case in.Role == "prefill" && src.Transferred != 0:
+			t.Errorf("prefill instance %d: %d blocks transferred in", i, src.Transferred)
+		}
+		moved += src.Transferred
+	}
+	if moved == 0 {
+		t.Error("no block crossed to a decode instance")
+	}
 }

@@ -218,11 +218,14 @@ type Sources struct {
 	PoolLocal  int64 `json:"pool_local"`  // the pooled tier, a copy on this node
 	PoolRemote int64 `json:"pool_remote"` // the pooled tier, a copy on another node
 	Recomputed int64 `json:"recomputed"`  // no usable copy: computed again
+	// Transferred (a disaggregated decode instance) came from the HBM of
+	// the instance that prefilled it, over the NICs.
+	Transferred int64 `json:"transferred,omitempty"`
 }
 
 // Total is the block accesses the sources add up to.
 func (s *Sources) Total() int64 {
-	return s.LocalHBM + s.LocalTier + s.PoolLocal + s.PoolRemote + s.Recomputed
+	return s.LocalHBM + s.LocalTier + s.PoolLocal + s.PoolRemote + s.Recomputed + s.Transferred
 }
 
 // Router is what a cluster's router decided.
