@@ -5,24 +5,16 @@ import (
 	"testing"
 
 	"kvsim/core"
-	"kvsim/policy"
 	"kvsim/sim"
 )
 
 // poolNode: 1 kB per token, 4-token blocks (4 kB), 16 kB of HBM and a pool
 // tier behind a 4 GB/s local link (1 us a block).
 func poolNode() sim.Config {
-	return sim.Config{
-		Core: core.Config{
-			Tiers:         []core.Tier{{Name: "hbm", Capacity: 16_000}, {Name: "pool", Capacity: 1}},
-			BytesPerToken: 1000, BlockTokens: 4,
-			NewPolicy: func(_ int, c int64) (policy.Policy, error) {
-				return policy.New("lru", policy.Config{Capacity: c})
-			},
-		},
-		Links: []sim.LinkSpec{{From: 0, To: 1, Bandwidth: 4e9}},
-		GPU:   sim.GPUSpec{Engine: sim.EngineBatched, MaxBatchedTokens: 8, Step: flat},
-	}
+	n := tinyNode()
+	n.Core.Tiers = []core.Tier{{Name: "hbm", Capacity: 16_000}, {Name: "pool", Capacity: 1}}
+	n.Links = []sim.LinkSpec{{From: 0, To: 1, Bandwidth: 4e9}}
+	return n
 }
 
 // TestRemotePoolHitByHand: request 0 (blocks 0 1) runs on instance 0;
