@@ -94,13 +94,17 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInputf("mrc: --sizes: %v", err)
 	}
-	for _, c := range capped { // once every size is known good
-		if c != "" {
-			fmt.Fprintf(stderr, "kvsim: warning: mrc: --sizes: %s is more than the trace's %d distinct blocks; capped to %d (a larger cache misses exactly as often)\n",
-				c, tr.Distinct, tr.Distinct)
+	// Warned once the input is known good: bad input stays one line.
+	warnCapped := func() {
+		for _, c := range capped {
+			if c != "" {
+				fmt.Fprintf(stderr, "kvsim: warning: mrc: --sizes: %s is more than the trace's %d distinct blocks; capped to %d (a larger cache misses exactly as often)\n",
+					c, tr.Distinct, tr.Distinct)
+			}
 		}
 	}
 	if *bench {
+		warnCapped()
 		return mrcBench(ctx, tr, specs, blocks, m, *asJSON, stdout)
 	}
 
@@ -113,6 +117,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	warnCapped()
 	if *htmlOut != "" {
 		title := fmt.Sprintf("%s: %s mode, %d references, %d distinct blocks", filepath.Base(*tracePath), m, len(tr.Blocks), tr.Distinct)
 		if err := writeMRCHTML(*htmlOut, *assets, title, res); err != nil {
