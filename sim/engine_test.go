@@ -340,7 +340,8 @@ func TestBatchedInvariants(t *testing.T) {
 }
 
 // TestBatchedLoneTTFT: with a huge HBM and requests far apart, a request's
-// TTFT is exactly the roofline time of its prompt's chunks.
+// TTFT is exactly the roofline time of its prompt's new tokens in chunks,
+// after the prefix earlier requests left cached (at least the last token).
 func TestBatchedLoneTTFT(t *testing.T) {
 	cfg := batchedTiny()
 	cfg.Core.Tiers[0].Capacity = 1 << 40
@@ -349,29 +350,50 @@ func TestBatchedLoneTTFT(t *testing.T) {
 	cfg.GPU = GPUSpec{Engine: EngineBatched, MaxBatchedTokens: 512, Step: r}
 	rng := rand.New(rand.NewPCG(3, 3))
 	var reqs []core.Request
-	for i := range 20 {
+	cached := map[int64]int{} // prompt tokens in HBM when the request arrives
+	seen := 0                 // shared prefix blocks computed so far
+	for i := range 40 {
 		n := 1 + rng.IntN(3000)
+		// The first s full blocks are a prefix shared by every request
+		// (a system prompt of up to 750 blocks), the rest its own.
+		s := 0
+		if i%4 != 0 {
+			s = rng.IntN(n/4 + 1)
+		}
 		var blocks []core.Block
 		for j := range (n + 3) / 4 {
-			blocks = append(blocks, core.Block(i*1000+j))
+			if j < s {
+				blocks = append(blocks, core.Block(1_000_000+j))
+			} else {
+				blocks = append(blocks, core.Block(i*1000+j))
+			}
 		}
+		cached[int64(i)] = min(min(s, seen)*4, n-1)
+		seen = max(seen, s)
 		reqs = append(reqs, core.Request{Seq: int64(i), Arrival: int64(i) * 1e10, InputTokens: n, OutputTokens: 1 + rng.IntN(5), Blocks: blocks})
 	}
 	_, recs, _ := runBatched(t, cfg, reqs, nil)
+	hits := 0
 	for _, q := range reqs {
-		// The prompt in 512-token chunks, each a step of its own.
+		// The new tokens in 512-token chunks, each a step of its own.
 		var want int64
-		for done := 0; done < q.InputTokens; {
+		for done := cached[q.Seq]; done < q.InputTokens; {
 			k := min(512, q.InputTokens-done)
 			fk := float64(k)
 			want += int64(math.Round(r.StepNs(&StepBatch{PrefillTokens: k, PrefillSeqs: 1, ContextTokens: int64(done),
 				AttnPairs: fk*float64(done) + fk*(fk+1)/2})))
 			done += k
 		}
-		if rec := recs[q.Seq]; rec.TTFT() != want {
-			got := rec.TTFT()
-			t.Errorf("request %d (%d tokens): TTFT %d, want %d", q.Seq, q.InputTokens, got, want)
+		if cached[q.Seq] > 0 {
+			hits++
 		}
+		if rec := recs[q.Seq]; rec.TTFT() != want || rec.RecomputedTokens != q.InputTokens-cached[q.Seq] {
+			t.Errorf("request %d (%d tokens, %d cached): TTFT %d, recomputed %d; want %d, %d",
+				q.Seq, q.InputTokens, cached[q.Seq], rec.TTFT(), rec.RecomputedTokens, want, q.InputTokens-cached[q.Seq])
+		}
+	}
+	if hits < 10 {
+		t.Errorf("only %d requests found a cached prefix", hits)
 	}
 }
 
