@@ -101,6 +101,21 @@ func BenchmarkRunOverloaded(b *testing.B) {
 // batched engine (the legacy mapping of the same rates): one step event
 // per step, a decode token per running request per step.
 func BenchmarkRunConversationBatched(b *testing.B) {
+	benchBatched(b, GPUSpec{Engine: EngineBatched, PrefillTokensPerSec: 200_000, DecodeTokensPerSec: 50})
+}
+
+// BenchmarkRunConversationRoofline is the batched benchmark under the
+// default step model, Llama-3.1-8B on four H100s (tp = 4) with the
+// scenario defaults: steps of a few ms instead of the legacy 20 ms, so
+// about three times as many steps.
+func BenchmarkRunConversationRoofline(b *testing.B) {
+	const tp = 4
+	benchBatched(b, GPUSpec{Engine: EngineBatched, MaxBatchedTokens: 8192, Step: RooflineStep{
+		PeakFLOPs: 989e12 * tp, HBMBandwidth: 3.35e12 * tp, ComputeEff: 0.5, MemoryEff: 0.8, OverheadNs: 1e6,
+		Params: 8_030_261_248, WeightBytes: 2 * 8_030_261_248, AttnFLOPsPerPair: 4 * 32 * 32 * 128, KVBytesPerToken: 128 << 10}})
+}
+
+func benchBatched(b *testing.B, g GPUSpec) {
 	path := needTrace(b)
 	b.ReportAllocs()
 	var steps, tokens int64
@@ -110,7 +125,8 @@ func BenchmarkRunConversationBatched(b *testing.B) {
 			b.Fatal(err)
 		}
 		cfg := conversationConfig("lru")
-		cfg.GPU.Engine = EngineBatched
+		cfg.GPU = g
+		cfg.Core.MaxRunning = 256 // max_num_seqs's default
 		s, err := New(cfg, nil)
 		if err != nil {
 			b.Fatal(err)
