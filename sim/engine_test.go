@@ -286,12 +286,13 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 }
 
 // TestBatchedInvariants replays random scenarios and checks, after every
-// event: the GPU is busy whenever a request is ready or running, and the
-// core's accounting holds (it panics if HBM is ever over capacity); at the
+// event: the GPU is busy whenever a request is ready or running, no link
+// idles while a transfer ready for it waits, and the core's accounting
+// holds (it panics if HBM is ever over capacity); at the
 // end: every request finished, in order of its own times, some were
 // preempted, and a second run gives the same output.
 func TestBatchedInvariants(t *testing.T) {
-	var preempted int64
+	var preempted, loaded int64
 	for seed := range uint64(40) {
 		cfg, reqs := randomScenario(seed)
 		run := func() string {
@@ -318,6 +319,9 @@ func TestBatchedInvariants(t *testing.T) {
 				if err := s.Core().Check(); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
+				if err := linksBusy(s); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
 			})
 			res, err := s.Run(&coretest.Slice{Reqs: reqs})
 			if err != nil {
@@ -327,6 +331,7 @@ func TestBatchedInvariants(t *testing.T) {
 				t.Errorf("seed %d: %d of %d requests finished", seed, n, len(reqs))
 			}
 			preempted += res.Stats.Preemptions
+			loaded += res.MovedByKind[core.Load]
 			fmt.Fprintf(&out, "%+v\n", *res)
 			return out.String()
 		}
@@ -334,8 +339,8 @@ func TestBatchedInvariants(t *testing.T) {
 			t.Errorf("seed %d: two runs differ", seed)
 		}
 	}
-	if preempted == 0 {
-		t.Error("no scenario preempted: the check should exercise preemption")
+	if preempted == 0 || loaded == 0 {
+		t.Errorf("%d preemptions, %d bytes loaded: the check should exercise preemption and loads", preempted, loaded)
 	}
 }
 
@@ -478,8 +483,9 @@ func TestBatchedLimits(t *testing.T) {
 // TestConversationBatched replays the Mooncake conversation trace on the
 // batched engine with a small HBM and a tight seat limit, so requests
 // queue, KV grows and requests are preempted, and checks the invariants at
-// scale: the GPU never idles while a request is ready, the core's
-// accounting holds, every request finishes once.
+// scale: the GPU never idles while a request is ready, no link idles while
+// a transfer ready for it waits, the core's accounting holds, every
+// request finishes once.
 func TestConversationBatched(t *testing.T) {
 	path := needTrace(t)
 	cfg := conversationConfig("lru")
@@ -506,6 +512,9 @@ func TestConversationBatched(t *testing.T) {
 		e := s.eng
 		if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
 			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.run), len(e.ready)-e.rh)
+		}
+		if err := linksBusy(s); err != nil {
+			t.Fatal(err)
 		}
 		if events++; events%20000 == 0 {
 			if err := s.Core().Check(); err != nil {
