@@ -288,7 +288,8 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 // TestBatchedInvariants replays random scenarios and checks, after every
 // event: the GPU is busy whenever a request is ready or running, no link
 // idles while a transfer ready for it waits, and the core's accounting
-// holds (it panics if HBM is ever over capacity); at the
+// holds (it panics if HBM is ever over capacity); at every step, that
+// decodes come first; at the
 // end: every request finished, in order of its own times, some were
 // preempted, and a second run gives the same output.
 func TestBatchedInvariants(t *testing.T) {
@@ -323,6 +324,25 @@ func TestBatchedInvariants(t *testing.T) {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			})
+			// Decodes first: a step that computes prompt tokens carries
+			// every decoding request, and at most one prompt is left
+			// part-way (the one that took the rest of the budget).
+			s.eng.onStep = func(start int64, b *StepBatch) {
+				e := s.eng
+				decoding, partial := 0, 0
+				for _, id := range e.run {
+					switch q := &e.seqs[id]; {
+					case q.state == seqDecode:
+						decoding++
+					case q.state == seqPrefill && q.left > q.chunk:
+						partial++
+					}
+				}
+				if b.PrefillTokens > 0 && b.DecodeSeqs != decoding || partial > 1 {
+					t.Fatalf("seed %d: step at %d: %d of %d decodes beside %d prompt tokens, %d prompts left part-way",
+						seed, start, b.DecodeSeqs, decoding, b.PrefillTokens, partial)
+				}
+			}
 			res, err := s.Run(&coretest.Slice{Reqs: reqs})
 			if err != nil {
 				t.Fatal(err)
