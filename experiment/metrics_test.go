@@ -2,10 +2,12 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -296,5 +298,63 @@ func TestPreemptionsCounted(t *testing.T) {
 	}
 	if rows != p.Preemptions || len(ser) == 0 || ser[len(ser)-1] != p.Preemptions {
 		t.Errorf("preemptions: summary %d, rows %d, series %v", p.Preemptions, rows, ser)
+	}
+}
+
+// TestEngineMetricsContract pins the names issue 12 made contracts, as
+// the files spell them: per policy in summary.json tpot_ms, e2e_ms and
+// load_wait_ms with mean, p50, p90, p99 and max, output_tokens_per_s,
+// preemptions and slo_attainment (null without [slo], a share with one);
+// requests.csv's tpot_ms, e2e_ms and preemptions columns.
+func TestEngineMetricsContract(t *testing.T) {
+	for _, slo := range []bool{false, true} {
+		sc := tinyScenario(t, [2]int{32, 4}, [2]int{48, 8})
+		if slo {
+			sc = load(t, sc.Path, "slo.ttft_ms=1e9", "slo.tpot_ms=1e9")
+		}
+		out := t.TempDir()
+		if _, err := Run(context.Background(), sc, Options{Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, sc.Name, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			Policies []map[string]json.RawMessage `json:"policies"`
+		}
+		if err := json.Unmarshal(b, &sum); err != nil || len(sum.Policies) != 1 {
+			t.Fatalf("summary.json: %v, %d policies", err, len(sum.Policies))
+		}
+		p := sum.Policies[0]
+		for _, k := range []string{"tpot_ms", "e2e_ms", "load_wait_ms"} {
+			var q map[string]float64
+			if err := json.Unmarshal(p[k], &q); err != nil || len(q) != 5 {
+				t.Errorf("slo %v: %s = %s, want {mean, p50, p90, p99, max}", slo, k, p[k])
+			}
+			for _, s := range []string{"mean", "p50", "p90", "p99", "max"} {
+				if _, ok := q[s]; !ok {
+					t.Errorf("slo %v: %s lacks %s", slo, k, s)
+				}
+			}
+		}
+		var rate float64
+		var preempt int64
+		if json.Unmarshal(p["output_tokens_per_s"], &rate) != nil || !(rate > 0) || json.Unmarshal(p["preemptions"], &preempt) != nil {
+			t.Errorf("slo %v: output_tokens_per_s %s, preemptions %s", slo, p["output_tokens_per_s"], p["preemptions"])
+		}
+		if a, ok := p["slo_attainment"]; !ok || (string(a) == "null") == slo {
+			t.Errorf("slo %v: slo_attainment %q (present %v)", slo, a, ok)
+		}
+		csv, err := os.ReadFile(filepath.Join(out, sc.Name, "requests.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := strings.Split(strings.SplitN(string(csv), "\n", 2)[0], ",")
+		for _, c := range []string{"tpot_ms", "e2e_ms", "preemptions"} {
+			if !slices.Contains(cols, c) {
+				t.Errorf("requests.csv's columns %v lack %s", cols, c)
+			}
+		}
 	}
 }
