@@ -587,7 +587,6 @@ const char *ibv_wc_status_str(int s) {
 #endif
 `
 
-
 // Vars are the environment variables that shape the fake; Use clears the
 // ones it is not given.
 var Vars = []string{"FAKE_IBV_DEVICES", "FAKE_IBV_NOSYS", "FAKE_IBV_DOWN", "FAKE_IBV_LINK", "FAKE_IBV_MAX_MR", "FAKE_IBV_MEMLOCK"}
