@@ -67,7 +67,7 @@ type Options struct {
 	Tier      string // the tier's name, for messages
 	Lanes     int    // queue pairs (the tier's lanes); default 1
 	SlotBytes int    // the largest block: one slot of the server's memory each
-	Capacity  int64  // the tier's capacity in real bytes: the server must hold it
+	Capacity  int64  // the tier's capacity in real bytes: the server must hold it (0: use what it has)
 	// Timeout of the control connection, the handshake and each
 	// transfer's completions; default 10 s.
 	Timeout time.Duration
@@ -82,6 +82,9 @@ var ErrGone = fmt.Errorf("the RDMA server failed or restarted with it: %w", host
 // downFor is how long a server that could not be reached is taken as
 // down: each move fails at once meanwhile instead of dialling again.
 const downFor = time.Second
+
+// maxSlots bounds the index of a store given no capacity (12 bytes a slot).
+const maxSlots = 1 << 22
 
 // Store is a hostmem.Store in the memory a kvsim serve exposes: block b
 // lives in a slot of SlotBytes there, written and read with one-sided RDMA
@@ -161,8 +164,12 @@ func Open(o Options) (s *Store, err error) {
 			hostmem.FormatBytes(int64(need)*int64(o.SlotBytes)), hostmem.FormatBytes(int64(need)*int64(o.SlotBytes)))
 	}
 	// What the server holds beyond the tier's capacity takes the blocks
-	// shorter than a slot; keep the index bounded all the same.
+	// shorter than a slot; keep the index bounded all the same. No
+	// capacity (a calibration): as much of the server as the index allows.
 	slots := min(have, need+need/4+64)
+	if o.Capacity <= 0 {
+		slots = min(have, maxSlots)
+	}
 	s.size, s.sum, s.free = make([]int32, slots), make([]uint32, slots), make([]int32, slots)
 	for i := range s.free {
 		s.free[i] = int32(slots - 1 - i) // popped from the end: slot 0 first
