@@ -159,8 +159,8 @@ func Open(o Options) (s *Store, err error) {
 	have := int(s.lanes[0].RemoteLen() / uint64(o.SlotBytes))
 	need := int((o.Capacity + int64(o.SlotBytes) - 1) / int64(o.SlotBytes))
 	if have < need {
-		return s, fmt.Errorf("%s serves %s, %d slots of %s; tier %q needs %d (%s): start kvsim serve with --capacity %s or more",
-			o.Endpoint, hostmem.FormatBytes(int64(s.lanes[0].RemoteLen())), have, hostmem.FormatBytes(int64(o.SlotBytes)), o.Tier, need,
+		return s, fmt.Errorf("%s serves %s, %d slots of %s; the tier needs %d (%s): start kvsim serve with --capacity %s or more",
+			o.Endpoint, hostmem.FormatBytes(int64(s.lanes[0].RemoteLen())), have, hostmem.FormatBytes(int64(o.SlotBytes)), need,
 			hostmem.FormatBytes(int64(need)*int64(o.SlotBytes)), hostmem.FormatBytes(int64(need)*int64(o.SlotBytes)))
 	}
 	// What the server holds beyond the tier's capacity takes the blocks
