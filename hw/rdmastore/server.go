@@ -129,12 +129,16 @@ func (s *Server) String() string {
 	if p.LID != 0 {
 		addr += fmt.Sprintf(" LID %d", p.LID)
 	}
-	note := ""
-	if f := s.pool.Fallback(); f != "" {
-		note = " (" + f + ")"
+	mrs := "1 memory region"
+	if n := s.region.MRs(); n != 1 {
+		mrs = fmt.Sprintf("%d memory regions", n)
 	}
-	return fmt.Sprintf("serving %s of DRAM (%s%s, %d memory regions) on %s port %d (%s, MTU %d) at %s",
-		hostmem.FormatBytes(s.o.Capacity), s.pool.Backend(), note, s.region.MRs(), s.dev.Info().Name, p.Num, addr, p.MTU, s.Endpoint())
+	line := fmt.Sprintf("serving %s of DRAM (%s, %s) on %s port %d (%s, MTU %d) at %s",
+		hostmem.FormatBytes(s.o.Capacity), s.pool.Backend(), mrs, s.dev.Info().Name, p.Num, addr, p.MTU, s.Endpoint())
+	if f := s.pool.Fallback(); f != "" {
+		line += "; hugepages: " + f
+	}
+	return line
 }
 
 // Serve accepts peers, one queue pair per connection, until Close.

@@ -77,6 +77,11 @@ func TestStoreRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The server counts a queue pair once its side of the handshake ends,
+	// which may be just after the client's.
+	for deadline := time.Now().Add(5 * time.Second); srv.Served() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if srv.Served() != 2 || st.Len() != 20 {
 		t.Errorf("served %d queue pairs, store holds %d", srv.Served(), st.Len())
 	}
