@@ -356,9 +356,15 @@ func (s *Store) Delete(b int32) {
 	}
 }
 
-// Flush checks that the server still stands; when it cannot be reached,
-// every block held is lost (reported by Evicted).
+// Flush checks that the server still stands (a READ of a few bytes on
+// each queue pair: one that died quietly fails it); when it cannot be
+// reached, every block held is lost (reported by Evicted).
 func (s *Store) Flush() error {
+	for i, c := range s.lanes {
+		if c != nil && c.Read(s.buf[:8], 0) != nil {
+			s.broke(i)
+		}
+	}
 	if !slices.Contains(s.lanes, nil) {
 		return nil
 	}

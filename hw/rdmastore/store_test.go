@@ -282,3 +282,46 @@ func TestServerStranger(t *testing.T) {
 		t.Errorf("Close waited %v for a silent peer's handshake", d)
 	}
 }
+
+// TestStoreAllocs: a write and a read through the store allocate nothing.
+func TestStoreAllocs(t *testing.T) {
+	srv := serve(t, 8*slot, nil)
+	st := open(t, srv, 8*slot, 2)
+	buf := make([]byte, slot)
+	payload.Fill(buf, 1)
+	if n := testing.AllocsPerRun(50, func() {
+		if err := st.Put(1, buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Get(1, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 && !raceEnabled {
+		t.Errorf("Put+Get allocate %.1f times", n)
+	}
+}
+
+// TestStoreFlushFindsServerGone: a server that stopped while no move ran
+// is found at the end-of-replay check: every copy it held is lost, none
+// is left for --verify to read.
+func TestStoreFlushFindsServerGone(t *testing.T) {
+	srv := serve(t, 8*slot, nil)
+	st := open(t, srv, 8*slot, 2)
+	buf := make([]byte, slot)
+	for b := int32(0); b < 3; b++ {
+		payload.Fill(buf, b)
+		if err := st.Put(b, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(); err != nil || len(st.Evicted()) != 0 {
+		t.Fatalf("flush with the server up: %v", err)
+	}
+	srv.Close()
+	if err := st.Flush(); err == nil {
+		t.Error("flush found the stopped server standing")
+	}
+	if lost := st.Evicted(); len(lost) != 3 || st.Len() != 0 {
+		t.Errorf("lost %v, %d held", lost, st.Len())
+	}
+}
