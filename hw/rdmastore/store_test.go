@@ -325,3 +325,40 @@ func TestStoreFlushFindsServerGone(t *testing.T) {
 		t.Errorf("lost %v, %d held", lost, st.Len())
 	}
 }
+
+// TestStoreRealDevice runs the round trip on a real NIC where there is
+// one with an ACTIVE port (server and client as two contexts of it, over
+// loopback), and is skipped elsewhere (as here: no RDMA NIC).
+func TestStoreRealDevice(t *testing.T) {
+	t.Setenv("KVSIM_IBVERBS", "") // the real library
+	if p := rdma.ProbeVerbs(); !p.Usable() {
+		t.Skipf("no usable RDMA device here: %s", p)
+	}
+	srv, err := Listen(ServerOptions{Addr: "127.0.0.1:0", Capacity: 16 * slot, Hugepages: "off"})
+	if errors.Is(err, rdma.ErrMemlock) {
+		t.Skipf("%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	t.Log(srv)
+	st := open(t, srv, 8*slot, 2)
+	buf := make([]byte, slot)
+	for b := int32(0); b < 8; b++ {
+		payload.Fill(buf, b)
+		if err := st.Put(b, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := int32(0); b < 8; b++ {
+		off := st.SlotOf(b)
+		if !payload.Verify(srv.Bytes()[off:off+slot], b) {
+			t.Fatalf("block %d is not in the server's memory", b)
+		}
+		if n, err := st.Get(b, buf); err != nil || n != slot || !payload.Verify(buf, b) {
+			t.Fatalf("block %d: %d, %v", b, n, err)
+		}
+	}
+}
