@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "policy", "sim"},
-	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/blockdev"},
+	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},
@@ -38,6 +38,8 @@ var allowed = map[string][]string{
 	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
 	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"}, // nvmeof on a raw device
 	"hw/rdma":              {},                            // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/rdma/rdmatest":     {},                            // the fake libibverbs, for tests (testHelpers)
+	"hw/rdmastore":         {"hw/hostmem", "hw/rdma"},     // remote DRAM over RDMA: the client store and kvsim serve's server
 	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},
 	"hw/remote":            {"hw/hostmem"},
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
@@ -61,15 +63,16 @@ var allowed = map[string][]string{
 // tests keep to x's layer. An extra must not reach x through the table,
 // which would make x's tests depend on its own users.
 var testExtra = map[string][]string{
-	"sim":        {"trace", "workload"},
-	"cluster":    {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
-	"hw/hostmem": {"hw/payload"},                    // stores are checked with the replay's payloads
-	"hw/remote":  {"hw/payload"},
+	"sim":          {"trace", "workload"},
+	"cluster":      {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
+	"hw/hostmem":   {"hw/payload"},                    // stores are checked with the replay's payloads
+	"hw/remote":    {"hw/payload"},
+	"hw/rdmastore": {"hw/payload"},
 }
 
 // testHelpers are packages only test files may import (skip-or-fail,
 // shared data paths, golden files); each also needs its row in allowed.
-var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest", "hw/remote/remotetest"}
+var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest", "hw/remote/remotetest", "hw/rdma/rdmatest"}
 
 // pkgRow gives the row of allowed that governs directory dir.
 func pkgRow(dir string) (string, bool) {

@@ -31,7 +31,7 @@ func TestDeviceNotes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := rdmaState(root); got != "RDMA device mlx5_0 present; kvsim has no verbs driver yet" {
+	if got := rdmaState(root); got != "RDMA device mlx5_0 present" {
 		t.Errorf("rdma %q", got)
 	}
 	if got := fabricState(root); got != "an NVMe-oF controller (tcp) is present: put --dir on its namespace" {

@@ -12,6 +12,8 @@
 //   - hw/accel: CUDA/HIP via purego (emulated without a GPU), the pinned
 //     buffer pool, device stores
 //   - hw/remote: the remote DRAM tier in a Redis or Valkey server
+//   - hw/rdma, hw/rdmastore: libibverbs via purego, and the remote DRAM
+//     tier in another node's DRAM over RDMA (kvsim serve's server)
 //   - hw/doctor: what this machine has (doctor) and link calibration
 //   - hw/payload: the deterministic block payloads
 //

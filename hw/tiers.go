@@ -95,8 +95,8 @@ func (s *Stores) Close() error {
 
 // OpenStores builds one store per tier. GPU tiers (hbm, pinned) use the
 // first CUDA or HIP device found, else are emulated in host memory (and
-// say so); remote DRAM is a Redis or Valkey server where the tier names an
-// endpoint, else emulated; DRAM is a memfd
+// say so); remote DRAM is a Redis or Valkey server or a kvsim serve over
+// RDMA where the tier names an endpoint, else emulated; DRAM is a memfd
 // pool; SSD and NVMe-oF are bucket stores in o.Dir/tier-<name>.
 //
 // A storage tier's folder is kvsim's only when it holds the marker file
@@ -156,13 +156,16 @@ func emulatedStore(t TierSpec, o TierOptions) hostmem.Store {
 	if t.Kind == "remote_dram" {
 		label = "emulated (no RDMA)"
 	}
-	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), func(n int) (hostmem.Chunk, error) {
-		a, err := ioengine.NewArena(n)
-		if err != nil {
-			return hostmem.Chunk{}, err
-		}
-		return hostmem.Chunk{Mem: a.Bytes(), Closer: a}, nil
-	})
+	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), emulatedChunk)
+}
+
+// emulatedChunk is an emulated tier's memory: anonymous mmap.
+func emulatedChunk(n int) (hostmem.Chunk, error) {
+	a, err := ioengine.NewArena(n)
+	if err != nil {
+		return hostmem.Chunk{}, err
+	}
+	return hostmem.Chunk{Mem: a.Bytes(), Closer: a}, nil
 }
 
 // rdmaState says what RDMA hardware there is for a remote DRAM tier.
@@ -171,7 +174,7 @@ func rdmaState(root string) string {
 	if len(devs) == 0 {
 		return "no RDMA device in /sys/class/infiniband"
 	}
-	return fmt.Sprintf("RDMA device %s present; kvsim has no verbs driver yet", devs[0].Name)
+	return fmt.Sprintf("RDMA device %s present", devs[0].Name)
 }
 
 // fabricState says whether NVMe-over-Fabrics controllers exist: the

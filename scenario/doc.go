@@ -98,7 +98,10 @@
 //	                              # node | cluster; default "node"
 //	endpoint = "redis://10.0.0.2:6379"  # remote_dram only: the Redis or Valkey server that
 //	                              # replay --real keeps the tier in (redis://HOST:PORT
-//	                              # or valkey://HOST:PORT, optionally /DB); the
+//	                              # or valkey://HOST:PORT, optionally /DB), or the
+//	                              # kvsim serve --rdma whose memory it writes and reads
+//	                              # by RDMA (rdma://HOST:PORT, optionally
+//	                              # ?device=NAME&gid_index=N; docs/rdma.md); the
 //	                              # simulator does not read it;
 //	                              # default none: emulated in local memory
 //	device = "/dev/nvme1n1"       # nvmeof only: the namespace (or a file) replay --real keeps the

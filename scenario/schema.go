@@ -172,7 +172,7 @@ var schema = []*section{
 				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
 				"only the last tier, at most one, not hbm (docs/cluster.md)"},
 		{key: "endpoint", typ: tString, defDoc: "none: emulated in local memory", example: `"redis://10.0.0.2:6379"`,
-			doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB); the\nsimulator does not read it"},
+			doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB), or the\nkvsim serve --rdma whose memory it writes and reads\nby RDMA (rdma://HOST:PORT, optionally\n?device=NAME&gid_index=N; docs/rdma.md); the\nsimulator does not read it"},
 		{key: "device", typ: tString, defDoc: "none: a bucket store in replay's --dir", example: `"/dev/nvme1n1"`,
 			doc: "nvmeof only: the namespace (or a file) replay --real keeps the\ntier in, in fixed slots by O_DIRECT; claimed only if its first\n64 KiB are zero or kvsim's; the simulator does not read it"},
 	}},

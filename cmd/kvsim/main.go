@@ -79,6 +79,7 @@ func commands() []command {
 		{"mrc", "miss-ratio curves of eviction policies", runMrc},
 		{"trace", "a trace's statistics (stats), injection parameters fitted to its reuse (fit), conversion (convert)", runTrace},
 		{"replay", "replay a trace on real memory and storage (--real)", runReplay},
+		{"serve", "serve DRAM to other machines' replays over RDMA (--rdma HOST:PORT)", runServe},
 		{"calibrate", "measure this machine's links and write a hardware profile", runCalibrate},
 		{"report", "re-render HTML reports from saved results", runReport},
 		{"doctor", "check this machine for KV offload (hugepages, io_uring, O_DIRECT, memlock, GPU, RDMA, NVMe)", runDoctor},

@@ -39,6 +39,13 @@ func Accept(ln net.Listener, d *Device, local *Region) (*Conn, error) {
 	return handshake(ctl, d, local)
 }
 
+// Handshake connects a queue pair over a control connection the caller
+// accepted (a server that handshakes each peer on its own goroutine, so a
+// slow one holds up no other). It closes ctl when it fails.
+func Handshake(ctl net.Conn, d *Device, local *Region) (*Conn, error) {
+	return handshake(ctl, d, local)
+}
+
 // handshake is the same on both sides: send our queue pair and regions,
 // read the peer's, bring the queue pair to RTS, then exchange one byte so
 // neither side issues an operation before the other's queue pair can take
@@ -103,6 +110,14 @@ func (c *Conn) Read(dst []byte, off uint64) error {
 // offset off of the peer's region (RDMA WRITE).
 func (c *Conn) Write(src []byte, off uint64) error {
 	return c.qp.transfer(wrRDMAWrite, c.local, src, c.peer.MRs, off)
+}
+
+// Wait blocks until the peer closes the control connection (or Close is
+// called): the side that only exposes its region learns so that its peer
+// is done. Anything the peer sends on it is discarded.
+func (c *Conn) Wait() error {
+	_, err := io.Copy(io.Discard, c.ctl)
+	return err
 }
 
 // Close destroys the queue pair and closes the control connection; the

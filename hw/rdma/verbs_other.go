@@ -18,6 +18,7 @@ func Dial(string, *Device, *Region) (*Conn, error) { return nil, ErrUnsupported 
 func Accept(net.Listener, *Device, *Region) (*Conn, error) {
 	return nil, ErrUnsupported
 }
+func Handshake(net.Conn, *Device, *Region) (*Conn, error) { return nil, ErrUnsupported }
 
 type Device struct{}
 
@@ -46,4 +47,5 @@ func (c *Conn) Peer() Peer                 { return Peer{} }
 func (c *Conn) RemoteLen() uint64          { return 0 }
 func (c *Conn) Read([]byte, uint64) error  { return ErrUnsupported }
 func (c *Conn) Write([]byte, uint64) error { return ErrUnsupported }
+func (c *Conn) Wait() error                { return nil }
 func (c *Conn) Close() error               { return nil }

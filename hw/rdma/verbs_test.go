@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kvsim/hw/rdma/rdmatest"
 	"kvsim/internal/testenv"
 )
 
@@ -20,14 +21,7 @@ import (
 // (every FAKE_IBV_ variable not given is cleared) and returns it loaded.
 func useFake(t *testing.T, env map[string]string) *Lib {
 	t.Helper()
-	p := buildFakeVerbs(t)
-	t.Setenv("KVSIM_IBVERBS", p)
-	for _, k := range []string{"FAKE_IBV_DEVICES", "FAKE_IBV_NOSYS", "FAKE_IBV_DOWN", "FAKE_IBV_LINK", "FAKE_IBV_MAX_MR", "FAKE_IBV_MEMLOCK"} {
-		t.Setenv(k, env[k])
-		if _, ok := env[k]; !ok {
-			unsetEnv(t, k)
-		}
-	}
+	p := rdmatest.Use(t, env)
 	l, err := Load()
 	if err != nil {
 		t.Fatal(err)
@@ -36,14 +30,6 @@ func useFake(t *testing.T, env map[string]string) *Lib {
 		t.Fatalf("loaded %s, want the fake %s", l.Path(), p)
 	}
 	return l
-}
-
-func unsetEnv(t *testing.T, k string) {
-	t.Helper()
-	t.Setenv(k, "") // restores the old value at the end
-	if err := unsetenv(k); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkFreed fails if the fake holds more objects than before: every

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rdmastore
+
+const raceEnabled = false
