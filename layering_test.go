@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
+	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
 	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)

@@ -1,6 +1,43 @@
 package scenario
 
-import "kvsim/results"
+import (
+	"errors"
+	"os"
+
+	"kvsim/results"
+)
+
+// LoadInject reads the [workload.inject] table of the file at path (a
+// scenario, or the table kvsim trace fit prints) through the schema, as a
+// scenario's: its defaults, ranges and messages. Other tables are not
+// read; a file without the table is an error.
+func LoadInject(path string) (*results.Inject, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error()
+		}
+		return nil, &Error{Path: path, Msg: msg, Err: err}
+	}
+	p := &parser{path: path, file: path}
+	root, err := p.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.section(root, sectionNamed("workload.inject"))
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, &Error{Path: path, Msg: "has no [workload.inject] table"}
+	}
+	if e := t.unknown(); e != nil {
+		return nil, e
+	}
+	return parseInject(t)
+}
 
 // parseInject reads [workload.inject]; the schema checks types and integer
 // ranges, this the ranges of the two numbers and the one dependency.

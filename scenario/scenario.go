@@ -378,6 +378,22 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 	if p.path == "" {
 		p.path = "scenario"
 	}
+	root, err := p.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := applySets(p, root, sets); err != nil {
+		return nil, err
+	}
+	s := &Scenario{Path: path, Sets: sets}
+	if err := p.parse(root, s); err != nil {
+		return nil, blameSet(data, path, sets, err)
+	}
+	return s, nil
+}
+
+// decode reads data as TOML and indexes its lines for messages.
+func (p *parser) decode(data []byte) (map[string]any, error) {
 	src := string(data)
 	var root map[string]any
 	if _, err := toml.Decode(src, &root); err != nil {
@@ -394,14 +410,7 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 		return nil, &Error{Path: p.path, Msg: err.Error(), Err: err}
 	}
 	p.lines = indexLines(src)
-	if err := applySets(p, root, sets); err != nil {
-		return nil, err
-	}
-	s := &Scenario{Path: path, Sets: sets}
-	if err := p.parse(root, s); err != nil {
-		return nil, blameSet(data, path, sets, err)
-	}
-	return s, nil
+	return root, nil
 }
 
 type parser struct {
