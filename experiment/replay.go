@@ -40,7 +40,7 @@ type ReplayOptions struct {
 // appearance) and size only when all of it is the same. Nil without
 // storage tiers.
 func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
-	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
 		return nil, nil
 	}
 	f, err := os.Open(sc.Workload.Trace)
