@@ -23,13 +23,11 @@ var update = flag.Bool("update", false, "rewrite testdata golden files from the 
 // goldenOutputs are the files a run writes, each pinned by a hash.
 var goldenOutputs = []string{"summary.json", "requests.csv", "report.html"}
 
-// goldenTraces supplies the trace of a shipped scenario whose own trace
-// does not ship (users download it), as a --set relative to the scenario.
-var goldenTraces = map[string]string{
-	"mooncake_conversation":     "../../shared/traces/conversation_trace.jsonl",
-	"cluster_conversation":      "../../shared/traces/conversation_trace.jsonl",
-	"cluster_pool_conversation": "../../shared/traces/conversation_trace.jsonl",
-}
+// sharedTraceScenarios are the shipped scenarios whose own trace does not
+// ship (users download it): they run on the shared conversation trace,
+// given as a --set relative to the scenario (outputs hold the path as
+// given, so it is the same relative path on every checkout).
+var sharedTraceScenarios = []string{"mooncake_conversation", "cluster_conversation", "cluster_pool_conversation"}
 
 // runBlock is summary.json's top-level run block: wall-clock figures and
 // the worker count, which measure the machine, not the simulation.
@@ -93,19 +91,27 @@ func outputsGolden(t *testing.T, file, name, golden string) {
 	// hold the scenario's and trace's paths as given.
 	// Outputs do not depend on --parallel: use the machine's cores.
 	args := []string{"run", "--parallel", strconv.Itoa(max(2, runtime.GOMAXPROCS(0)))}
-	if tr, ok := goldenTraces[name]; ok {
-		needSharedTrace(t)
+	if slices.Contains(sharedTraceScenarios, name) {
+		abs := needSharedTrace(t)
 		if testing.Short() {
 			t.Skipf("%s: the full conversation trace is slow under -short", name)
 		}
-		args = append(args, "--set", "workload.trace="+tr)
+		dir, err := filepath.Abs(filepath.Dir(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := filepath.Rel(dir, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--set", "workload.trace="+filepath.ToSlash(tr))
 	} else {
 		sc, err := scenario.Load(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
-			t.Fatalf("%s: trace %s does not ship; name one in goldenTraces", file, sc.Workload.Trace)
+			t.Fatalf("%s: trace %s does not ship; name it in sharedTraceScenarios", file, sc.Workload.Trace)
 		}
 	}
 	out := t.TempDir()
