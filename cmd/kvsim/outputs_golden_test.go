@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,10 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/internal/golden"
 	"kvsim/scenario"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files from the current output")
 
 // goldenOutputs are the files a run writes, each pinned by a hash.
 var goldenOutputs = []string{"summary.json", "requests.csv", "report.html"}
@@ -76,7 +74,7 @@ func TestOutputsGolden(t *testing.T) {
 		if names[strings.TrimSuffix(filepath.Base(g), ".golden")] {
 			continue
 		}
-		if *update {
+		if golden.Updating() {
 			if err := os.Remove(g); err != nil {
 				t.Error(err)
 			}
@@ -86,7 +84,7 @@ func TestOutputsGolden(t *testing.T) {
 	}
 }
 
-func outputsGolden(t *testing.T, file, name, golden string) {
+func outputsGolden(t *testing.T, file, name, goldenPath string) {
 	// The same relative paths every time: summary.json and report.html
 	// hold the scenario's and trace's paths as given.
 	// Outputs do not depend on --parallel: use the machine's cores.
@@ -140,52 +138,25 @@ func outputsGolden(t *testing.T, file, name, golden string) {
 			got.WriteString(l)
 		}
 	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+	if golden.Updating() {
+		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
+	} else if want, err := os.ReadFile(goldenPath); err != nil {
 		t.Fatalf("%s: %v (a new scenario needs its golden: go test ./cmd/kvsim -run TestOutputsGolden -update)", name, err)
-	}
-	if bytes.Equal(want, got.Bytes()) {
-		return
-	}
-	wantSums := map[string]string{}
-	for l := range strings.Lines(string(want)) {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "sha256" {
-			wantSums[f[1]] = f[2]
+	} else if !bytes.Equal(want, got.Bytes()) {
+		// Name the outputs that moved before golden's line diff.
+		wantSums := map[string]string{}
+		for l := range strings.Lines(string(want)) {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "sha256" {
+				wantSums[f[1]] = f[2]
+			}
+		}
+		for _, o := range goldenOutputs {
+			if sums[o] != wantSums[o] {
+				t.Errorf("%s: %s changed: sha256 %s, golden %s", name, o, sums[o], wantSums[o])
+			}
 		}
 	}
-	for _, o := range goldenOutputs {
-		if sums[o] != wantSums[o] {
-			t.Errorf("%s: %s changed: sha256 %s, golden %s", name, o, sums[o], wantSums[o])
-		}
-	}
-	t.Errorf("%s: output differs from %s; if intended, run go test ./cmd/kvsim -run TestOutputsGolden -update and review the diff\n%s",
-		name, golden, lineDiff(string(want), got.String()))
-}
-
-// lineDiff lists the lines that differ, golden (-) then current (+).
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var a, c string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			c = g[i]
-		}
-		if a != c {
-			fmt.Fprintf(&b, "-%s\n+%s\n", a, c)
-		}
-	}
-	return b.String()
+	golden.Check(t, goldenPath, got.Bytes())
 }
