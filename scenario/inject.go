@@ -39,8 +39,8 @@ func LoadInject(path string) (*results.Inject, error) {
 	return parseInject(t)
 }
 
-// parseInject reads [workload.inject]; the schema checks types and integer
-// ranges, this the ranges of the two numbers and the one dependency.
+// parseInject reads [workload.inject]; the schema checks types and ranges,
+// this the one dependency between keys.
 func parseInject(t *table) (*results.Inject, error) {
 	var in results.Inject
 	var err error
@@ -60,14 +60,8 @@ func parseInject(t *table) (*results.Inject, error) {
 	if in.TenantZipf, err = t.number("tenant_zipf"); err != nil {
 		return nil, err
 	}
-	if in.TenantZipf > 10 {
-		return nil, t.errf("tenant_zipf", "must be a number in 0..10")
-	}
 	if in.SessionContinue, err = t.number("session_continue"); err != nil {
 		return nil, err
-	}
-	if in.SessionContinue > 1 {
-		return nil, t.errf("session_continue", "must be a probability in 0..1")
 	}
 	if in.TenantTokens > 0 && in.Tenants == 0 {
 		return nil, t.errf("tenant_tokens", "needs tenants >= 1")

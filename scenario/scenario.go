@@ -673,14 +673,6 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 			return c, err
 		}
 	}
-	switch {
-	case c.CacheThreshold > 1:
-		return c, t.errf("cache_threshold", "must be within 0..1, got %g", c.CacheThreshold)
-	case c.BalanceRel < 1:
-		return c, t.errf("balance_rel", "must be >= 1, got %g", c.BalanceRel)
-	case c.HostWeight > 1:
-		return c, t.errf("host_weight", "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g", c.HostWeight)
-	}
 	if c.SLOReject, err = t.boolean("slo_reject"); err != nil {
 		return c, err
 	}
