@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -34,5 +35,25 @@ func TestStoreIdentityOnDisk(t *testing.T) {
 	sc.Tiers = append(sc.Tiers, scenario.Tier{Kind: "nvmeof"})
 	if _, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096}); err == nil {
 		t.Error("an nvmeof tier: the missing trace was not read")
+	}
+}
+
+// Without a scenario, replay runs HBM, DRAM and SSD with LRU over the
+// trace, --set applying to it like to a file.
+func TestDefaultReplayScenario(t *testing.T) {
+	sc, err := DefaultReplayScenario("t.jsonl", []string{"tier.ssd.capacity=1TB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ti := range sc.Tiers {
+		kinds = append(kinds, ti.Kind)
+	}
+	if !slices.Equal(kinds, []string{"hbm", "dram", "ssd"}) || sc.Tiers[2].Capacity != 1e12 || len(sc.Policies) != 1 ||
+		sc.Policies[0].Eviction != "lru" || !filepath.IsAbs(sc.Workload.Trace) || filepath.Base(sc.Workload.Trace) != "t.jsonl" {
+		t.Errorf("default replay scenario: tiers %v, %+v, policies %+v, trace %s", kinds, sc.Tiers, sc.Policies, sc.Workload.Trace)
+	}
+	if _, err := DefaultReplayScenario("t.jsonl", []string{"tier.tape.capacity=1TB"}); err == nil {
+		t.Error("a --set naming no tier was accepted")
 	}
 }
