@@ -27,12 +27,13 @@ type TraceData struct {
 	Injected int64 // requests given ids by the injector
 }
 
-// ReadTraceData reads the trace at path to the end, giving requests ids
-// by in first where it applies (in may be nil). Bad input is an
+// ReadTraceData reads the trace at path to the end as a run reads it (in
+// its format, or a binary trace, through the binary trace cache), giving
+// requests ids by in first where it applies (in may be nil). Bad input is an
 // *InputError: a *trace.LineError (FILE:LINE: reason) as it is, an open
 // error or anything else naming the file.
 func ReadTraceData(ctx context.Context, path string, opt trace.Options, in *workload.Injector) (*TraceData, error) {
-	r, err := trace.Open(path, opt)
+	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

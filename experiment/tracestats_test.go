@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -61,5 +62,28 @@ func TestTraceStats(t *testing.T) {
 	}
 	if _, err := ReadTraceData(ctx, filepath.Join(dir, "none"), trace.Options{}, nil); !errors.As(err, &ie) || !strings.Contains(err.Error(), "none: no such file") {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// A binary trace (kvsim trace convert) gives the same statistics as its
+// source: stats read traces as run and mrc do.
+func TestTraceStatsBinary(t *testing.T) {
+	src := filepath.Join("..", "traces", "synthetic.jsonl")
+	bin := filepath.Join(t.TempDir(), "s.bin")
+	if err := trace.Convert(src, bin, trace.Options{BlockTokens: 16}); err != nil {
+		t.Fatal(err)
+	}
+	var got [2]*TraceStats
+	for i, p := range []string{src, bin} {
+		d, err := ReadTraceData(context.Background(), p, trace.Options{}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		got[i] = d.Stats("x", "mooncake", trace.DefaultBlockTokens)
+	}
+	a, _ := json.Marshal(got[0])
+	b, _ := json.Marshal(got[1])
+	if string(a) != string(b) || got[0].Requests != 2000 {
+		t.Errorf("source %s\nbinary %s", a, b)
 	}
 }
