@@ -47,7 +47,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket"},
+	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
 	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
@@ -257,4 +257,53 @@ func TestOnlyCmdPrints(t *testing.T) {
 			return true
 		})
 	})
+}
+
+// TestReadmeLayout: the README's layout section has one line per package
+// (and per other top-level folder), and names nothing that is gone.
+func TestReadmeLayout(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Layout\n")
+	_, block, ok2 := strings.Cut(sec, "```\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md: no ## Layout section with a ``` block")
+	}
+	listed := map[string]bool{}
+	for _, l := range strings.Split(block, "\n") {
+		if l == "" || l[0] == ' ' { // a description's continuation
+			continue
+		}
+		name := strings.TrimSuffix(strings.Fields(l)[0], "/")
+		if listed[name] {
+			t.Errorf("README.md layout: %s listed twice", name)
+		}
+		listed[name] = true
+		if fi, err := os.Stat(name); err != nil || !fi.IsDir() {
+			t.Errorf("README.md layout: %s is not a folder of the module", name)
+		}
+	}
+	pkgs := map[string]bool{}
+	goFiles(t, func(path, dir string) { pkgs[dir] = true })
+	for dir := range pkgs {
+		if !listed[dir] {
+			t.Errorf("README.md layout: package %s has no line of its own", dir)
+		}
+	}
+	tops, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := map[string]bool{} // top-level folders holding packages
+	for dir := range pkgs {
+		holds[strings.Split(dir, "/")[0]] = true
+	}
+	for _, d := range tops {
+		if n := d.Name(); d.IsDir() && !strings.HasPrefix(n, ".") && !listed[n] && !holds[n] {
+			t.Errorf("README.md layout: top-level folder %s is not listed", n)
+		}
+	}
 }

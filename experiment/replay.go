@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"kvsim/core"
@@ -40,7 +42,7 @@ type ReplayOptions struct {
 // appearance) and size only when all of it is the same. Nil without
 // storage tiers.
 func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
-	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Kind == "ssd" || t.Kind == "nvmeof" }) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
 		return nil, nil
 	}
 	f, err := os.Open(sc.Workload.Trace)
@@ -215,4 +217,54 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		rep.Links[sc.Tiers[l.From].Name+"->"+sc.Tiers[l.To].Name] = rl
 	}
 	return rep, nil
+}
+
+// defaultReplayScenario is replay's hierarchy when none is given: HBM,
+// DRAM and SSD with LRU.
+const defaultReplayScenario = `
+name = "default"
+[model]
+layers = 32
+kv_heads = 8
+head_dim = 128
+dtype = "bf16"
+[gpu]
+prefill_tokens_per_s = 100000
+decode_tokens_per_s = 100
+[[tier]]
+name = "hbm"
+kind = "hbm"
+capacity = "40GiB"
+[[tier]]
+name = "dram"
+kind = "dram"
+capacity = "256GiB"
+[[tier]]
+name = "ssd"
+kind = "ssd"
+capacity = "2TB"
+[[link]]
+from = "hbm"
+to = "dram"
+bandwidth = "25GB/s"
+latency = "10us"
+[[link]]
+from = "dram"
+to = "ssd"
+bandwidth = "7GB/s"
+latency = "10us"
+[workload]
+trace = "TRACE"
+[[policy]]
+eviction = "lru"
+`
+
+// DefaultReplayScenario is the scenario kvsim replay uses without one:
+// defaultReplayScenario over the trace at tracePath, with --set overrides.
+func DefaultReplayScenario(tracePath string, sets []string) (*scenario.Scenario, error) {
+	abs, err := filepath.Abs(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	return scenario.ParseWith([]byte(strings.Replace(defaultReplayScenario, "TRACE", filepath.ToSlash(abs), 1)), "replay-default.toml", sets)
 }

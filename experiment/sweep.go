@@ -3,7 +3,10 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"kvsim/results"
@@ -68,4 +71,52 @@ func PathSafe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// SweepOrder puts the points of one sweep in the order of their values
+// (sizes by bytes, numbers numerically: 32GiB before 128GiB, 2 before 10),
+// whatever order their folders' names sort in; anything else keeps its
+// order. Each value is read with the first parser that takes them all, so
+// one key's values share a unit.
+func SweepOrder(ss []*results.Summary) []*results.Summary {
+	if len(ss) < 2 || ss[0].Sweep == nil {
+		return ss
+	}
+	for _, s := range ss {
+		if s.Sweep == nil || s.Sweep.Key != ss[0].Sweep.Key {
+			return ss
+		}
+	}
+	parsers := []func(string) (float64, error){
+		func(v string) (float64, error) { return strconv.ParseFloat(v, 64) },
+		func(v string) (float64, error) { n, err := scenario.ParseBytes(v); return float64(n), err },
+		func(v string) (float64, error) { n, err := scenario.ParseDuration(v); return float64(n), err },
+		scenario.ParseBandwidth,
+	}
+	for _, parse := range parsers {
+		vals := make([]float64, len(ss))
+		ok := true
+		for i, s := range ss {
+			v, err := parse(strings.TrimSpace(s.Sweep.Value))
+			if err != nil || math.IsNaN(v) {
+				ok = false
+				break
+			}
+			vals[i] = v
+		}
+		if !ok {
+			continue
+		}
+		idx := make([]int, len(ss))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] < vals[idx[b]] })
+		out := make([]*results.Summary, len(ss))
+		for i, k := range idx {
+			out[i] = ss[k]
+		}
+		return out
+	}
+	return ss
 }

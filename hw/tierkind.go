@@ -13,6 +13,9 @@ type tierKind struct {
 	// calibrated is the calibrate store whose moves stand for this kind's
 	// ("hbm", "pinned", "dram" or "ssd"): the same store implementation.
 	calibrated string
+	// onDisk: the tier keeps its blocks in replay's --dir across runs, so
+	// they are keyed by what they depend on (the store identity).
+	onDisk bool
 	// open makes the tier's store; it may add notes and StoreOpens to ss
 	// before it returns, and returns a note of its own ("" for none).
 	open func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error)
@@ -41,3 +44,7 @@ func TierKinds() []string {
 // profile gives k the figures measured for that store ("" for an unknown
 // kind).
 func CalibratedAs(k string) string { return tierKinds[k].calibrated }
+
+// OnDisk reports whether tier kind k keeps its blocks in replay's --dir
+// across runs (false for an unknown kind).
+func OnDisk(k string) bool { return tierKinds[k].onDisk }

@@ -38,6 +38,11 @@ func TestCluster(t *testing.T) {
 		{"[cluster]\ninstances = 2\ncache_threshold = 1.5\n", "x.toml:3: cluster: cache_threshold: must be within 0..1"},
 		{"[cluster]\ninstances = 2\nbalance_rel = 0.5\n", "x.toml:3: cluster: balance_rel: must be >= 1"},
 		{"[cluster]\ninstances = 2\nhost_weight = 2\n", "x.toml:3: cluster: host_weight: must be within 0..1"},
+		// Both ends of a range come from the schema, with the value.
+		{"[cluster]\ninstances = 2\ncache_threshold = -0.5\n", "x.toml:3: cluster: cache_threshold: must be within 0..1, got -0.5"},
+		{"[cluster]\ninstances = 2\nbalance_rel = -1\n", "x.toml:3: cluster: balance_rel: must be >= 1, got -1"},
+		{"[cluster]\ninstances = 2\nhost_weight = -0.25\n", "x.toml:3: cluster: host_weight: must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got -0.25"},
+		{"[cluster]\ninstances = 2\nhost_weight = 1.5\n", "got 1.5"},
 		{"[cluster]\ninstances = 2\nslo_reject = true\n", "x.toml:3: cluster: slo_reject: needs [slo] ttft_ms"},
 		{"[cluster]\ninstances = 2\nscope = \"cluster\"\n", `x.toml:3: unknown key "scope"`},
 	} {

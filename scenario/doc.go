@@ -164,9 +164,9 @@
 //	tenant_tokens = 0             # tokens of each tenant prefix; needs tenants >= 1; 0..2147483647;
 //	                              # default 0
 //	tenant_zipf = 1.0             # skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform;
-//	                              # at most 10; >= 0; default 1
+//	                              # 0..10; default 1
 //	session_continue = 0.6        # probability a request continues an open session (prompt = its last prompt + reply + new tokens);
-//	                              # at most 1; >= 0; default 0
+//	                              # 0..1; default 0
 //	sessions = 64                 # open sessions, the oldest closing when a new one opens: more = longer reuse distances;
 //	                              # 1..1048576; default 64
 //	session_gap = 0               # mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause);
@@ -210,15 +210,15 @@
 //	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;
 //	                              # default "round_robin"
 //	cache_threshold = 0.5         # cache_aware: a prefix match above this share of the prompt wins (SGLang);
-//	                              # >= 0; default 0.5
+//	                              # 0..1; default 0.5
 //	balance_abs = 32              # cache_aware: imbalanced when the loads differ by more than this ...;
 //	                              # >= 0; default 32
-//	balance_rel = 1.0001          # ... and the largest exceeds the smallest times this (>= 1); >= 0;
+//	balance_rel = 1.0001          # ... and the largest exceeds the smallest times this; >= 1;
 //	                              # default 1.0001
 //	overlap_weight = 1.0          # kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo);
 //	                              # >= 0; default 1
-//	host_weight = 0.75            # kv_cost: the share of a hit a block found below hbm is credited (0..1;
-//	                              # Dynamo's host_cache_hit_weight); >= 0; default 0.75
+//	host_weight = 0.75            # kv_cost: the share of a hit a block found below hbm is credited (Dynamo's host_cache_hit_weight);
+//	                              # 0..1; default 0.75
 //	slo_reject = false            # mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms;
 //	                              # default false
 //	nic_bandwidth = "25GB/s"      # each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's

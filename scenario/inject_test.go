@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,40 @@ func TestInjectErrors(t *testing.T) {
 	_, err = ParseWith([]byte(setBase), "x.toml", []string{"workload.injekt.sessions=2"})
 	if err == nil || !strings.Contains(err.Error(), "three parts name an entry of") {
 		t.Errorf("--set misspelt: %v", err)
+	}
+}
+
+// LoadInject reads a file's [workload.inject] through the same schema as a
+// scenario: the same values, defaults and FILE:LINE messages; other tables
+// are not read.
+func TestLoadInject(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "i.toml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write("# trace fit\n[model]\nbogus = 1\n[workload.inject]\nreplace = true\nsystem_tokens = 512\nsession_continue = 0.5\n")
+	got, err := LoadInject(p)
+	want := results.Inject{Replace: true, SystemTokens: 512, TenantZipf: 1, SessionContinue: 0.5, Sessions: 64}
+	if err != nil || *got != want {
+		t.Errorf("LoadInject = %+v, %v; want %+v", got, err, want)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[workload]\nx = 1\n", p + ": has no [workload.inject] table"},
+		{"[workload.inject]\nsesions = 2\n", p + `:2: unknown key "sesions" in [workload.inject]`},
+		{"[workload.inject]\nsessions = 0\n", p + ":2: workload.inject: sessions: must be >= 1"},
+		{"[workload.inject]\n\ntenant_tokens = 5\n", p + ":3: workload.inject: tenant_tokens: needs tenants >= 1"},
+		{"[workload.inject\n", p + ":1: toml: expected '.' or ']' to end table name, but got '\\n' instead"},
+	} {
+		p := write(tc.body)
+		if _, err := LoadInject(p); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v, want %s", tc.body, err, tc.want)
+		}
+	}
+	if _, err := LoadInject(filepath.Join(dir, "none.toml")); err == nil || !strings.Contains(err.Error(), "none.toml: no such file") {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -120,6 +120,12 @@ func (f *field) rangeText() string {
 		lo := map[bound]string{above0: "1", atLeast0: "0", atLeast1: "1"}[f.min]
 		return lo + ".." + strconv.FormatInt(f.max, 10)
 	}
+	if f.fmax != 0 {
+		if lo, ok := map[bound]string{atLeast0: "0", atLeast1: "1"}[f.min]; ok {
+			return lo + ".." + strconv.FormatFloat(f.fmax, 'g', -1, 64)
+		}
+		return strings.TrimSpace(boundNames[f.min] + " and <= " + strconv.FormatFloat(f.fmax, 'g', -1, 64))
+	}
 	return boundNames[f.min]
 }
 

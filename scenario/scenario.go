@@ -414,6 +414,22 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 	if p.path == "" {
 		p.path = "scenario"
 	}
+	root, err := p.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := applySets(p, root, sets); err != nil {
+		return nil, err
+	}
+	s := &Scenario{Path: path, Sets: sets}
+	if err := p.parse(root, s); err != nil {
+		return nil, blameSet(data, path, sets, err)
+	}
+	return s, nil
+}
+
+// decode reads data as TOML and indexes its lines for messages.
+func (p *parser) decode(data []byte) (map[string]any, error) {
 	src := string(data)
 	var root map[string]any
 	if _, err := toml.Decode(src, &root); err != nil {
@@ -430,14 +446,7 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 		return nil, &Error{Path: p.path, Msg: err.Error(), Err: err}
 	}
 	p.lines = indexLines(src)
-	if err := applySets(p, root, sets); err != nil {
-		return nil, err
-	}
-	s := &Scenario{Path: path, Sets: sets}
-	if err := p.parse(root, s); err != nil {
-		return nil, blameSet(data, path, sets, err)
-	}
-	return s, nil
+	return root, nil
 }
 
 type parser struct {
@@ -699,14 +708,6 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 		if *d.dst, err = t.number(d.key); err != nil {
 			return c, err
 		}
-	}
-	switch {
-	case c.CacheThreshold > 1:
-		return c, t.errf("cache_threshold", "must be within 0..1, got %g", c.CacheThreshold)
-	case c.BalanceRel < 1:
-		return c, t.errf("balance_rel", "must be >= 1, got %g", c.BalanceRel)
-	case c.HostWeight > 1:
-		return c, t.errf("host_weight", "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g", c.HostWeight)
 	}
 	if c.SLOReject, err = t.boolean("slo_reject"); err != nil {
 		return c, err

@@ -55,8 +55,9 @@ type field struct {
 	need     string // what a required key wants; %s is the enum
 	min      bound
 	max      int64           // integers: the largest accepted, 0 for no limit
+	fmax     float64         // numbers: the largest accepted, 0 for no limit
 	enum     func() []string // strings: the accepted values
-	msg      string          // replaces the range message; for an enum, a format of the value
+	msg      string          // replaces the range message; a format of the value if it has a verb
 	example  string          // the value Reference shows; "" for the default
 	doc      string          // one line; "\n" continues the comment
 	only     string          // accepted only with this other setting (workload: format = "synthetic"; gpu: a step_model)
@@ -217,10 +218,10 @@ var schema = []*section{
 		{key: "system_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "1024", doc: "global system prompt every request starts with"},
 		{key: "tenants", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 20, example: "0", doc: "tenant (application) prefixes after it; 0: none"},
 		{key: "tenant_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "tokens of each tenant prefix; needs tenants >= 1"},
-		{key: "tenant_zipf", typ: tNumber, def: 1.0, min: atLeast0, msg: "must be a number in 0..10", example: "1.0",
-			doc: "skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform; at most 10"},
-		{key: "session_continue", typ: tNumber, def: 0.0, min: atLeast0, msg: "must be a probability in 0..1", example: "0.6",
-			doc: "probability a request continues an open session (prompt = its last prompt + reply + new tokens); at most 1"},
+		{key: "tenant_zipf", typ: tNumber, def: 1.0, min: atLeast0, fmax: 10, msg: "must be a number in 0..10", example: "1.0",
+			doc: "skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform"},
+		{key: "session_continue", typ: tNumber, def: 0.0, min: atLeast0, fmax: 1, msg: "must be a probability in 0..1", example: "0.6",
+			doc: "probability a request continues an open session (prompt = its last prompt + reply + new tokens)"},
 		{key: "sessions", typ: tInt, def: int64(64), min: atLeast1, max: 1 << 20, example: "64",
 			doc: "open sessions, the oldest closing when a new one opens: more = longer reuse distances"},
 		{key: "session_gap", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 30, example: "0",
@@ -252,16 +253,17 @@ var schema = []*section{
 			doc: "instances = prefill_instances + decode_instances"},
 		{key: "router", typ: tString, def: "round_robin", enum: RouterNames, example: `"cache_aware"`,
 			doc: "chooses each request's instance (docs/routers.md)"},
-		{key: "cache_threshold", typ: tNumber, def: 0.5, min: atLeast0, example: "0.5",
+		{key: "cache_threshold", typ: tNumber, def: 0.5, min: atLeast0, fmax: 1, msg: "must be within 0..1, got %g", example: "0.5",
 			doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},
 		{key: "balance_abs", typ: tNumber, def: 32.0, min: atLeast0, example: "32",
 			doc: "cache_aware: imbalanced when the loads differ by more than this ..."},
-		{key: "balance_rel", typ: tNumber, def: 1.0001, min: atLeast0, example: "1.0001",
-			doc: "... and the largest exceeds the smallest times this (>= 1)"},
+		{key: "balance_rel", typ: tNumber, def: 1.0001, min: atLeast1, msg: "must be >= 1, got %g", example: "1.0001",
+			doc: "... and the largest exceeds the smallest times this"},
 		{key: "overlap_weight", typ: tNumber, def: 1.0, min: atLeast0, example: "1.0",
 			doc: "kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo)"},
-		{key: "host_weight", typ: tNumber, def: 0.75, min: atLeast0, example: "0.75",
-			doc: "kv_cost: the share of a hit a block found below hbm is credited (0..1; Dynamo's host_cache_hit_weight)"},
+		{key: "host_weight", typ: tNumber, def: 0.75, min: atLeast0, fmax: 1, example: "0.75",
+			msg: "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g",
+			doc: "kv_cost: the share of a hit a block found below hbm is credited (Dynamo's host_cache_hit_weight)"},
 		{key: "slo_reject", typ: tBool, def: false, example: "false",
 			doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},
 		{key: "nic_bandwidth", typ: tBandwidth, defDoc: `"25GB/s"`, min: above0, example: `"25GB/s"`,
@@ -450,10 +452,13 @@ func (t *table) convert(f *field, raw any, given bool, def any) (any, error) {
 func (t *table) check(f *field, v any) error {
 	key := f.key
 	fail := func(format string, args ...any) error {
-		if f.msg != "" {
-			return t.errf(key, "%s", f.msg)
+		switch {
+		case f.msg == "":
+			return t.errf(key, format, args...)
+		case strings.Contains(f.msg, "%"):
+			return t.errf(key, f.msg, v)
 		}
-		return t.errf(key, format, args...)
+		return t.errf(key, "%s", f.msg)
 	}
 	switch n := v.(type) {
 	case int64:
@@ -476,8 +481,12 @@ func (t *table) check(f *field, v any) error {
 			return fail("must be > 0")
 		case f.min == atLeast0 && n < 0:
 			return fail("must be >= 0")
+		case f.min == atLeast1 && !(n >= 1):
+			return fail("must be >= 1")
 		case f.min == share && !(n > 0 && n <= 1):
 			return fail("must be > 0 and <= 1")
+		case f.fmax != 0 && n > f.fmax:
+			return fail("must be <= %g", f.fmax)
 		}
 		switch f.typ {
 		case tFineDuration:

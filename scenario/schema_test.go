@@ -3,7 +3,6 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"kvsim/core"
+	"kvsim/internal/golden"
 )
 
 // A loaded policy carries core's strategy values, parsed from its keys.
@@ -50,8 +50,6 @@ func TestStrategyNotInJSON(t *testing.T) {
 		t.Errorf("the scenario's JSON has the parsed strategy: %s", b)
 	}
 }
-
-var update = flag.Bool("update", false, "rewrite the scenario reference in doc.go and the README from the schema")
 
 // refBlock finds the reference in a document: the lines between the line
 // starting with start and the next line equal to end.
@@ -103,15 +101,9 @@ func TestReference(t *testing.T) {
 		} else { // after the "```toml" line
 			from += strings.IndexByte(text[from:], '\n') + 1
 		}
-		if got := text[from:to]; got != d.want {
-			if *update {
-				if err := os.WriteFile(d.file, []byte(text[:from]+d.want+text[to:]), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			t.Errorf("%s's scenario reference differs from the schema's; run go test ./scenario -run TestReference -update\ngot:\n%s\nwant:\n%s", d.file, got, d.want)
-		}
+		// The file as it would be with the schema's reference: the golden
+		// harness diffs it, and -update writes it.
+		golden.Check(t, d.file, []byte(text[:from]+d.want+text[to:]))
 	}
 }
 

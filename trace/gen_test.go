@@ -150,7 +150,7 @@ func TestDefaultWorkload(t *testing.T) {
 	if err := Generate(&buf, DefaultGenConfig()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := StatsOf(NewReader(&buf, "default", Options{}))
+	s, err := statsOf(NewReader(&buf, "default", Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

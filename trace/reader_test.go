@@ -256,7 +256,7 @@ func TestOpenRewindClose(t *testing.T) {
 	if _, err := Open("testdata/no-such.jsonl", Options{}); err == nil || !strings.Contains(err.Error(), "testdata/no-such.jsonl") {
 		t.Fatalf("missing file: %v", err)
 	}
-	if _, err := Stats("testdata/no-such.jsonl", Options{}); err == nil || !strings.Contains(err.Error(), "testdata/no-such.jsonl") {
+	if _, err := readStats("testdata/no-such.jsonl", Options{}); err == nil || !strings.Contains(err.Error(), "testdata/no-such.jsonl") {
 		t.Fatalf("missing file: %v", err)
 	}
 	r, err := Open("testdata/gen_tiny.jsonl", Options{BlockTokens: 16})
@@ -315,7 +315,7 @@ func TestDict(t *testing.T) {
 
 func TestStatsConversation(t *testing.T) {
 	conversationTrace := testenv.ConversationTrace(t)
-	s, err := Stats(conversationTrace, Options{})
+	s, err := readStats(conversationTrace, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func BenchmarkStatsConversation(b *testing.B) {
 	conversationTrace := testenv.ConversationTrace(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Stats(conversationTrace, Options{}); err != nil {
+		if _, err := readStats(conversationTrace, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

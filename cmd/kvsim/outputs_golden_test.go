@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,21 +14,18 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/internal/golden"
 	"kvsim/scenario"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files from the current output")
 
 // goldenOutputs are the files a run writes, each pinned by a hash.
 var goldenOutputs = []string{"summary.json", "requests.csv", "report.html"}
 
-// goldenTraces supplies the trace of a shipped scenario whose own trace
-// does not ship (users download it), as a --set relative to the scenario.
-var goldenTraces = map[string]string{
-	"mooncake_conversation":     "../../shared/traces/conversation_trace.jsonl",
-	"cluster_conversation":      "../../shared/traces/conversation_trace.jsonl",
-	"cluster_pool_conversation": "../../shared/traces/conversation_trace.jsonl",
-}
+// sharedTraceScenarios are the shipped scenarios whose own trace does not
+// ship (users download it): they run on the shared conversation trace,
+// given as a --set relative to the scenario (outputs hold the path as
+// given, so it is the same relative path on every checkout).
+var sharedTraceScenarios = []string{"mooncake_conversation", "cluster_conversation", "cluster_pool_conversation"}
 
 // runBlock is summary.json's top-level run block: wall-clock figures and
 // the worker count, which measure the machine, not the simulation.
@@ -78,7 +74,7 @@ func TestOutputsGolden(t *testing.T) {
 		if names[strings.TrimSuffix(filepath.Base(g), ".golden")] {
 			continue
 		}
-		if *update {
+		if golden.Updating() {
 			if err := os.Remove(g); err != nil {
 				t.Error(err)
 			}
@@ -88,24 +84,32 @@ func TestOutputsGolden(t *testing.T) {
 	}
 }
 
-func outputsGolden(t *testing.T, file, name, golden string) {
+func outputsGolden(t *testing.T, file, name, goldenPath string) {
 	// The same relative paths every time: summary.json and report.html
 	// hold the scenario's and trace's paths as given.
 	// Outputs do not depend on --parallel: use the machine's cores.
 	args := []string{"run", "--parallel", strconv.Itoa(max(2, runtime.GOMAXPROCS(0)))}
-	if tr, ok := goldenTraces[name]; ok {
-		needSharedTrace(t)
+	if slices.Contains(sharedTraceScenarios, name) {
+		abs := needSharedTrace(t)
 		if testing.Short() {
 			t.Skipf("%s: the full conversation trace is slow under -short", name)
 		}
-		args = append(args, "--set", "workload.trace="+tr)
+		dir, err := filepath.Abs(filepath.Dir(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := filepath.Rel(dir, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--set", "workload.trace="+filepath.ToSlash(tr))
 	} else {
 		sc, err := scenario.Load(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
-			t.Fatalf("%s: trace %s does not ship; name one in goldenTraces", file, sc.Workload.Trace)
+			t.Fatalf("%s: trace %s does not ship; name it in sharedTraceScenarios", file, sc.Workload.Trace)
 		}
 	}
 	out := t.TempDir()
@@ -134,52 +138,25 @@ func outputsGolden(t *testing.T, file, name, golden string) {
 			got.WriteString(l)
 		}
 	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+	if golden.Updating() {
+		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
+	} else if want, err := os.ReadFile(goldenPath); err != nil {
 		t.Fatalf("%s: %v (a new scenario needs its golden: go test ./cmd/kvsim -run TestOutputsGolden -update)", name, err)
-	}
-	if bytes.Equal(want, got.Bytes()) {
-		return
-	}
-	wantSums := map[string]string{}
-	for l := range strings.Lines(string(want)) {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "sha256" {
-			wantSums[f[1]] = f[2]
+	} else if !bytes.Equal(want, got.Bytes()) {
+		// Name the outputs that moved before golden's line diff.
+		wantSums := map[string]string{}
+		for l := range strings.Lines(string(want)) {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "sha256" {
+				wantSums[f[1]] = f[2]
+			}
+		}
+		for _, o := range goldenOutputs {
+			if sums[o] != wantSums[o] {
+				t.Errorf("%s: %s changed: sha256 %s, golden %s", name, o, sums[o], wantSums[o])
+			}
 		}
 	}
-	for _, o := range goldenOutputs {
-		if sums[o] != wantSums[o] {
-			t.Errorf("%s: %s changed: sha256 %s, golden %s", name, o, sums[o], wantSums[o])
-		}
-	}
-	t.Errorf("%s: output differs from %s; if intended, run go test ./cmd/kvsim -run TestOutputsGolden -update and review the diff\n%s",
-		name, golden, lineDiff(string(want), got.String()))
-}
-
-// lineDiff lists the lines that differ, golden (-) then current (+).
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var a, c string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			c = g[i]
-		}
-		if a != c {
-			fmt.Fprintf(&b, "-%s\n+%s\n", a, c)
-		}
-	}
-	return b.String()
+	golden.Check(t, goldenPath, got.Bytes())
 }

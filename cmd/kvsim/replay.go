@@ -14,46 +14,6 @@ import (
 	"kvsim/scenario"
 )
 
-// defaultReplayScenario is used without --scenario: the quickstart
-// hierarchy (HBM, pinned host memory, DRAM, SSD) with LRU.
-const defaultReplayScenario = `
-name = "default"
-[model]
-layers = 32
-kv_heads = 8
-head_dim = 128
-dtype = "bf16"
-[gpu]
-prefill_tokens_per_s = 100000
-decode_tokens_per_s = 100
-[[tier]]
-name = "hbm"
-kind = "hbm"
-capacity = "40GiB"
-[[tier]]
-name = "dram"
-kind = "dram"
-capacity = "256GiB"
-[[tier]]
-name = "ssd"
-kind = "ssd"
-capacity = "2TB"
-[[link]]
-from = "hbm"
-to = "dram"
-bandwidth = "25GB/s"
-latency = "10us"
-[[link]]
-from = "dram"
-to = "ssd"
-bandwidth = "7GB/s"
-latency = "10us"
-[workload]
-trace = "TRACE"
-[[policy]]
-eviction = "lru"
-`
-
 // replayFaults, set by tests, makes storage tiers fail I/O as planned.
 var replayFaults *bucket.FaultPlan
 
@@ -111,8 +71,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var sc *scenario.Scenario
 	if o.scenario == "" {
-		abs, _ := filepath.Abs(tracePath)
-		sc, err = scenario.ParseWith([]byte(strings.Replace(defaultReplayScenario, "TRACE", filepath.ToSlash(abs), 1)), "replay-default.toml", o.sets)
+		sc, err = experiment.DefaultReplayScenario(tracePath, o.sets)
 	} else {
 		sc, err = scenario.LoadWith(o.scenario, o.sets)
 	}

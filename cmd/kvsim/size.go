@@ -11,40 +11,6 @@ import (
 	"kvsim/scenario"
 )
 
-// sizeReport is what kvsim size prints; --json writes it as is. Request
-// figures need --tokens and fit figures an HBM budget, so both are optional.
-type sizeReport struct {
-	Layers        int    `json:"layers"`
-	KVHeads       int    `json:"kv_heads"`
-	HeadDim       int    `json:"head_dim"`
-	DType         string `json:"dtype"`
-	DTypeBytes    int    `json:"dtype_bytes"`
-	BlockTokens   int    `json:"block_tokens"`
-	BytesPerToken int64  `json:"bytes_per_token"`
-	BytesPerBlock int64  `json:"bytes_per_block"`
-
-	Tokens           int64  `json:"tokens,omitempty"`
-	BlocksPerRequest *int64 `json:"blocks_per_request,omitempty"`
-	BytesPerRequest  *int64 `json:"bytes_per_request,omitempty"`
-	// A request occupies whole blocks; this is what it takes in a cache.
-	BlockBytesPerRequest *int64 `json:"block_bytes_per_request,omitempty"`
-
-	HBMBytes    *int64 `json:"hbm_bytes,omitempty"`
-	TokensFit   *int64 `json:"tokens_fit,omitempty"`
-	BlocksFit   *int64 `json:"blocks_fit,omitempty"`
-	RequestsFit *int64 `json:"requests_fit,omitempty"`
-
-	// With --scenario: what every tier holds, in whole blocks.
-	Tiers []sizeTier `json:"tiers,omitempty"`
-}
-
-type sizeTier struct {
-	Name          string `json:"name"`
-	Kind          string `json:"kind"`
-	CapacityBytes int64  `json:"capacity_bytes"`
-	Blocks        int64  `json:"blocks"`
-}
-
 func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("size", "kvsim size [--scenario FILE] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]", stderr)
 	scen := fs.String("scenario", "", "take the model and the hbm tier's capacity from this scenario `file`")
@@ -112,41 +78,13 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInputf("--tokens: must be >= 0")
 	}
 
-	r := sizeReport{
-		Layers: m.Layers, KVHeads: m.KVHeads, HeadDim: m.HeadDim, DType: m.DType,
-		DTypeBytes: m.DTypeBytes(), BlockTokens: m.BlockTokens, Tokens: *tokens,
-	}
-	var ok bool
-	if r.BytesPerToken, ok = scenario.MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim)); !ok {
-		return badInputf("size: bytes per token overflow int64")
-	}
-	if r.BytesPerBlock, ok = scenario.MulChecked(r.BytesPerToken, int64(m.BlockTokens)); !ok {
-		return badInputf("size: bytes per block overflow int64")
-	}
-	if *tokens > 0 {
-		blocks := (*tokens + int64(m.BlockTokens) - 1) / int64(m.BlockTokens)
-		exact, ok1 := scenario.MulChecked(*tokens, r.BytesPerToken)
-		whole, ok2 := scenario.MulChecked(blocks, r.BytesPerBlock)
-		if !ok1 || !ok2 {
-			return badInputf("size: bytes per request overflow int64")
-		}
-		r.BlocksPerRequest, r.BytesPerRequest, r.BlockBytesPerRequest = &blocks, &exact, &whole
-	}
+	var hbmBudget *int64
 	if haveBudget {
-		tf, bf := budget/r.BytesPerToken, budget/r.BytesPerBlock
-		r.HBMBytes, r.TokensFit, r.BlocksFit = &budget, &tf, &bf
-		if r.BlockBytesPerRequest != nil {
-			rf := budget / *r.BlockBytesPerRequest
-			r.RequestsFit = &rf
-		}
+		hbmBudget = &budget
 	}
-
-	for i, t := range tiers {
-		c := t.Capacity
-		if i == 0 {
-			c = budget // --hbm, if given, stands for the hbm tier
-		}
-		r.Tiers = append(r.Tiers, sizeTier{Name: t.Name, Kind: t.Kind, CapacityBytes: c, Blocks: c / r.BytesPerBlock})
+	r, err := m.Size(*tokens, hbmBudget, tiers)
+	if err != nil {
+		return badInputf("size: %v", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -156,7 +94,7 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return printSize(stdout, r)
 }
 
-func printSize(w io.Writer, r sizeReport) error {
+func printSize(w io.Writer, r *scenario.SizeReport) error {
 	b := func(n int64) string { return fmt.Sprintf("%s (%d bytes)", scenario.FormatBytes(n), n) }
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "model:        %d layers x %d kv heads x head_dim %d, %s (%d bytes/element)\n",

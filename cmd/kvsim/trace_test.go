@@ -11,6 +11,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"kvsim/experiment"
+	"kvsim/mrc"
 	"kvsim/results"
 	"kvsim/trace"
 	"kvsim/workload"
@@ -54,14 +56,14 @@ LRU hit ratio by cache size (percent of distinct blocks):
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
 	}
 	stdout, _, code = runKvsim("trace", "stats", "--json", p)
-	var s TraceStats
+	var s experiment.TraceStats
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
 		t.Fatalf("status %d, %v:\n%s", code, err, stdout)
 	}
 	if s.Requests != 4 || s.BlockAccesses != 8 || s.DistinctBlocks != 5 || s.HitCeiling != 0.375 || s.Reuses != 3 ||
-		*s.ReuseDistance != (Distances{P50: 2, P90: 4, P99: 4}) || s.SpanS != 3 || math.Abs(*s.InterarrivalCV-math.Sqrt(0.75)) > 1e-9 ||
-		*s.PeakToMean1s != 2 || *s.InputTokens != (Lengths{Mean: 1024, P50: 1024, P90: 1536, P99: 1536, Max: 1536}) ||
-		len(s.LRU) != 5 || s.LRU[4] != (LRUPoint{SizePercent: 50, SizeBlocks: 2, HitRatio: 0.25}) {
+		*s.ReuseDistance != (experiment.Distances{P50: 2, P90: 4, P99: 4}) || s.SpanS != 3 || math.Abs(*s.InterarrivalCV-math.Sqrt(0.75)) > 1e-9 ||
+		*s.PeakToMean1s != 2 || *s.InputTokens != (experiment.Lengths{Mean: 1024, P50: 1024, P90: 1536, P99: 1536, Max: 1536}) ||
+		len(s.LRU) != 5 || s.LRU[4] != (experiment.LRUPoint{SizePercent: 50, SizeBlocks: 2, HitRatio: 0.25}) {
 		t.Errorf("json:\n%s", stdout)
 	}
 	// The JSON keys the documentation lists.
@@ -78,7 +80,7 @@ LRU hit ratio by cache size (percent of distinct blocks):
 // them.
 func TestTraceStatsShipped(t *testing.T) {
 	stdout, stderr, code := runKvsim("trace", "stats", "--json", "../../traces/synthetic.jsonl")
-	var s TraceStats
+	var s experiment.TraceStats
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
 		t.Fatalf("status %d, %v: %s", code, err, stderr)
 	}
@@ -164,24 +166,24 @@ func TestTraceFitReproducesSynthetic(t *testing.T) {
 	if c.SystemTokens != 1024 { // ids 0 and 1 open every request
 		t.Errorf("system_tokens %d, want 1024", c.SystemTokens)
 	}
-	orig, err := loadTrace(context.Background(), "test", path, trace.Options{}, nil)
+	orig, err := experiment.ReadTraceData(context.Background(), path, trace.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	distinct := orig.prof.Distinct()
+	distinct := orig.Profile.Distinct()
 	pcts := []float64{1, 5, 10, 25}
 	sizes := make([]int, len(pcts))
 	for i, p := range pcts {
 		sizes[i] = int(p / 100 * float64(distinct))
 	}
-	want := lruHits(orig.ids, orig.starts, sizes)
+	want := lruHitRatios(orig.IDs, orig.Starts, sizes)
 	for _, seed := range []int64{1, 2} {
 		// Stripped: only the token counts go in.
-		ids, starts, err := workload.Injected(c, seed, trace.DefaultBlockTokens, orig.shapes)
+		ids, starts, err := workload.Injected(c, seed, trace.DefaultBlockTokens, orig.Shapes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := lruHits(ids, starts, sizes)
+		got := lruHitRatios(ids, starts, sizes)
 		for i := range sizes {
 			if d := math.Abs(got[i] - want[i]); d > 0.02 {
 				t.Errorf("seed %d, %g%% of distinct (%d blocks): LRU hit %.2f%%, trace %.2f%%: %.2f points apart, want <= 2",
@@ -190,6 +192,23 @@ func TestTraceFitReproducesSynthetic(t *testing.T) {
 		}
 		t.Logf("seed %d: LRU hit at %v%% of distinct: injected %.3f, trace %.3f", seed, pcts, got, want)
 	}
+}
+
+// lruHitRatios is an LRU cache's hit ratio at each size over the requests
+// ids[starts[r]:starts[r+1]], by mrc's one-pass stack.
+func lruHitRatios(ids []int64, starts []int32, sizes []int) []float64 {
+	reqs := make([][]int64, len(starts)-1)
+	for r := range reqs {
+		reqs[r] = ids[starts[r]:starts[r+1]]
+	}
+	st := mrc.NewStack(mrc.FromRequests(reqs))
+	out := make([]float64, len(sizes))
+	for i, n := range sizes {
+		if c := st.Counts(n); c.Accesses > 0 {
+			out[i] = float64(c.Hits) / float64(c.Accesses)
+		}
+	}
+	return out
 }
 
 // kvsim run says what the trace is before simulating, and warns when no
@@ -319,7 +338,7 @@ func TestTraceStatsInject(t *testing.T) {
 	tr := writeFile(t, dir, "s.jsonl", statsFixture)
 	table := writeFile(t, dir, "fit.toml", "# a comment\n[workload.inject]\nreplace = true\nsystem_tokens = 512\n")
 	stdout, stderr, code := runKvsim("trace", "stats", "--json", "--inject", table, tr)
-	var s TraceStats
+	var s experiment.TraceStats
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
 		t.Fatalf("status %d, %v: %s", code, err, stderr)
 	}
@@ -337,7 +356,7 @@ func TestTraceStatsInject(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"[workload]\nx = 1\n", "has no [workload.inject] table"},
 		{"[workload.inject]\nsesions = 2\n", `unknown key "sesions" in [workload.inject]`},
-		{"[workload.inject]\nsessions = 0\n", "workload.inject: sessions: must be in 1.."},
+		{"[workload.inject]\nsessions = 0\n", "bad.toml:2: workload.inject: sessions: must be >= 1"},
 		{"[workload.inject]\nsessions = \"x\"\n", "bad.toml"},
 		{"[workload.inject\n", "to end table name"},
 	} {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"kvsim/internal/testenv"
 )
 
 // fakeCudartC is a stand-in libcudart: host memory behind the CUDA runtime
@@ -114,14 +116,15 @@ var fakeLibs = map[string][]string{"libfakecudart.so": nil, "libbrokencudart.so"
 	"libfakehip.so": hipRenames}
 
 // buildFakeCudart compiles the named fake runtimes with the system C
-// compiler, or skips, and returns their paths. They go in the test's own
+// compiler, or skips (fails under KVSIM_REQUIRE_ALL: CI installs gcc), and
+// returns their paths. They go in the test's own
 // temporary folder, removed when it ends (a library loaded from it stays
 // mapped until the process exits).
 func buildFakeCudart(t *testing.T, names ...string) []string {
 	t.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skipf("no C compiler to build a fake libcudart: %v", err)
+		testenv.Missing(t, "no C compiler to build a fake libcudart: %v", err)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "fake.c")
@@ -133,7 +136,7 @@ func buildFakeCudart(t *testing.T, names ...string) []string {
 		p := filepath.Join(dir, n)
 		args := append([]string{"-shared", "-fPIC", "-O1", "-o", p, src}, fakeLibs[n]...)
 		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Skipf("no C compiler to build a fake libcudart: %v: %s", err, b)
+			testenv.Missing(t, "no C compiler to build a fake libcudart: %v: %s", err, b)
 		}
 		out = append(out, p)
 	}

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"kvsim/hw/hostmem"
+	"kvsim/internal/testenv"
 )
 
 // Tests named *GPU* need a real accelerator (CUDA, or HIP: they run on
 // whatever OpenDevice finds). Without one they skip, or fail with
-// KVSIM_REQUIRE_GPU=1 (hw/accel/gpucheck.sh sets it).
+// KVSIM_REQUIRE_GPU=1 (testenv.MissingGPU; hw/accel/gpucheck.sh sets it).
 
 var (
 	gpuOnce  sync.Once
@@ -27,10 +28,10 @@ func needGPU(t *testing.T) Device {
 	t.Helper()
 	gpuOnce.Do(func() { gpuDev, gpuProbe = OpenDevice() })
 	if !gpuDev.Available() {
-		if os.Getenv("KVSIM_REQUIRE_GPU") == "1" {
-			t.Fatalf("KVSIM_REQUIRE_GPU=1, but %s\n%s", gpuProbe.Why, gpuProbe)
+		if testenv.RequireGPU() { // the whole probe, to debug the machine
+			testenv.MissingGPU(t, "%s\n%s", gpuProbe.Why, gpuProbe)
 		}
-		t.Skip(gpuProbe.Why)
+		testenv.MissingGPU(t, "%s", gpuProbe.Why)
 	}
 	return gpuDev
 }

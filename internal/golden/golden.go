@@ -1,7 +1,8 @@
-// Package golden compares test output with files under testdata: one
-// harness for every golden format (core's and policy's scripts, report's
-// chart data, the generator's trace). go test -update rewrites the files
-// from the current output; review the diff before committing it.
+// Package golden compares test output with golden files: one harness for
+// every golden format (core's and policy's scripts, report's chart data,
+// the generator's trace, the scenario reference in doc.go and the README,
+// the shipped scenarios' output hashes). go test -update rewrites the
+// files from the current output; review the diff before committing it.
 //
 // Only tests import it.
 package golden

@@ -1,5 +1,6 @@
 // Package testenv is what kvsim's tests share about their environment:
-// whether a missing prerequisite skips or fails (KVSIM_REQUIRE_ALL), where
+// whether a missing prerequisite skips or fails (KVSIM_REQUIRE_ALL, and
+// KVSIM_REQUIRE_GPU for an accelerator), where
 // the module and the shared data beside it are, and golden files.
 //
 // Only tests import it.
@@ -30,6 +31,23 @@ func Missing(tb testing.TB, format string, args ...any) {
 		tb.Fatalf("%s (KVSIM_REQUIRE_ALL is set, so this fails instead of skipping)", msg)
 	}
 	tb.Skipf("skipping: %s (set KVSIM_REQUIRE_ALL=1 to fail instead)", msg)
+}
+
+// RequireGPU reports whether KVSIM_REQUIRE_GPU is "1": set on a machine
+// with an accelerator (hw/accel/gpucheck.sh), it makes a test that finds
+// none fail instead of skipping. KVSIM_REQUIRE_ALL does not imply it: CI
+// runs without a GPU.
+func RequireGPU() bool { return os.Getenv("KVSIM_REQUIRE_GPU") == "1" }
+
+// MissingGPU is Missing for a test that needs a real accelerator: it skips,
+// or fails under KVSIM_REQUIRE_GPU=1, saying why none was found.
+func MissingGPU(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if RequireGPU() {
+		tb.Fatalf("KVSIM_REQUIRE_GPU=1, but %s", msg)
+	}
+	tb.Skip(msg)
 }
 
 var (

@@ -1,0 +1,59 @@
+package experiment
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"kvsim/hw"
+	"kvsim/scenario"
+)
+
+// Every tier kind a scenario accepts has a real store registered in hw
+// (and none more): a new kind is a scenario default plus one hw file.
+func TestTierKindsMatch(t *testing.T) {
+	kinds := slices.Sorted(slices.Values(scenario.Kinds()))
+	if got := hw.TierKinds(); !slices.Equal(got, kinds) {
+		t.Errorf("hw registers tier kinds %v, scenario accepts %v", got, kinds)
+	}
+}
+
+// The store identity (a trace hash) is computed only for a scenario with a
+// tier whose kind keeps its blocks on disk, as its registration says.
+func TestStoreIdentityOnDisk(t *testing.T) {
+	for _, k := range scenario.Kinds() {
+		want := k == "ssd" || k == "nvmeof"
+		if hw.OnDisk(k) != want {
+			t.Errorf("hw.OnDisk(%q) = %v, want %v", k, !want, want)
+		}
+	}
+	sc := &scenario.Scenario{Tiers: []scenario.Tier{{Kind: "hbm"}, {Kind: "dram"}, {Kind: "remote_dram"}}}
+	sc.Workload.Trace = "no such trace" // not read: no tier needs an identity
+	if f, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096}); f != nil || err != nil {
+		t.Errorf("memory tiers only: %v, %v", f, err)
+	}
+	sc.Tiers = append(sc.Tiers, scenario.Tier{Kind: "nvmeof"})
+	if _, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096}); err == nil {
+		t.Error("an nvmeof tier: the missing trace was not read")
+	}
+}
+
+// Without a scenario, replay runs HBM, DRAM and SSD with LRU over the
+// trace, --set applying to it like to a file.
+func TestDefaultReplayScenario(t *testing.T) {
+	sc, err := DefaultReplayScenario("t.jsonl", []string{"tier.ssd.capacity=1TB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ti := range sc.Tiers {
+		kinds = append(kinds, ti.Kind)
+	}
+	if !slices.Equal(kinds, []string{"hbm", "dram", "ssd"}) || sc.Tiers[2].Capacity != 1e12 || len(sc.Policies) != 1 ||
+		sc.Policies[0].Eviction != "lru" || !filepath.IsAbs(sc.Workload.Trace) || filepath.Base(sc.Workload.Trace) != "t.jsonl" {
+		t.Errorf("default replay scenario: tiers %v, %+v, policies %+v, trace %s", kinds, sc.Tiers, sc.Policies, sc.Workload.Trace)
+	}
+	if _, err := DefaultReplayScenario("t.jsonl", []string{"tier.tape.capacity=1TB"}); err == nil {
+		t.Error("a --set naming no tier was accepted")
+	}
+}
