@@ -44,7 +44,7 @@ func TestVerifyStoresGoneIsLostNotCorrupt(t *testing.T) {
 			t.Fatal("preload")
 		}
 	}
-	hbm := emulatedStore(TierSpec{Name: "hbm", Kind: "hbm"}, TierOptions{SlotBytes: 64})
+	hbm := emulatedStore("emulated", TierOptions{SlotBytes: 64})
 	defer hbm.Close()
 	body, err := NewBody(BodyOptions{Stores: []hostmem.Store{hbm, vanishing{}}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: 64, Verify: true})
 	if err != nil {

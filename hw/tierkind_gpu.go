@@ -13,7 +13,7 @@ func init() {
 			if ss.dev != nil {
 				return accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool), "", nil
 			}
-			return emulatedStore(t, o), "", nil
+			return emulatedStore("emulated", o), "", nil
 		}})
 	}
 }

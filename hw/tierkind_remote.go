@@ -19,7 +19,7 @@ func init() {
 	registerTierKind("remote_dram", tierKind{calibrated: "remote", open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 		if t.Endpoint == "" {
 			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s; give the tier an endpoint = \"redis://HOST:PORT\", or \"rdma://HOST:PORT\" of a kvsim serve --rdma, to use a real store)", t.Name, rdmaState("")))
-			return emulatedStore(t, o), "", nil
+			return emulatedStore("emulated (no RDMA)", o), "", nil
 		}
 		if strings.HasPrefix(t.Endpoint, "rdma:") {
 			return rdmaTier(ss, t, o)

@@ -151,11 +151,9 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 // slotsPerChunk sizes memory chunks at about 64 MiB.
 func slotsPerChunk(slot int) int { return max(1, (64<<20)/max(slot, 1)) }
 
-func emulatedStore(t TierSpec, o TierOptions) hostmem.Store {
-	label := "emulated"
-	if t.Kind == "remote_dram" {
-		label = "emulated (no RDMA)"
-	}
+// emulatedStore holds a tier in local memory; label names it (its tier
+// kind's file says why it is emulated).
+func emulatedStore(label string, o TierOptions) hostmem.Store {
 	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), emulatedChunk)
 }
 
