@@ -48,6 +48,13 @@ func bucketTestDir(t testing.TB) string {
 // Call it first so that its cleanup runs last.
 func bucketFDCheck(t testing.TB) {
 	t.Helper()
+	// The runtime's poller keeps two fds once started, and the first pipe
+	// (a crash test's child) starts it: start it now, so a test run on its
+	// own does not count them as its leak.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
 	count := func() int {
 		des, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
