@@ -343,7 +343,7 @@ func (s *Store) load(rep *OpenReport) error {
 		}
 		m, err := decodeBucketMeta(raw, id)
 		if err != nil {
-			if err := s.quarantine(rep, id, err.Error(), bucketMetaExt, bucketDataExt); err != nil {
+			if err := s.quarantine(rep, id, err.Error(), bucketDataExt, bucketMetaExt); err != nil {
 				return err
 			}
 			continue
@@ -370,7 +370,7 @@ func (s *Store) load(rep *OpenReport) error {
 			m.damage = why
 		}
 		if m.damage != "" && len(m.ents) == 0 {
-			if err := s.quarantine(rep, id, m.damage, bucketMetaExt, bucketDataExt); err != nil {
+			if err := s.quarantine(rep, id, m.damage, bucketDataExt, bucketMetaExt); err != nil {
 				return err
 			}
 			continue
@@ -456,7 +456,10 @@ func (s *Store) freeName(q, name string) (string, error) {
 }
 
 // quarantine moves bucket id's files (exts) into DIR/quarantine: proven
-// damage, so its blocks are not served, but nothing is deleted.
+// damage, so its blocks are not served, but nothing is deleted. The data
+// file goes first: if the open stops between the two moves, the next one
+// finds metadata without data (quarantined in turn), never data without
+// metadata, which it would take for crash residue and remove.
 func (s *Store) quarantine(rep *OpenReport, id uint64, why string, exts ...string) error {
 	q, err := s.quarantineDir()
 	if err != nil {

@@ -227,8 +227,9 @@ func TestBucketParentSynced(t *testing.T) {
 }
 
 // transientDataset builds a store with work for open to do: clean
-// buckets, deaths, a bucket whose metadata lost one entry, a metadata
-// file without its data, a data file never sealed, a leftover temp file.
+// buckets, deaths, a bucket whose metadata lost one entry, one whose
+// metadata is garbage (both files go to quarantine), a metadata file
+// without its data, a data file never sealed, a leftover temp file.
 func transientDataset(t *testing.T) (StoreOptions, map[uint64]int) {
 	o, ids := tornSetup(t)
 	s, _ := openBucketTest(t, o)
@@ -247,12 +248,16 @@ func transientDataset(t *testing.T) (StoreOptions, map[uint64]int) {
 	must(t, err)
 	b[bucketMetaHead+5*bucketMetaEnt+2] ^= 4 // entry 5: key 205
 	must(t, os.WriteFile(meta(ids[2]), b, 0o644))
+	b, err = os.ReadFile(meta(ids[1]))
+	must(t, err)
+	b[0] ^= 1 // no magic: bucket 1 (keys 100..115) is quarantined whole
+	must(t, os.WriteFile(meta(ids[1]), b, 0o644))
 	must(t, os.Remove(filepath.Join(img, bucketFileName(ids[4], bucketDataExt))))
 	must(t, os.WriteFile(filepath.Join(img, bucketFileName(ids[5], bucketTmpExt)), []byte("x"), 0o644))
 	want := map[uint64]int{}
 	for bk := uint64(0); bk < 6; bk++ {
 		for i := uint64(0); i < 16; i++ {
-			if k := 100*bk + i; k != 3 && k != 104 && k != 205 && bk != 4 {
+			if k := 100*bk + i; k != 3 && k != 205 && bk != 1 && bk != 4 {
 				want[k] = bucketSize(k, 12000)
 			}
 		}
@@ -312,27 +317,32 @@ func TestBucketTransientOpen(t *testing.T) {
 				break
 			}
 			tries++
-			if err != nil {
-				failed++
-				if !errors.Is(err, errnos[n%len(errnos)]) {
-					t.Errorf("%s #%d: error %v does not carry the errno", op, n, err)
-				}
-				// Every metadata file, and every data file that has one, is
-				// where it was or in quarantine. (Only crash residue, a data
-				// file never sealed or a temp file, may be gone.)
+			// Every metadata file, and every data file that has one, is
+			// where it was or in quarantine, after the faulted open and
+			// after a clean one. (Only crash residue, a data file never
+			// sealed or a temp file, may be gone.)
+			kept := func(when string) {
 				after := dirListing(t, o2.Dir)
 				for _, f := range before {
 					sealed := strings.HasSuffix(f, bucketMetaExt) ||
 						strings.HasSuffix(f, bucketDataExt) && slices.Contains(before, strings.TrimSuffix(f, bucketDataExt)+bucketMetaExt)
 					if sealed && !slices.Contains(after, f) && !slices.Contains(after, "/"+bucketQuarDir+f) {
-						t.Errorf("%s #%d: open failed (%v) and %s is gone:\n%q", op, n, err, f, after)
+						t.Errorf("%s #%d: %s (open error %v), %s is gone:\n%q", op, n, when, err, f, after)
 					}
 				}
+			}
+			if err != nil {
+				failed++
+				if !errors.Is(err, errnos[n%len(errnos)]) {
+					t.Errorf("%s #%d: error %v does not carry the errno", op, n, err)
+				}
+				kept("after the failed open")
 			} else {
 				s.Close()
 			}
 			o2.FS = nil
 			s2, rep := openBucketTest(t, o2)
+			kept("after a clean reopen")
 			checkKeys(t, s2, want)
 			if t.Failed() {
 				t.Fatalf("%s #%d (open error %v): clean reopen %+v; calls %q", op, n, err, rep, fs.Calls())
