@@ -451,3 +451,22 @@ func TestBucketEvictSealsReplacements(t *testing.T) {
 		t.Fatalf("after a crash key 0: %d bytes, %v; want its new copy", n, err)
 	}
 }
+
+// TestBucketMkdirAll: the exported MkdirAll makes nested folders (its
+// fsyncs are TestBucketParentSynced's), again without error, and refuses
+// a file in the way.
+func TestBucketMkdirAll(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "x", "y", "z")
+	for range 2 {
+		must(t, MkdirAll(dir))
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %v", dir, err)
+		}
+	}
+	file := filepath.Join(root, "f")
+	must(t, os.WriteFile(file, nil, 0o644))
+	if err := MkdirAll(filepath.Join(file, "sub")); !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("a file in the way: %v", err)
+	}
+}
