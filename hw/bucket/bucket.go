@@ -147,7 +147,10 @@ func Open(o StoreOptions) (*Store, OpenReport, error) {
 	dirfd := sys.Own(fd)
 	if err := fs.lock(dirfd.Int(), o.Dir); err != nil {
 		dirfd.Close()
-		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
+		}
+		return nil, rep, fmt.Errorf("bucket store %s: cannot take its lock (flock: %w); nothing was read or removed", o.Dir, err)
 	}
 	s := &Store{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
 	ok := false

@@ -328,9 +328,23 @@ func TestBucketLocked(t *testing.T) {
 	bucketFDCheck(t)
 	dir := bucketTestDir(t)
 	openBucketTest(t, smallOpts(dir))
-	if s, _, err := Open(smallOpts(dir)); err == nil {
+	s, _, err := Open(smallOpts(dir))
+	if err == nil {
 		s.Close()
 		t.Fatal("second open of the same directory succeeded")
+	}
+	if !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("second open: %v", err)
+	}
+	// A lock that fails for another reason is not blamed on a process.
+	o := smallOpts(bucketTestDir(t))
+	o.FS = NewFaultFS(FSFault{Op: FSLock, Err: unix.ENOLCK})
+	if s, _, err = Open(o); err == nil {
+		s.Close()
+		t.Fatal("open with a failing lock succeeded")
+	}
+	if !errors.Is(err, unix.ENOLCK) || strings.Contains(err.Error(), "in use") {
+		t.Errorf("failed lock: %v", err)
 	}
 }
 
