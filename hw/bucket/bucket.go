@@ -129,6 +129,9 @@ type bucketPending struct {
 // sealed are removed; buckets with proven damage (bad magic or checksum,
 // metadata without data) are moved to o.Dir/quarantine, and a bucket whose
 // metadata is partly damaged keeps the blocks whose entries still verify.
+// Every entry that can still be read, lost block or not, keeps shadowing
+// older copies of its key: damage may lose a block, never bring back a
+// superseded one.
 // A failure to read or stat a file (EIO, EMFILE, ENOMEM) is not damage:
 // the open fails and removes nothing. Block checksums are checked at Get.
 func Open(o StoreOptions) (*Store, OpenReport, error) {
@@ -333,12 +336,6 @@ func (s *Store) load(rep *OpenReport) error {
 			continue
 		case !f.meta:
 			continue
-		case !f.data:
-			// The store unlinks metadata before data: this is damage.
-			if err := s.quarantine(rep, id, "metadata without data file", bucketMetaExt); err != nil {
-				return err
-			}
-			continue
 		}
 		raw, err := s.fs.readFile(s.path(id, bucketMetaExt))
 		if err != nil {
@@ -346,45 +343,72 @@ func (s *Store) load(rep *OpenReport) error {
 		}
 		m, err := decodeBucketMeta(raw, id)
 		if err != nil {
-			if err := s.quarantine(rep, id, err.Error(), bucketDataExt, bucketMetaExt); err != nil {
+			// Nothing in it can be trusted, not even which keys it names.
+			exts := []string{bucketDataExt, bucketMetaExt}
+			why := err.Error()
+			if !f.data {
+				exts, why = exts[1:], "metadata without data file; "+why
+			}
+			if err := s.quarantine(rep, id, why, exts...); err != nil {
 				return err
 			}
 			continue
 		}
 		var st unix.Stat_t
-		if err := s.fs.stat(s.path(id, bucketDataExt), &st); err != nil {
+		if !f.data {
+			// The store unlinks metadata before data: this is damage.
+			// Nothing can be served, but every entry still shadows older
+			// copies of its key.
+			for i := range m.ents {
+				m.ents[i] = bucketTombstone(m.ents[i].key, 0)
+			}
+			m.dataSize = 0
+			m.damage = "metadata without data file"
+		} else if err := s.fs.stat(s.path(id, bucketDataExt), &st); err != nil {
 			return s.transient(err)
 		}
-		if st.Size < m.dataSize {
+		if f.data && st.Size < m.dataSize {
 			// Blocks wholly inside the file may still verify; Get checks.
-			n, recorded := len(m.ents), m.dataSize
-			keep := m.ents[:0]
-			for _, e := range m.ents {
-				if e.off+bucketAlignUp(e.size, m.align) <= st.Size {
-					keep = append(keep, e)
+			// Those beyond it become dead, empty entries at its end: they
+			// still shadow older copies of their keys.
+			recorded, size := m.dataSize, st.Size&^(m.align-1)
+			n, kept := 0, 0
+			for i := range m.ents {
+				e := &m.ents[i]
+				inside := e.off+bucketAlignUp(e.size, m.align) <= size
+				if !e.dead {
+					n++
+					if inside {
+						kept++
+					}
+				}
+				if !inside {
+					*e = bucketTombstone(e.key, size)
 				}
 			}
-			m.ents = keep
-			m.dataSize = st.Size &^ (m.align - 1)
-			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, len(keep), n)
+			m.dataSize = size
+			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, kept, n)
 			if m.damage != "" {
 				why = m.damage + "; " + why
 			}
 			m.damage = why
 		}
-		if m.damage != "" && len(m.ents) == 0 {
-			if err := s.quarantine(rep, id, m.damage, bucketDataExt, bucketMetaExt); err != nil {
-				return err
-			}
-			continue
-		}
+		empty := !slices.ContainsFunc(m.ents, func(e bucketEntry) bool { return !e.dead })
 		b := &bucket{id: id, sealed: true, align: m.align, size: m.dataSize,
 			metaSize: int64(len(raw)), created: m.created, ents: m.ents,
 			direct: s.dflag != 0 && m.align%s.align == 0}
 		if m.damage != "" {
-			// Keep the damaged file aside, then write the repaired one
-			// over it (below); a crash between leaves the damaged one.
-			if err := s.keepAside(rep, id); err != nil {
+			// Keep the damaged files aside, then write the repaired
+			// metadata over them (below); a crash between leaves the
+			// damaged one. A bucket left with nothing to serve is removed
+			// as any empty one is (reclaimEmpty, after the deaths it
+			// implies in older buckets are written); its files stay in
+			// the quarantine.
+			exts := []string{bucketMetaExt}
+			if empty && f.data {
+				exts = append(exts, bucketDataExt)
+			}
+			if err := s.keepAside(rep, id, exts...); err != nil {
 				return err
 			}
 			b.dirty = true
@@ -407,7 +431,10 @@ func (s *Store) load(rep *OpenReport) error {
 			b.live++
 			s.st.LiveBytes += e.size
 		}
-		if m.damage != "" {
+		switch {
+		case m.damage != "" && empty:
+			rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s (kept in %s; its entries still shadow older copies of their keys)", bucketFileName(id, ""), m.damage, bucketQuarDir))
+		case m.damage != "":
 			rep.DamagedBuckets = append(rep.DamagedBuckets, fmt.Sprintf("%s: %s; %d live blocks kept", bucketFileName(id, ""), m.damage, b.live))
 			rep.RecoveredBlocks += b.live
 		}
@@ -488,24 +515,26 @@ func (s *Store) quarantine(rep *OpenReport, id uint64, why string, exts ...strin
 	return nil
 }
 
-// keepAside links a damaged metadata file into DIR/quarantine before a
-// repaired one replaces it.
-func (s *Store) keepAside(rep *OpenReport, id uint64) error {
+// keepAside links a damaged bucket's files (exts) into DIR/quarantine
+// before a repaired metadata file replaces them, or they are removed.
+func (s *Store) keepAside(rep *OpenReport, id uint64, exts ...string) error {
 	q, err := s.quarantineDir()
 	if err != nil {
 		return err
 	}
-	to, err := s.freeName(q, bucketFileName(id, bucketMetaExt))
-	if err != nil {
-		return err
-	}
-	if err := s.fs.link(s.path(id, bucketMetaExt), to); err != nil {
-		return s.transient(err)
+	for _, ext := range exts {
+		to, err := s.freeName(q, bucketFileName(id, ext))
+		if err != nil {
+			return err
+		}
+		if err := s.fs.link(s.path(id, ext), to); err != nil {
+			return s.transient(err)
+		}
+		rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
 	}
 	if err := s.fs.syncPath(q); err != nil {
 		return s.transient(err)
 	}
-	rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
 	return nil
 }
 

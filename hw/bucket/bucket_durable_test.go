@@ -470,3 +470,82 @@ func TestBucketMkdirAll(t *testing.T) {
 		t.Fatalf("a file in the way: %v", err)
 	}
 }
+
+// TestBucketSalvageNoStale: damage to a newer bucket must not bring back
+// the older copy of a key it replaced, which stays live on disk until the
+// next Flush writes its death. An entry lost to damage (checksum, a data
+// file cut short, a data file gone) still shadows older copies of the key
+// it names: at worst a block is lost, never a superseded one served; the
+// damaged files stay in quarantine.
+func TestBucketSalvageNoStale(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, data, meta string)
+		others bool // B's other blocks survive
+	}{
+		{"entry checksum", func(t *testing.T, data, meta string) {
+			b, err := os.ReadFile(meta)
+			must(t, err)
+			b[bucketMetaHead+16] ^= 1 // entry 0 (key 0): its size
+			must(t, os.WriteFile(meta, b, 0o644))
+		}, true},
+		{"data file cut", func(t *testing.T, data, meta string) { must(t, os.Truncate(data, 0)) }, false},
+		{"data file gone", func(t *testing.T, data, meta string) { must(t, os.Remove(data)) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bucketFDCheck(t)
+			dir := bucketTestDir(t)
+			s, _ := openBucketTest(t, tinyOpts(dir))
+			for k := uint64(0); k < 4; k++ { // bucket A
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Flush())
+			must(t, s.Put(0, bucketPayload(1000, 6000))) // bucket B: key 0 again, first entry
+			for k := uint64(10); k < 13; k++ {
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Put(20, bucketPayload(20, 5000))) // seals B; A's copy of 0 is dead in memory only
+			img := crashImage(t, dir)
+			_, meta := bucketFiles(t, img)
+			slices.Sort(meta)
+			b := meta[len(meta)-1]
+			c.damage(t, filepath.Join(img, bucketFileName(b, bucketDataExt)), filepath.Join(img, bucketFileName(b, bucketMetaExt)))
+			for reopen := range 2 {
+				r, rep := openBucketTest(t, tinyOpts(img))
+				named := 0
+				for _, r := range append(rep.DamagedBuckets, rep.DiscardedBuckets...) {
+					if strings.Contains(r, bucketFileName(b, "")) {
+						named++
+					}
+				}
+				if reopen == 0 && named != 1 {
+					t.Fatalf("report %+v", rep)
+				}
+				if reopen == 1 && len(rep.DamagedBuckets)+len(rep.DiscardedBuckets)+len(rep.Quarantined) != 0 {
+					t.Fatalf("second reopen found damage again: %+v", rep)
+				}
+				dst := make([]byte, 6000)
+				if n, err := r.Get(0, dst); err == nil {
+					t.Fatalf("reopen %d: key 0 served with %d bytes (the superseded copy: %v)", reopen, n, bytes.Equal(dst[:n], bucketPayload(0, 5000)))
+				}
+				for _, k := range []uint64{1, 2, 3} {
+					checkBlock(t, r, k, 5000)
+				}
+				for _, k := range []uint64{10, 11, 12} {
+					if !c.others {
+						if r.Has(k) {
+							t.Fatalf("key %d of the damaged bucket served", k)
+						}
+						continue
+					}
+					checkBlock(t, r, k, 5000)
+				}
+				must(t, r.Close())
+			}
+			q := filepath.Join(img, bucketQuarDir, bucketFileName(b, bucketMetaExt))
+			if _, err := os.Stat(q); err != nil {
+				t.Errorf("damaged metadata not kept: %v", err)
+			}
+		})
+	}
+}
