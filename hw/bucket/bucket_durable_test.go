@@ -376,8 +376,9 @@ func TestBucketTransientRun(t *testing.T) {
 			}
 			must(t, s.Flush())
 			fs.SetFaults(FSFault{Op: op, Nth: n})
+			replaced := map[uint64]bool{}
 			for k := uint64(0); k < 4; k++ { // overwrite bucket 0
-				s.Put(k, bucketPayload(1000+k, 5000))
+				replaced[k] = s.Put(k, bucketPayload(1000+k, 5000)) == nil
 			}
 			for k := uint64(4); k < 8; k++ { // empty bucket 1
 				s.Delete(k)
@@ -401,6 +402,14 @@ func TestBucketTransientRun(t *testing.T) {
 				got, err := s2.Get(k, dst)
 				if err != nil || (!bytes.Equal(dst[:got], bucketPayload(k, 5000)) && !bytes.Equal(dst[:got], bucketPayload(1000+k, 5000))) {
 					t.Errorf("%s #%d: key %d: wrong bytes (%v)", op, n, k, err)
+				}
+				// A key replaced by a Put that succeeded never comes back
+				// with its old bytes (its new copy may be lost, reported).
+				if replaced[k] && bytes.Equal(dst[:got], bucketPayload(k, 5000)) {
+					t.Errorf("%s #%d: key %d is back with its superseded copy (calls %q)", op, n, k, fs.Calls())
+				}
+				if k >= 4 && k < 8 {
+					t.Errorf("%s #%d: key %d, deleted before Close, is back", op, n, k)
 				}
 			}
 			// Keys 8..15 were not touched, but eviction may take them;
