@@ -555,6 +555,11 @@ func TestBucketSalvageNoStale(t *testing.T) {
 			if _, err := os.Stat(q); err != nil {
 				t.Errorf("damaged metadata not kept: %v", err)
 			}
+			if c.name == "data file cut" {
+				if _, err := os.Stat(filepath.Join(img, bucketQuarDir, bucketFileName(b, bucketDataExt))); err != nil {
+					t.Errorf("damaged data file not kept: %v", err)
+				}
+			}
 		})
 	}
 }
