@@ -641,9 +641,11 @@ func (s *Store) liveBuckets() int {
 // Put stores data under key, replacing any older copy. The block is copied
 // into the open bucket's write buffer; it is durable once the bucket is
 // sealed (when full, or at Flush/Close). Until then the copy it replaces
-// stays on disk. On an I/O error the open bucket fails as a whole: its
-// blocks are dropped (and reported by Evicted), and the error wraps the
-// errno (ENOSPC, EIO).
+// stays on disk. On an I/O error writing or syncing the open bucket it
+// fails as a whole: its blocks are dropped (and reported by Evicted), and
+// the error wraps the errno (ENOSPC, EIO). A seal whose metadata write
+// fails in a file-system call (open, rename, directory fsync) keeps the
+// bucket open and is retried; Close drops it if that still fails.
 func (s *Store) Put(key uint64, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -793,6 +795,15 @@ func (s *Store) seal() error {
 		return s.failOpen("sync data", err)
 	}
 	if err := s.writeMeta(b, true); err != nil {
+		var fe *metaFSError
+		if errors.As(err, &fe) {
+			// Its data is written and synced; only a file-system call of
+			// the metadata write failed (EMFILE, EIO on a rename): keep
+			// the bucket open, to be sealed again by the next put that
+			// finds it full, Flush or Close, rather than drop its blocks.
+			s.st.WriteErrors++
+			return &BucketError{Bucket: b.id, Op: "write metadata", Err: fe.err}
+		}
 		return s.failOpen("write metadata", err)
 	}
 	b.sealed = true
@@ -863,7 +874,7 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 	tmp := s.path(b.id, bucketTmpExt)
 	fd, err := s.fs.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return err
+		return &metaFSError{err}
 	}
 	s.ops[0] = ioengine.Op{Write: true, FD: fd, Buf: s.mbuf[:n]}
 	err = s.eng.Do(s.ops[:1])
@@ -878,7 +889,9 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = s.fs.rename(tmp, s.path(b.id, bucketMetaExt))
+		if err = s.fs.rename(tmp, s.path(b.id, bucketMetaExt)); err != nil {
+			err = &metaFSError{err}
+		}
 	}
 	if err != nil {
 		s.fs.unlink(tmp)
@@ -888,10 +901,20 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 	b.metaSize = int64(n)
 	b.dirty = false
 	if syncDir {
-		return s.syncDir()
+		if err := s.syncDir(); err != nil {
+			return &metaFSError{err}
+		}
 	}
 	return nil
 }
+
+// metaFSError is a metadata write that failed in a file-system call (the
+// temporary file's open, the rename, the directory fsync) rather than in
+// writing or syncing the bytes: redoing the whole write is safe.
+type metaFSError struct{ err error }
+
+func (e *metaFSError) Error() string { return e.err.Error() }
+func (e *metaFSError) Unwrap() error { return e.err }
 
 // markDead forgets the block at loc (deleted, replaced, evicted or
 // corrupt). pend: it was replaced by a copy in the open bucket, so the
@@ -941,8 +964,11 @@ func (s *Store) maybeEvict() {
 		b := s.sealed[v]
 		if b.pend > 0 && s.open != nil {
 			// It holds the durable copies of blocks replaced in the open
-			// bucket: seal that first, or a crash would lose both.
-			s.seal()
+			// bucket: seal that first, or a crash would lose both. If
+			// the seal fails and the bucket stays open, evict later.
+			if err := s.seal(); err != nil && s.open != nil {
+				return
+			}
 			continue
 		}
 		if b.live > 0 {
@@ -1354,6 +1380,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.flush()
+	if s.open != nil {
+		// The seal failed and left the bucket open: this was its last
+		// chance. Drop it, so that its blocks are reported lost.
+		s.failOpen("write metadata", err)
+	}
 	s.release()
 	return err
 }

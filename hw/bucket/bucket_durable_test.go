@@ -563,3 +563,72 @@ func TestBucketSalvageNoStale(t *testing.T) {
 		})
 	}
 }
+
+// TestBucketSealRetry: a seal whose metadata write fails in a file-system
+// call (the rename, the temporary file's open, the directory fsync) keeps
+// the open bucket, whose data is written and synced, instead of dropping
+// its blocks; the replaced copies stay the durable ones until a later
+// seal succeeds. Close drops a bucket it still cannot seal, reporting its
+// blocks.
+func TestBucketSealRetry(t *testing.T) {
+	for _, op := range []string{FSRename, FSOpen, FSSyncDir} {
+		t.Run(op, func(t *testing.T) {
+			bucketFDCheck(t)
+			dir := bucketTestDir(t)
+			fs := NewFaultFS()
+			o := smallOpts(dir)
+			o.FS = fs
+			s, _ := openBucketTest(t, o)
+			for k := uint64(0); k < 4; k++ {
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Flush())
+			for k := uint64(0); k < 4; k++ {
+				must(t, s.Put(k, bucketPayload(100+k, 3000)))
+			}
+			must(t, s.Put(10, bucketPayload(10, 5000)))
+			fs.SetFaults(FSFault{Op: op, Nth: 1, Err: unix.EMFILE})
+			if err := s.Flush(); !errors.Is(err, unix.EMFILE) {
+				t.Fatalf("flush: %v", err)
+			}
+			if st := s.Stats(); st.LostBlocks != 0 || len(s.Evicted()) != 0 || st.OpenBlocks != 5 {
+				t.Fatalf("after the failed seal: %+v", st)
+			}
+			checkBlock(t, s, 10, 5000)
+			if n, err := s.Get(2, make([]byte, 5000)); err != nil || n != 3000 {
+				t.Fatalf("key 2: %d bytes, %v", n, err)
+			}
+			// Killed now: whatever the failed seal left, each key is one of
+			// its versions and key 10's is whole.
+			c, _ := openBucketTest(t, StoreOptions{Dir: crashImage(t, dir), Direct: true, MaxKeys: o.MaxKeys, BucketBytes: o.BucketBytes})
+			for k := uint64(0); k < 4; k++ {
+				dst := make([]byte, 5000)
+				n, err := c.Get(k, dst)
+				if err != nil || (!bytes.Equal(dst[:n], bucketPayload(k, 5000)) && !bytes.Equal(dst[:n], bucketPayload(100+k, 3000))) {
+					t.Fatalf("after a crash, key %d: %d bytes, %v", k, n, err)
+				}
+			}
+			c.Close()
+			must(t, s.Flush()) // the fault is spent: this seal succeeds
+			must(t, s.Put(20, bucketPayload(20, 5000)))
+			fs.SetFaults(FSFault{Op: op, Err: unix.EIO}) // every call fails: Close gives up
+			if err := s.Close(); !errors.Is(err, unix.EIO) {
+				t.Fatalf("close: %v", err)
+			}
+			if st := s.Stats(); st.LostBlocks != 1 || !slices.Equal(s.Evicted(), []uint64{20}) {
+				t.Fatalf("after Close gave up: %+v", st)
+			}
+			r, _ := openBucketTest(t, StoreOptions{Dir: dir, Direct: true, MaxKeys: o.MaxKeys, BucketBytes: o.BucketBytes})
+			for k := uint64(0); k < 4; k++ {
+				dst := make([]byte, 5000)
+				if n, err := r.Get(k, dst); err != nil || !bytes.Equal(dst[:n], bucketPayload(100+k, 3000)) {
+					t.Fatalf("reopened, key %d: %d bytes, %v; want its new copy", k, n, err)
+				}
+			}
+			checkBlock(t, r, 10, 5000)
+			if r.Has(20) {
+				t.Fatal("key 20, dropped by Close, is served")
+			}
+		})
+	}
+}
