@@ -129,6 +129,9 @@ type bucketPending struct {
 // sealed are removed; buckets with proven damage (bad magic or checksum,
 // metadata without data) are moved to o.Dir/quarantine, and a bucket whose
 // metadata is partly damaged keeps the blocks whose entries still verify.
+// Every entry that can still be read, lost block or not, keeps shadowing
+// older copies of its key: damage may lose a block, never bring back a
+// superseded one.
 // A failure to read or stat a file (EIO, EMFILE, ENOMEM) is not damage:
 // the open fails and removes nothing. Block checksums are checked at Get.
 func Open(o StoreOptions) (*Store, OpenReport, error) {
@@ -147,7 +150,10 @@ func Open(o StoreOptions) (*Store, OpenReport, error) {
 	dirfd := sys.Own(fd)
 	if err := fs.lock(dirfd.Int(), o.Dir); err != nil {
 		dirfd.Close()
-		return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, rep, fmt.Errorf("bucket store %s: in use by another process (flock: %w)", o.Dir, err)
+		}
+		return nil, rep, fmt.Errorf("bucket store %s: cannot take its lock (flock: %w); nothing was read or removed", o.Dir, err)
 	}
 	s := &Store{o: o, fs: fs, dirfd: dirfd, align: bucketMinAlign, index: make(map[uint64]bucketLoc)}
 	ok := false
@@ -330,12 +336,6 @@ func (s *Store) load(rep *OpenReport) error {
 			continue
 		case !f.meta:
 			continue
-		case !f.data:
-			// The store unlinks metadata before data: this is damage.
-			if err := s.quarantine(rep, id, "metadata without data file", bucketMetaExt); err != nil {
-				return err
-			}
-			continue
 		}
 		raw, err := s.fs.readFile(s.path(id, bucketMetaExt))
 		if err != nil {
@@ -343,45 +343,72 @@ func (s *Store) load(rep *OpenReport) error {
 		}
 		m, err := decodeBucketMeta(raw, id)
 		if err != nil {
-			if err := s.quarantine(rep, id, err.Error(), bucketMetaExt, bucketDataExt); err != nil {
+			// Nothing in it can be trusted, not even which keys it names.
+			exts := []string{bucketDataExt, bucketMetaExt}
+			why := err.Error()
+			if !f.data {
+				exts, why = exts[1:], "metadata without data file; "+why
+			}
+			if err := s.quarantine(rep, id, why, exts...); err != nil {
 				return err
 			}
 			continue
 		}
 		var st unix.Stat_t
-		if err := s.fs.stat(s.path(id, bucketDataExt), &st); err != nil {
+		if !f.data {
+			// The store unlinks metadata before data: this is damage.
+			// Nothing can be served, but every entry still shadows older
+			// copies of its key.
+			for i := range m.ents {
+				m.ents[i] = bucketTombstone(m.ents[i].key, 0)
+			}
+			m.dataSize = 0
+			m.damage = "metadata without data file"
+		} else if err := s.fs.stat(s.path(id, bucketDataExt), &st); err != nil {
 			return s.transient(err)
 		}
-		if st.Size < m.dataSize {
+		if f.data && st.Size < m.dataSize {
 			// Blocks wholly inside the file may still verify; Get checks.
-			n, recorded := len(m.ents), m.dataSize
-			keep := m.ents[:0]
-			for _, e := range m.ents {
-				if e.off+bucketAlignUp(e.size, m.align) <= st.Size {
-					keep = append(keep, e)
+			// Those beyond it become dead, empty entries at its end: they
+			// still shadow older copies of their keys.
+			recorded, size := m.dataSize, st.Size&^(m.align-1)
+			n, kept := 0, 0
+			for i := range m.ents {
+				e := &m.ents[i]
+				inside := e.off+bucketAlignUp(e.size, m.align) <= size
+				if !e.dead {
+					n++
+					if inside {
+						kept++
+					}
+				}
+				if !inside {
+					*e = bucketTombstone(e.key, size)
 				}
 			}
-			m.ents = keep
-			m.dataSize = st.Size &^ (m.align - 1)
-			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, len(keep), n)
+			m.dataSize = size
+			why := fmt.Sprintf("data file shorter than recorded (%d < %d bytes): kept the %d of %d blocks inside it", st.Size, recorded, kept, n)
 			if m.damage != "" {
 				why = m.damage + "; " + why
 			}
 			m.damage = why
 		}
-		if m.damage != "" && len(m.ents) == 0 {
-			if err := s.quarantine(rep, id, m.damage, bucketMetaExt, bucketDataExt); err != nil {
-				return err
-			}
-			continue
-		}
+		empty := !slices.ContainsFunc(m.ents, func(e bucketEntry) bool { return !e.dead })
 		b := &bucket{id: id, sealed: true, align: m.align, size: m.dataSize,
 			metaSize: int64(len(raw)), created: m.created, ents: m.ents,
 			direct: s.dflag != 0 && m.align%s.align == 0}
 		if m.damage != "" {
-			// Keep the damaged file aside, then write the repaired one
-			// over it (below); a crash between leaves the damaged one.
-			if err := s.keepAside(rep, id); err != nil {
+			// Keep the damaged files aside, then write the repaired
+			// metadata over them (below); a crash between leaves the
+			// damaged one. A bucket left with nothing to serve is removed
+			// as any empty one is (reclaimEmpty, after the deaths it
+			// implies in older buckets are written); its files stay in
+			// the quarantine.
+			exts := []string{bucketMetaExt}
+			if empty && f.data {
+				exts = append(exts, bucketDataExt)
+			}
+			if err := s.keepAside(rep, id, exts...); err != nil {
 				return err
 			}
 			b.dirty = true
@@ -404,7 +431,10 @@ func (s *Store) load(rep *OpenReport) error {
 			b.live++
 			s.st.LiveBytes += e.size
 		}
-		if m.damage != "" {
+		switch {
+		case m.damage != "" && empty:
+			rep.DiscardedBuckets = append(rep.DiscardedBuckets, fmt.Sprintf("%s: %s (kept in %s; its entries still shadow older copies of their keys)", bucketFileName(id, ""), m.damage, bucketQuarDir))
+		case m.damage != "":
 			rep.DamagedBuckets = append(rep.DamagedBuckets, fmt.Sprintf("%s: %s; %d live blocks kept", bucketFileName(id, ""), m.damage, b.live))
 			rep.RecoveredBlocks += b.live
 		}
@@ -456,7 +486,10 @@ func (s *Store) freeName(q, name string) (string, error) {
 }
 
 // quarantine moves bucket id's files (exts) into DIR/quarantine: proven
-// damage, so its blocks are not served, but nothing is deleted.
+// damage, so its blocks are not served, but nothing is deleted. The data
+// file goes first: if the open stops between the two moves, the next one
+// finds metadata without data (quarantined in turn), never data without
+// metadata, which it would take for crash residue and remove.
 func (s *Store) quarantine(rep *OpenReport, id uint64, why string, exts ...string) error {
 	q, err := s.quarantineDir()
 	if err != nil {
@@ -482,24 +515,26 @@ func (s *Store) quarantine(rep *OpenReport, id uint64, why string, exts ...strin
 	return nil
 }
 
-// keepAside links a damaged metadata file into DIR/quarantine before a
-// repaired one replaces it.
-func (s *Store) keepAside(rep *OpenReport, id uint64) error {
+// keepAside links a damaged bucket's files (exts) into DIR/quarantine
+// before a repaired metadata file replaces them, or they are removed.
+func (s *Store) keepAside(rep *OpenReport, id uint64, exts ...string) error {
 	q, err := s.quarantineDir()
 	if err != nil {
 		return err
 	}
-	to, err := s.freeName(q, bucketFileName(id, bucketMetaExt))
-	if err != nil {
-		return err
-	}
-	if err := s.fs.link(s.path(id, bucketMetaExt), to); err != nil {
-		return s.transient(err)
+	for _, ext := range exts {
+		to, err := s.freeName(q, bucketFileName(id, ext))
+		if err != nil {
+			return err
+		}
+		if err := s.fs.link(s.path(id, ext), to); err != nil {
+			return s.transient(err)
+		}
+		rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
 	}
 	if err := s.fs.syncPath(q); err != nil {
 		return s.transient(err)
 	}
-	rep.Quarantined = append(rep.Quarantined, filepath.Join(bucketQuarDir, filepath.Base(to)))
 	return nil
 }
 
@@ -606,9 +641,11 @@ func (s *Store) liveBuckets() int {
 // Put stores data under key, replacing any older copy. The block is copied
 // into the open bucket's write buffer; it is durable once the bucket is
 // sealed (when full, or at Flush/Close). Until then the copy it replaces
-// stays on disk. On an I/O error the open bucket fails as a whole: its
-// blocks are dropped (and reported by Evicted), and the error wraps the
-// errno (ENOSPC, EIO).
+// stays on disk. On an I/O error writing or syncing the open bucket it
+// fails as a whole: its blocks are dropped (and reported by Evicted), and
+// the error wraps the errno (ENOSPC, EIO). A seal whose metadata write
+// fails in a file-system call (open, rename, directory fsync) keeps the
+// bucket open and is retried; Close drops it if that still fails.
 func (s *Store) Put(key uint64, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -758,6 +795,15 @@ func (s *Store) seal() error {
 		return s.failOpen("sync data", err)
 	}
 	if err := s.writeMeta(b, true); err != nil {
+		var fe *metaFSError
+		if errors.As(err, &fe) {
+			// Its data is written and synced; only a file-system call of
+			// the metadata write failed (EMFILE, EIO on a rename): keep
+			// the bucket open, to be sealed again by the next put that
+			// finds it full, Flush or Close, rather than drop its blocks.
+			s.st.WriteErrors++
+			return &BucketError{Bucket: b.id, Op: "write metadata", Err: fe.err}
+		}
 		return s.failOpen("write metadata", err)
 	}
 	b.sealed = true
@@ -828,7 +874,7 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 	tmp := s.path(b.id, bucketTmpExt)
 	fd, err := s.fs.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return err
+		return &metaFSError{err}
 	}
 	s.ops[0] = ioengine.Op{Write: true, FD: fd, Buf: s.mbuf[:n]}
 	err = s.eng.Do(s.ops[:1])
@@ -843,7 +889,9 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = s.fs.rename(tmp, s.path(b.id, bucketMetaExt))
+		if err = s.fs.rename(tmp, s.path(b.id, bucketMetaExt)); err != nil {
+			err = &metaFSError{err}
+		}
 	}
 	if err != nil {
 		s.fs.unlink(tmp)
@@ -853,10 +901,20 @@ func (s *Store) writeMeta(b *bucket, syncDir bool) error {
 	b.metaSize = int64(n)
 	b.dirty = false
 	if syncDir {
-		return s.syncDir()
+		if err := s.syncDir(); err != nil {
+			return &metaFSError{err}
+		}
 	}
 	return nil
 }
+
+// metaFSError is a metadata write that failed in a file-system call (the
+// temporary file's open, the rename, the directory fsync) rather than in
+// writing or syncing the bytes: redoing the whole write is safe.
+type metaFSError struct{ err error }
+
+func (e *metaFSError) Error() string { return e.err.Error() }
+func (e *metaFSError) Unwrap() error { return e.err }
 
 // markDead forgets the block at loc (deleted, replaced, evicted or
 // corrupt). pend: it was replaced by a copy in the open bucket, so the
@@ -906,8 +964,11 @@ func (s *Store) maybeEvict() {
 		b := s.sealed[v]
 		if b.pend > 0 && s.open != nil {
 			// It holds the durable copies of blocks replaced in the open
-			// bucket: seal that first, or a crash would lose both.
-			s.seal()
+			// bucket: seal that first, or a crash would lose both. If
+			// the seal fails and the bucket stays open, evict later.
+			if err := s.seal(); err != nil && s.open != nil {
+				return
+			}
 			continue
 		}
 		if b.live > 0 {
@@ -1319,6 +1380,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.flush()
+	if s.open != nil {
+		// The seal failed and left the bucket open: this was its last
+		// chance. Drop it, so that its blocks are reported lost.
+		s.failOpen("write metadata", err)
+	}
 	s.release()
 	return err
 }

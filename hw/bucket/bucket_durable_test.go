@@ -227,8 +227,9 @@ func TestBucketParentSynced(t *testing.T) {
 }
 
 // transientDataset builds a store with work for open to do: clean
-// buckets, deaths, a bucket whose metadata lost one entry, a metadata
-// file without its data, a data file never sealed, a leftover temp file.
+// buckets, deaths, a bucket whose metadata lost one entry, one whose
+// metadata is garbage (both files go to quarantine), a metadata file
+// without its data, a data file never sealed, a leftover temp file.
 func transientDataset(t *testing.T) (StoreOptions, map[uint64]int) {
 	o, ids := tornSetup(t)
 	s, _ := openBucketTest(t, o)
@@ -247,12 +248,16 @@ func transientDataset(t *testing.T) (StoreOptions, map[uint64]int) {
 	must(t, err)
 	b[bucketMetaHead+5*bucketMetaEnt+2] ^= 4 // entry 5: key 205
 	must(t, os.WriteFile(meta(ids[2]), b, 0o644))
+	b, err = os.ReadFile(meta(ids[1]))
+	must(t, err)
+	b[0] ^= 1 // no magic: bucket 1 (keys 100..115) is quarantined whole
+	must(t, os.WriteFile(meta(ids[1]), b, 0o644))
 	must(t, os.Remove(filepath.Join(img, bucketFileName(ids[4], bucketDataExt))))
 	must(t, os.WriteFile(filepath.Join(img, bucketFileName(ids[5], bucketTmpExt)), []byte("x"), 0o644))
 	want := map[uint64]int{}
 	for bk := uint64(0); bk < 6; bk++ {
 		for i := uint64(0); i < 16; i++ {
-			if k := 100*bk + i; k != 3 && k != 104 && k != 205 && bk != 4 {
+			if k := 100*bk + i; k != 3 && k != 205 && bk != 1 && bk != 4 {
 				want[k] = bucketSize(k, 12000)
 			}
 		}
@@ -312,27 +317,32 @@ func TestBucketTransientOpen(t *testing.T) {
 				break
 			}
 			tries++
-			if err != nil {
-				failed++
-				if !errors.Is(err, errnos[n%len(errnos)]) {
-					t.Errorf("%s #%d: error %v does not carry the errno", op, n, err)
-				}
-				// Every metadata file, and every data file that has one, is
-				// where it was or in quarantine. (Only crash residue, a data
-				// file never sealed or a temp file, may be gone.)
+			// Every metadata file, and every data file that has one, is
+			// where it was or in quarantine, after the faulted open and
+			// after a clean one. (Only crash residue, a data file never
+			// sealed or a temp file, may be gone.)
+			kept := func(when string) {
 				after := dirListing(t, o2.Dir)
 				for _, f := range before {
 					sealed := strings.HasSuffix(f, bucketMetaExt) ||
 						strings.HasSuffix(f, bucketDataExt) && slices.Contains(before, strings.TrimSuffix(f, bucketDataExt)+bucketMetaExt)
 					if sealed && !slices.Contains(after, f) && !slices.Contains(after, "/"+bucketQuarDir+f) {
-						t.Errorf("%s #%d: open failed (%v) and %s is gone:\n%q", op, n, err, f, after)
+						t.Errorf("%s #%d: %s (open error %v), %s is gone:\n%q", op, n, when, err, f, after)
 					}
 				}
+			}
+			if err != nil {
+				failed++
+				if !errors.Is(err, errnos[n%len(errnos)]) {
+					t.Errorf("%s #%d: error %v does not carry the errno", op, n, err)
+				}
+				kept("after the failed open")
 			} else {
 				s.Close()
 			}
 			o2.FS = nil
 			s2, rep := openBucketTest(t, o2)
+			kept("after a clean reopen")
 			checkKeys(t, s2, want)
 			if t.Failed() {
 				t.Fatalf("%s #%d (open error %v): clean reopen %+v; calls %q", op, n, err, rep, fs.Calls())
@@ -366,8 +376,9 @@ func TestBucketTransientRun(t *testing.T) {
 			}
 			must(t, s.Flush())
 			fs.SetFaults(FSFault{Op: op, Nth: n})
+			replaced := map[uint64]bool{}
 			for k := uint64(0); k < 4; k++ { // overwrite bucket 0
-				s.Put(k, bucketPayload(1000+k, 5000))
+				replaced[k] = s.Put(k, bucketPayload(1000+k, 5000)) == nil
 			}
 			for k := uint64(4); k < 8; k++ { // empty bucket 1
 				s.Delete(k)
@@ -391,6 +402,14 @@ func TestBucketTransientRun(t *testing.T) {
 				got, err := s2.Get(k, dst)
 				if err != nil || (!bytes.Equal(dst[:got], bucketPayload(k, 5000)) && !bytes.Equal(dst[:got], bucketPayload(1000+k, 5000))) {
 					t.Errorf("%s #%d: key %d: wrong bytes (%v)", op, n, k, err)
+				}
+				// A key replaced by a Put that succeeded never comes back
+				// with its old bytes (its new copy may be lost, reported).
+				if replaced[k] && bytes.Equal(dst[:got], bucketPayload(k, 5000)) {
+					t.Errorf("%s #%d: key %d is back with its superseded copy (calls %q)", op, n, k, fs.Calls())
+				}
+				if k >= 4 && k < 8 {
+					t.Errorf("%s #%d: key %d, deleted before Close, is back", op, n, k)
 				}
 			}
 			// Keys 8..15 were not touched, but eviction may take them;
@@ -439,5 +458,177 @@ func TestBucketEvictSealsReplacements(t *testing.T) {
 	c, _ := openBucketTest(t, tinyOpts(img))
 	if n, err := c.Get(0, make([]byte, 5000)); err != nil || n != 3000 {
 		t.Fatalf("after a crash key 0: %d bytes, %v; want its new copy", n, err)
+	}
+}
+
+// TestBucketMkdirAll: the exported MkdirAll makes nested folders (its
+// fsyncs are TestBucketParentSynced's), again without error, and refuses
+// a file in the way.
+func TestBucketMkdirAll(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "x", "y", "z")
+	for range 2 {
+		must(t, MkdirAll(dir))
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %v", dir, err)
+		}
+	}
+	file := filepath.Join(root, "f")
+	must(t, os.WriteFile(file, nil, 0o644))
+	if err := MkdirAll(filepath.Join(file, "sub")); !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("a file in the way: %v", err)
+	}
+}
+
+// TestBucketSalvageNoStale: damage to a newer bucket must not bring back
+// the older copy of a key it replaced, which stays live on disk until the
+// next Flush writes its death. An entry lost to damage (checksum, a data
+// file cut short, a data file gone) still shadows older copies of the key
+// it names: at worst a block is lost, never a superseded one served; the
+// damaged files stay in quarantine.
+func TestBucketSalvageNoStale(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, data, meta string)
+		others bool // B's other blocks survive
+	}{
+		{"entry checksum", func(t *testing.T, data, meta string) {
+			b, err := os.ReadFile(meta)
+			must(t, err)
+			b[bucketMetaHead+16] ^= 1 // entry 0 (key 0): its size
+			must(t, os.WriteFile(meta, b, 0o644))
+		}, true},
+		{"data file cut", func(t *testing.T, data, meta string) { must(t, os.Truncate(data, 0)) }, false},
+		{"data file gone", func(t *testing.T, data, meta string) { must(t, os.Remove(data)) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bucketFDCheck(t)
+			dir := bucketTestDir(t)
+			s, _ := openBucketTest(t, tinyOpts(dir))
+			for k := uint64(0); k < 4; k++ { // bucket A
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Flush())
+			must(t, s.Put(0, bucketPayload(1000, 6000))) // bucket B: key 0 again, first entry
+			for k := uint64(10); k < 13; k++ {
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Put(20, bucketPayload(20, 5000))) // seals B; A's copy of 0 is dead in memory only
+			img := crashImage(t, dir)
+			_, meta := bucketFiles(t, img)
+			slices.Sort(meta)
+			b := meta[len(meta)-1]
+			c.damage(t, filepath.Join(img, bucketFileName(b, bucketDataExt)), filepath.Join(img, bucketFileName(b, bucketMetaExt)))
+			for reopen := range 2 {
+				r, rep := openBucketTest(t, tinyOpts(img))
+				named := 0
+				for _, r := range append(rep.DamagedBuckets, rep.DiscardedBuckets...) {
+					if strings.Contains(r, bucketFileName(b, "")) {
+						named++
+					}
+				}
+				if reopen == 0 && named != 1 {
+					t.Fatalf("report %+v", rep)
+				}
+				if reopen == 1 && len(rep.DamagedBuckets)+len(rep.DiscardedBuckets)+len(rep.Quarantined) != 0 {
+					t.Fatalf("second reopen found damage again: %+v", rep)
+				}
+				dst := make([]byte, 6000)
+				if n, err := r.Get(0, dst); err == nil {
+					t.Fatalf("reopen %d: key 0 served with %d bytes (the superseded copy: %v)", reopen, n, bytes.Equal(dst[:n], bucketPayload(0, 5000)))
+				}
+				for _, k := range []uint64{1, 2, 3} {
+					checkBlock(t, r, k, 5000)
+				}
+				for _, k := range []uint64{10, 11, 12} {
+					if !c.others {
+						if r.Has(k) {
+							t.Fatalf("key %d of the damaged bucket served", k)
+						}
+						continue
+					}
+					checkBlock(t, r, k, 5000)
+				}
+				must(t, r.Close())
+			}
+			q := filepath.Join(img, bucketQuarDir, bucketFileName(b, bucketMetaExt))
+			if _, err := os.Stat(q); err != nil {
+				t.Errorf("damaged metadata not kept: %v", err)
+			}
+			if c.name == "data file cut" {
+				if _, err := os.Stat(filepath.Join(img, bucketQuarDir, bucketFileName(b, bucketDataExt))); err != nil {
+					t.Errorf("damaged data file not kept: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestBucketSealRetry: a seal whose metadata write fails in a file-system
+// call (the rename, the temporary file's open, the directory fsync) keeps
+// the open bucket, whose data is written and synced, instead of dropping
+// its blocks; the replaced copies stay the durable ones until a later
+// seal succeeds. Close drops a bucket it still cannot seal, reporting its
+// blocks.
+func TestBucketSealRetry(t *testing.T) {
+	for _, op := range []string{FSRename, FSOpen, FSSyncDir} {
+		t.Run(op, func(t *testing.T) {
+			bucketFDCheck(t)
+			dir := bucketTestDir(t)
+			fs := NewFaultFS()
+			o := smallOpts(dir)
+			o.FS = fs
+			s, _ := openBucketTest(t, o)
+			for k := uint64(0); k < 4; k++ {
+				must(t, s.Put(k, bucketPayload(k, 5000)))
+			}
+			must(t, s.Flush())
+			for k := uint64(0); k < 4; k++ {
+				must(t, s.Put(k, bucketPayload(100+k, 3000)))
+			}
+			must(t, s.Put(10, bucketPayload(10, 5000)))
+			fs.SetFaults(FSFault{Op: op, Nth: 1, Err: unix.EMFILE})
+			if err := s.Flush(); !errors.Is(err, unix.EMFILE) {
+				t.Fatalf("flush: %v", err)
+			}
+			if st := s.Stats(); st.LostBlocks != 0 || len(s.Evicted()) != 0 || st.OpenBlocks != 5 {
+				t.Fatalf("after the failed seal: %+v", st)
+			}
+			checkBlock(t, s, 10, 5000)
+			if n, err := s.Get(2, make([]byte, 5000)); err != nil || n != 3000 {
+				t.Fatalf("key 2: %d bytes, %v", n, err)
+			}
+			// Killed now: whatever the failed seal left, each key is one of
+			// its versions and key 10's is whole.
+			c, _ := openBucketTest(t, StoreOptions{Dir: crashImage(t, dir), Direct: true, MaxKeys: o.MaxKeys, BucketBytes: o.BucketBytes})
+			for k := uint64(0); k < 4; k++ {
+				dst := make([]byte, 5000)
+				n, err := c.Get(k, dst)
+				if err != nil || (!bytes.Equal(dst[:n], bucketPayload(k, 5000)) && !bytes.Equal(dst[:n], bucketPayload(100+k, 3000))) {
+					t.Fatalf("after a crash, key %d: %d bytes, %v", k, n, err)
+				}
+			}
+			c.Close()
+			must(t, s.Flush()) // the fault is spent: this seal succeeds
+			must(t, s.Put(20, bucketPayload(20, 5000)))
+			fs.SetFaults(FSFault{Op: op, Err: unix.EIO}) // every call fails: Close gives up
+			if err := s.Close(); !errors.Is(err, unix.EIO) {
+				t.Fatalf("close: %v", err)
+			}
+			if st := s.Stats(); st.LostBlocks != 1 || !slices.Equal(s.Evicted(), []uint64{20}) {
+				t.Fatalf("after Close gave up: %+v", st)
+			}
+			r, _ := openBucketTest(t, StoreOptions{Dir: dir, Direct: true, MaxKeys: o.MaxKeys, BucketBytes: o.BucketBytes})
+			for k := uint64(0); k < 4; k++ {
+				dst := make([]byte, 5000)
+				if n, err := r.Get(k, dst); err != nil || !bytes.Equal(dst[:n], bucketPayload(100+k, 3000)) {
+					t.Fatalf("reopened, key %d: %d bytes, %v; want its new copy", k, n, err)
+				}
+			}
+			checkBlock(t, r, 10, 5000)
+			if r.Has(20) {
+				t.Fatal("key 20, dropped by Close, is served")
+			}
+		})
 	}
 }

@@ -40,7 +40,8 @@ import (
 //
 // When the trailer's checksum fails but the header's holds, the entries
 // whose own checksums hold are recovered and the rest are lost: one
-// flipped bit costs one block, not the bucket. Version 1 (48-byte header,
+// flipped bit costs one block, not the bucket. A lost entry still counts
+// as a death of the key it names, so that an older copy cannot outlive it. Version 1 (48-byte header,
 // 32-byte entries without their own checksum, same trailer) is still read;
 // a damaged version 1 file cannot be salvaged. A bucket's metadata is
 // rewritten as version 2 the next time it changes.
@@ -243,7 +244,7 @@ func decodeBucketMeta(b []byte, id uint64) (*bucketMeta, error) {
 	}
 	m.ents = make([]bucketEntry, 0, avail)
 	var prevEnd int64
-	firstBad := ""
+	firstBad, kept := "", 0
 	for i := range int(avail) {
 		p := b[head+int64(i)*ent:]
 		e := bucketEntry{
@@ -270,15 +271,27 @@ func decodeBucketMeta(b []byte, id uint64) (*bucketMeta, error) {
 			if firstBad == "" {
 				firstBad = "; " + why
 			}
+			// The entry may have been its key's newest copy: keep it as a
+			// dead, empty one, so that it still shadows older copies of
+			// the key it names (a garbled key costs another key's block at
+			// worst, never serves a superseded one).
+			m.ents = append(m.ents, bucketTombstone(e.key, prevEnd))
 			continue
 		}
 		prevEnd = end
 		m.ents = append(m.ents, e)
+		kept++
 	}
 	if damage != "" {
-		m.damage = fmt.Sprintf("%s%s: recovered %d of %d entries by their own checksums", damage, firstBad, len(m.ents), count)
+		m.damage = fmt.Sprintf("%s%s: recovered %d of %d entries by their own checksums", damage, firstBad, kept, count)
 	}
 	return m, nil
+}
+
+// bucketTombstone is a lost entry of key kept as dead and empty at off (the
+// end of the entry before it), which the checks above accept.
+func bucketTombstone(key uint64, off int64) bucketEntry {
+	return bucketEntry{key: key, off: off, dead: true}
 }
 
 func bucketAlignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }

@@ -4,6 +4,7 @@ package bucket
 
 import (
 	"fmt"
+	"os"
 
 	"kvsim/hw/ioengine"
 )
@@ -30,3 +31,6 @@ func (s *Store) Flush() error                { return ioengine.ErrUnsupported }
 func (s *Store) Stats() StoreStats           { return StoreStats{} }
 func (s *Store) Evicted() []uint64           { return nil }
 func (s *Store) Close() error                { return nil }
+
+// MkdirAll is os.MkdirAll here.
+func MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }

@@ -126,6 +126,12 @@ func (b bucketFS) syncPath(path string) error {
 	return err
 }
 
+// MkdirAll makes dir and any missing parents, as os.MkdirAll does, and
+// fsyncs each new folder's parent: a folder a store is to live in then
+// survives a power loss (a directory's fsync makes the entries in it
+// durable, not its own entry in its parent). Open does this for its Dir.
+func MkdirAll(dir string) error { return bucketFS{}.mkdirAll(dir) }
+
 // mkdirAll makes dir and any missing parents, fsyncing each new
 // directory's parent so that the new entry survives a power loss.
 func (b bucketFS) mkdirAll(dir string) error {

@@ -247,3 +247,27 @@ func TestListenPrivateBusy(t *testing.T) {
 		t.Fatal("socket file replaced")
 	}
 }
+
+// TestShareHostileHugeSize: a hugetlb memfd announced with a size that is
+// not a whole number of its pages is refused: the kernel would map whole
+// pages, and unmapping the announced size fails (EINVAL), leaving the
+// mapping behind.
+func TestShareHostileHugeSize(t *testing.T) {
+	probeLeaks(t)
+	if free := freeHugepages(t, "2MB", 1); free < 1 {
+		probeLacks(t, "no free 2MB hugepage")
+	}
+	fd := memfd(t, 2<<20, unix.MFD_ALLOW_SEALING|unix.MFD_HUGETLB|unix.MFD_HUGE_2MB, poolSeals)
+	sock := filepath.Join(t.TempDir(), "huge.sock")
+	done := hostileServe(t, sock, hostileHeader(4096), fd)
+	q, err := ReceivePool(sock)
+	<-done
+	if err == nil {
+		cerr := q.Close()
+		t.Fatalf("received a 4096-byte pool of 2 MiB pages (close: %v)", cerr)
+	}
+	if !strings.Contains(err.Error(), "not a whole number of the file's 2097152-byte pages") {
+		t.Fatalf("error %q", err)
+	}
+	t.Logf("%v", err)
+}

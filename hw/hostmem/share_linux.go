@@ -180,7 +180,8 @@ func sendPool(c *net.UnixConn, p *Pool, uid int) error {
 // it and closes the received fd; the server's pool is unaffected. It
 // refuses a server of another uid (SO_PEERCRED), and an fd that is not a
 // memfd sealed against shrinking or is smaller than announced: either
-// could make the mapping fault (SIGBUS) or send writes elsewhere.
+// could make the mapping fault (SIGBUS) or send writes elsewhere. A size
+// that is not a whole number of the memfd's pages is refused too.
 func ReceivePool(socketPath string) (*Pool, error) {
 	c, err := net.DialTimeout("unix", socketPath, shareTimout)
 	if err != nil {
@@ -251,6 +252,11 @@ func ReceivePool(socketPath string) (*Pool, error) {
 	}
 	if size <= 0 || st.Size < size {
 		return closeFD(fmt.Errorf("refused: pool size %d does not fit the file's %d bytes", size, st.Size))
+	}
+	if bs := int64(st.Blksize); bs > 0 && size%bs != 0 {
+		// On hugetlb the kernel maps whole pages and Close's unmap of the
+		// announced size would fail, leaving the mapping behind.
+		return closeFD(fmt.Errorf("refused: pool size %d is not a whole number of the file's %d-byte pages", size, bs))
 	}
 	mem, err := mmapShared(fd, size)
 	if err != nil {
