@@ -154,7 +154,7 @@ func claimStoreDir(dir string) (lock *os.File, have *storeMarker, damaged bool, 
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := bucket.MkdirAll(dir); err != nil {
 			return nil, nil, false, err
 		}
 	case err != nil:
