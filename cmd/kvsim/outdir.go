@@ -164,11 +164,12 @@ func lockDir(ctx context.Context, dir string, wait bool) (*os.File, error) {
 // staleTemp matches the temporary files kvsim itself makes in a results
 // folder (os.CreateTemp puts decimal digits where the pattern has "*"): a
 // policy's rows (.requests-*.csv), a file written whole before its rename
-// (.summary.json.*, .requests.csv.*, .report.html.*) and probeWritable's.
+// (.summary.json.*, .requests.csv.*, .report.html.*, .index.html.*) and
+// probeWritable's.
 // A run killed mid-write leaves them; nothing else may be removed.
 func staleTemp(name string) bool {
 	for _, p := range [...][2]string{{".requests-", ".csv"}, {".requests.csv.", ""}, {".summary.json.", ""},
-		{".report.html.", ""}, {probePrefix, ""}} {
+		{".report.html.", ""}, {".index.html.", ""}, {probePrefix, ""}} {
 		if rest, ok := strings.CutPrefix(name, p[0]); ok {
 			if digits, ok := strings.CutSuffix(rest, p[1]); ok && allDigits(digits) {
 				return true

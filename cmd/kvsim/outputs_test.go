@@ -504,3 +504,53 @@ func TestSweepOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexLocked: DIR/index.html, which every run of several scenarios,
+// sweep and report into DIR writes, is written under DIR's own lock: while
+// another kvsim holds it the page waits (and the run with it), then is
+// written; and the temporary files a killed writer left in DIR and
+// DIR/assets are removed then, anything else left alone.
+func TestIndexLocked(t *testing.T) {
+	out := t.TempDir()
+	stale := []string{".index.html.123", filepath.Join("assets", ".echarts.min.js.77")}
+	keep := []string{".index.html.bak", "index.html.old", "notes.txt"}
+	mkdirAll(t, filepath.Join(out, "assets"))
+	for _, n := range append(slices.Clone(stale), keep...) {
+		writeFile(t, out, n, "x")
+	}
+	unlock := holdLock(t, out)
+	done := make(chan string)
+	go func() {
+		_, stderr, code := runKvsim("run", "--quiet", "--limit", "20", "--out", out, "--set", "seed=1", quickstart, "../../scenarios/hbm_only.toml")
+		if code != 0 {
+			done <- stderr
+		}
+		close(done)
+	}()
+	time.Sleep(2 * time.Second) // the two scenarios simulate, then wait for the index
+	select {
+	case msg := <-done:
+		t.Fatalf("the run finished while another kvsim held %s: %s", out, msg)
+	default:
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil {
+		t.Fatal("index.html written while another kvsim held the folder")
+	}
+	unlock()
+	if msg, ok := <-done; ok {
+		t.Fatalf("run: %s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
+		t.Error(err)
+	}
+	for _, n := range stale {
+		if _, err := os.Stat(filepath.Join(out, n)); err == nil {
+			t.Errorf("stale %s left", n)
+		}
+	}
+	for _, n := range keep {
+		if _, err := os.Stat(filepath.Join(out, n)); err != nil {
+			t.Errorf("%s (not kvsim's temporary file) removed: %v", n, err)
+		}
+	}
+}

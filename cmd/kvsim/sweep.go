@@ -128,7 +128,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := writeIndex(o.out, sums, o.assets); err != nil {
+	if err := writeIndex(ctx, o.out, sums, o.assets); err != nil {
 		return err
 	}
 	if *quiet {
