@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,14 @@ func TestOutputPathsBadInput(t *testing.T) {
 	rep := filepath.Join(root, "rep")
 	reportFixture(t, "small", rep)
 	mk(filepath.Join(rep, "report.html"), true)
+	// A named pipe and a symbolic link to the user's file, which a rename
+	// would replace (as root, --out /dev/null replaced the device).
+	fifo := filepath.Join(root, "fifo")
+	mkfifo(t, fifo)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
 	run := []string{"run", "--quiet", "--limit", "20"}
 	for _, c := range []struct {
 		args []string
@@ -84,6 +93,11 @@ func TestOutputPathsBadInput(t *testing.T) {
 		{[]string{"iobench", "--file", dir, "--size", "1MiB"}, dir},
 		{[]string{"iobench", "--file", missing, "--size", "1MiB"}, missing},
 		{[]string{"iobench", "--file", os.DevNull, "--size", "1MiB"}, os.DevNull},
+		{[]string{"gen", "--requests", "5", "--out", fifo}, fifo},
+		{[]string{"gen", "--requests", "5", "--out", link}, link},
+		{[]string{"calibrate", "--dir", filepath.Join(root, "cal"), "--out", link}, link},
+		{append(run, "--out", filepath.Join(root, "o7"), "--memprofile", link, quickstart), link},
+		{[]string{"mrc", "--trace", "../../traces/synthetic.jsonl", "--policies", "lru", "--sizes", "10", "--html", fifo}, fifo},
 	} {
 		stdout, stderr, code := runKvsim(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.path) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -108,6 +122,12 @@ func TestOutputPathsBadInput(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {
 		t.Errorf("%s changed: %q", file, b)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode().IsRegular() {
+		t.Errorf("%s was replaced by a file: %v", fifo, err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a symbolic link: %v", link, err)
 	}
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
