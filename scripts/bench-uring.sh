@@ -65,7 +65,7 @@ fio_run() { # rw
 }
 kvsim_run() { # rw
 	"$tmp/kvsim" iobench --file "$file" --size "$size" --bs 1MiB --qd 32 --rw "$1" \
-		--engine auto --direct=true --hugepages=true --json >"$tmp/kv.json"
+		--engine auto --direct=true --hugepages=true --overwrite --json >"$tmp/kv.json"
 	jq .mib_per_s "$tmp/kv.json"
 }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }

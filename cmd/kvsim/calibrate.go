@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"kvsim/experiment"
@@ -13,6 +14,23 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 )
+
+// calibrateScratch are the files the SSD measurements (hw/doctor) write
+// in --dir and remove at the end.
+var calibrateScratch = []string{"iobench.dat", "mixed-read.dat", "mixed-write.dat"}
+
+// checkCalibrateScratch refuses a --dir holding a file of a scratch name
+// that kvsim did not write (not iobench's fill, and not empty): it is not
+// kvsim's to overwrite and remove. A killed calibrate's leftovers are fine.
+func checkCalibrateScratch(dir string) error {
+	for _, n := range calibrateScratch {
+		p := filepath.Join(dir, n)
+		if st, err := os.Lstat(p); err == nil && (!st.Mode().IsRegular() || st.Size() > 0 && !madeByIobench(p)) {
+			return badInputf("calibrate: --dir %s: %s exists and was not written by kvsim; calibrate writes and removes a file of that name there: move it or give another --dir", dir, p)
+		}
+	}
+	return nil
+}
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--remote redis://HOST:PORT] [--json]", stderr)
@@ -45,6 +63,9 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	if err := prepareOutDir("calibrate: --dir", *dir); err != nil {
+		return err
+	}
+	if err := checkCalibrateScratch(*dir); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"kvsim/hw/doctor"
+	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 )
 
@@ -111,5 +113,38 @@ eviction = "lru"
 				t.Errorf("calibrate on tmpfs: status %d, %q", code, stderr)
 			}
 		}
+	}
+}
+
+// TestCalibrateScratchNotOurs: calibrate writes and removes iobench.dat
+// and mixed-*.dat in --dir; a user's file of one of those names is refused
+// before any measuring (exit 2, naming it) and left as it was; a file
+// iobench wrote (a killed calibrate's leftover) or an empty one is not.
+func TestCalibrateScratchNotOurs(t *testing.T) {
+	for _, n := range calibrateScratch {
+		dir := t.TempDir()
+		p := writeFile(t, dir, n, "a user's data\n")
+		_, stderr, code := runKvsim("calibrate", "--dir", dir, "--count", "8")
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, p+" exists and was not written by kvsim") {
+			t.Errorf("%s: status %d, %q", n, code, stderr)
+		}
+		if b, _ := os.ReadFile(p); string(b) != "a user's data\n" {
+			t.Errorf("%s changed: %q", n, b)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "profile.toml")); err == nil {
+			t.Errorf("%s: a profile was written", n)
+		}
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	dir := t.TempDir()
+	if _, err := ioengine.IOBench(ioengine.IOBenchOptions{File: filepath.Join(dir, "iobench.dat"), Size: 1 << 20, BlockSize: 64 << 10,
+		QueueDepth: 4, Write: true, Engine: "pread"}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "mixed-read.dat", "")
+	if err := checkCalibrateScratch(dir); err != nil {
+		t.Errorf("kvsim's own leftovers refused: %v", err)
 	}
 }

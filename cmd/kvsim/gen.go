@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,14 +50,42 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The generator fails on its own only when the flags ask for arrivals
+	// past the simulated-time limit (a --rate so low that conversations
+	// start centuries apart): bad input, told apart from a failed write.
+	gen := func(w io.Writer) error {
+		ew := &errWriter{w: w}
+		err := generate(ew, c)
+		if err != nil && ew.err == nil {
+			return badInputf("gen: --rate %g: %v", c.RatePerSec, err)
+		}
+		return err
+	}
 	if *out == "" || *out == "-" {
 		w := bufio.NewWriter(stdout)
-		if err := generate(w, c); err != nil {
+		if err := gen(w); err != nil {
+			if errors.As(err, new(*inputError)) {
+				return err
+			}
 			return fmt.Errorf("gen: %w", err)
 		}
 		return w.Flush()
 	}
-	return writeAtomic(*out, func(w io.Writer) error { return generate(w, c) })
+	return writeAtomic(*out, gen)
+}
+
+// errWriter records the first error of the writer it wraps.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // writeAtomic writes path through a temporary file in the same directory and
@@ -73,6 +102,9 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		}
 	}()
 	if err := write(f); err != nil {
+		if errors.As(err, new(*inputError)) {
+			return err
+		}
 		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	if err := f.Chmod(0o644); err != nil {

@@ -92,6 +92,10 @@ func TestGenBadInput(t *testing.T) {
 		{"--bogus"},
 		{"extra"},
 		{"--out", filepath.Join(dir, "no-such-dir", "x.jsonl")},
+		// Conversations 1e300 s apart pass the simulated-time limit: found
+		// while generating, to stdout or to --out (was exit 1).
+		{"--rate", "1e-300", "--requests", "100"},
+		{"--rate", "1e-300", "--requests", "100", "--out", filepath.Join(dir, "slow.jsonl")},
 	} {
 		err := runGen(context.Background(), args, io.Discard, io.Discard)
 		var bi *inputError

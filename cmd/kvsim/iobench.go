@@ -9,6 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"kvsim/experiment"
 	"kvsim/hw/ioengine"
@@ -17,8 +20,9 @@ import (
 
 // runIobench measures file I/O the way the SSD tier does it (kvsim iobench).
 func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("iobench", "kvsim iobench --file F [--size 1GiB] [--bs 1MiB] [--qd 32] [--rw read|write] [--engine auto|io_uring|pread] [--direct=true] [--hugepages=true] [--json]", stderr)
+	fs := newFlags("iobench", "kvsim iobench --file F [--size 1GiB] [--bs 1MiB] [--qd 32] [--rw read|write] [--engine auto|io_uring|pread] [--direct=true] [--hugepages=true] [--overwrite] [--json]", stderr)
 	file := fs.String("file", "", "`file` to read or write (created if missing; put it on the SSD tier's filesystem)")
+	overwrite := fs.Bool("overwrite", false, "let a write (or a read of a file shorter than --size) change an existing file iobench did not make; its contents are lost")
 	size := fs.String("size", "1GiB", "bytes to move")
 	bs := fs.String("bs", "1MiB", "bytes per I/O")
 	qd := fs.Int("qd", ioengine.DefaultQueueDepth, "I/Os kept in flight (io_uring)")
@@ -38,7 +42,7 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if o.File == "" {
 		return badInputf("iobench: --file is required")
 	}
-	if err := checkBenchFile(o.File); err != nil {
+	if err := checkBenchPath(o.File); err != nil {
 		return err
 	}
 	if o.Size, err = scenario.ParseBytes(*size); err != nil {
@@ -58,6 +62,12 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *qd < 1 || *qd > ioengine.MaxQueueDepth {
 		return badInputf("iobench: --qd: must be between 1 and %d", ioengine.MaxQueueDepth)
 	}
+	// The buffers are touched (filled) at once: more than the machine's
+	// memory would be swapped or killed, not measured.
+	if buf, mem := int64(*qd)*n, memTotal(); mem > 0 && buf > mem {
+		return badInputf("iobench: --qd %d x --bs %s = %s of I/O buffers, more than this machine's %s of memory",
+			*qd, *bs, scenario.FormatBytes(buf), scenario.FormatBytes(mem))
+	}
 	switch *rw {
 	case "read":
 	case "write":
@@ -70,14 +80,28 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		return badInputf("iobench: --engine %q: must be auto, io_uring or pread", *engine)
 	}
+	created, err := checkBenchFile(o.File, o.Size, o.Write, *overwrite)
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r, err := ioengine.IOBench(o)
 	if err != nil {
-		// A tmpfs file or a misaligned --bs/--size is the user's to fix.
-		if errors.Is(err, ioengine.ErrNoDirectIO) || errors.Is(err, ioengine.ErrMisaligned) {
+		if created { // leave nothing behind from a failed run
+			os.Remove(o.File)
+		}
+		// A tmpfs file or a misaligned --bs/--size is the user's to fix;
+		// so are buffers or a file larger than this machine can give.
+		switch {
+		case errors.Is(err, ioengine.ErrNoDirectIO) || errors.Is(err, ioengine.ErrMisaligned):
 			return badInput(err)
+		case errors.Is(err, syscall.ENOMEM):
+			return badInputf("iobench: --qd %d x --bs %s = %s of I/O buffers: %s", o.QueueDepth, *bs,
+				scenario.FormatBytes(int64(o.QueueDepth)*int64(o.BlockSize)), strings.TrimPrefix(err.Error(), "iobench: "))
+		case errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.ENOSPC):
+			return badInputf("iobench: --size %s: %s", *size, strings.TrimPrefix(err.Error(), "iobench: "))
 		}
 		return err
 	}
@@ -107,11 +131,11 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// checkBenchFile checks --file before any I/O: an existing regular file
-// (read, or overwritten in place), or a new one in an existing folder. A
-// device or other special file is refused: a read benchmark first writes
-// any part of the file shorter than --size.
-func checkBenchFile(path string) error {
+// checkBenchPath checks --file before any I/O: an existing regular file,
+// or a new one in an existing folder. A device or other special file is
+// refused: a read benchmark first writes any part of the file shorter than
+// --size.
+func checkBenchPath(path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case err == nil && st.IsDir():
@@ -128,4 +152,72 @@ func checkBenchFile(path string) error {
 		return badInputf("iobench: --file %s: folder %s does not exist", path, dir)
 	}
 	return nil
+}
+
+// checkBenchFile says whether iobench will create --file, and refuses to
+// change an existing file iobench did not make (kvsim never overwrites
+// what it did not create): a write benchmark overwrites the file, and a
+// read benchmark first writes whatever the file lacks of size. An empty
+// file, or one only read, is fine; overwrite lets the change happen.
+func checkBenchFile(path string, size int64, write, overwrite bool) (created bool, err error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, badInputf("iobench: --file %s: %v", path, experiment.PathErr(err))
+	}
+	if st.Size() == 0 || (!write && st.Size() >= size) || overwrite || madeByIobench(path) {
+		return false, nil
+	}
+	what := "--rw write would overwrite it"
+	if !write {
+		what = fmt.Sprintf("reading --size %s of it would first write the rest", scenario.FormatBytes(size))
+	}
+	return false, badInputf("iobench: --file %s: exists (%s) and was not written by iobench; %s (give a new file, or --overwrite)",
+		path, scenario.FormatBytes(st.Size()), what)
+}
+
+// madeByIobench reports whether the file at path starts as iobench's
+// writes do: each block is a slice of its buffers, filled with
+// byte(i*7 + 1), so byte follows byte by +7 (mod 256) across the first
+// 256 bytes (within one block, or across blocks of a multiple of 256
+// bytes). 64 bytes of that are never a user's data.
+func madeByIobench(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [256]byte
+	n, _ := io.ReadFull(f, b[:])
+	if n < 64 {
+		return false
+	}
+	for i := 1; i < n; i++ {
+		if b[i]-b[i-1] != 7 {
+			return false
+		}
+	}
+	return true
+}
+
+// memTotal is the machine's memory in bytes (Linux's MemTotal), or 0 where
+// it cannot be read.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }

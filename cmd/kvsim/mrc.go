@@ -20,7 +20,7 @@ import (
 )
 
 func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mrc", "kvsim mrc --trace FILE [--format F] --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE] [--bench] [--sample RATE]", stderr)
+	fs := newFlags("mrc", "kvsim mrc --trace FILE [--format F] --policies LIST --sizes LIST [--mode block|prefix] [--json] [--html FILE [--assets DIR]] [--bench] [--sample RATE]", stderr)
 	tracePath := fs.String("trace", "", "trace `FILE` (or a binary trace from kvsim trace convert)")
 	format := fs.String("format", "mooncake", "trace `FORMAT`: "+strings.Join(trace.Formats(), ", "))
 	blockTokens := fs.Int("block-tokens", trace.DefaultBlockTokens, "tokens per block `N` (bailian: a multiple of 16, its 16-token blocks regrouped)")
@@ -77,6 +77,15 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	want, err := parseSizes(*sizes)
 	if err != nil {
 		return err
+	}
+	// The page's paths are checked before the trace is read (minutes for a
+	// large one): a bad one is bad input naming the user's path.
+	if *htmlOut != "" {
+		if err := checkMRCPage(*htmlOut, *assets); err != nil {
+			return err
+		}
+	} else if *assets != "" {
+		return badInputf("mrc: --assets is for the --html page; add --html FILE or drop --assets")
 	}
 
 	tr, err := mrc.LoadOptions(*tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
@@ -195,6 +204,23 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3g\t%.4f\t\n", r.Policy, r.SizeBlocks, r.AccessesPerSec/1e6, r.AllocsPerAccess, r.MissRatio)
 	}
 	return tw.Flush()
+}
+
+// checkMRCPage checks --html and --assets: the page can be written whole
+// (its folder exists and is writable, the page is not a folder), the
+// assets folder holds ECharts, and the page's assets/ can take a copy.
+func checkMRCPage(path, assets string) error {
+	if err := checkOutFile("mrc: --html", path); err != nil {
+		return err
+	}
+	if assets == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(assets, report.EChartsFile)); err != nil {
+		return badInputf("mrc: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)",
+			filepath.Join(assets, report.EChartsFile))
+	}
+	return checkAssetsDir("mrc: --html "+path, filepath.Dir(path), assets)
 }
 
 // writeMRCHTML renders the curves with the report package.

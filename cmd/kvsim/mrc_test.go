@@ -146,6 +146,7 @@ func TestMrcBadInput(t *testing.T) {
 		`{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1,}`+"\n"), 0o644)
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
 	os.WriteFile(empty, nil, 0o644)
+	htmlDir := t.TempDir()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -183,6 +184,15 @@ func TestMrcBadInput(t *testing.T) {
 		{[]string{"--trace", tr, "--html", "x.html", "--bench", "--policies", "lru", "--sizes", "1"}, "--bench measures speed and draws no curve"},
 		{[]string{"--trace", tr, "--mode", "", "--policies", "lru", "--sizes", "1"}, "--mode: want block or prefix"},
 		{[]string{"--trace", empty, "--policies", "lru", "--sizes", "1"}, "empty.jsonl holds no blocks"},
+		// The page's paths are checked before the trace is read (a bad trace
+		// here is not reached), naming the user's path, never a temporary file.
+		{[]string{"--trace", bad, "--policies", "lru", "--sizes", "1", "--html", htmlDir}, "--html " + htmlDir + ": is a folder; give a file name"},
+		{[]string{"--trace", bad, "--policies", "lru", "--sizes", "1", "--html", filepath.Join(htmlDir, "no", "x.html")},
+			"--html " + filepath.Join(htmlDir, "no", "x.html") + ": folder " + filepath.Join(htmlDir, "no") + " does not exist"},
+		{[]string{"--trace", bad, "--policies", "lru", "--sizes", "1", "--html", filepath.Join(htmlDir, "x.html"), "--assets", htmlDir}, "--assets: " + filepath.Join(htmlDir, "echarts.min.js") + ": not found"},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1", "--html", filepath.Join(htmlDir, "no", "y.html")}, // was: open .../no/.y.html.123
+			"--html " + filepath.Join(htmlDir, "no", "y.html") + ": folder " + filepath.Join(htmlDir, "no") + " does not exist"},
+		{[]string{"--trace", tr, "--policies", "lru", "--sizes", "1", "--assets", htmlDir}, "--assets is for the --html page"},
 	} {
 		_, errs, code := mrcCLI(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {
@@ -191,6 +201,9 @@ func TestMrcBadInput(t *testing.T) {
 		if strings.HasPrefix(errs, "kvsim: ") && strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: error is not one line: %q", c.args, errs)
 		}
+	}
+	if ents, _ := os.ReadDir(htmlDir); len(ents) != 0 {
+		t.Errorf("bad --html runs wrote %v", ents)
 	}
 }
 

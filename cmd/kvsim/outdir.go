@@ -49,10 +49,15 @@ func prepareOutDir(what, dir string) error {
 
 // checkOutFile checks, without writing it, that path can be written whole
 // (through a temporary file in its folder and a rename): its folder exists
-// and is writable, and path is not a folder.
+// and is writable, and path is absent or a regular file.
 func checkOutFile(what, path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return badInputf("%s %s: is a folder; give a file name", what, path)
+	}
+	// The rename that puts the new file in place would replace a device,
+	// pipe or socket (as root, /dev/null itself) or a symbolic link.
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return badInputf("%s %s: exists and is not a regular file (a device, pipe, socket or symbolic link), which kvsim's new file would replace; give a file name", what, path)
 	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -164,11 +169,12 @@ func lockDir(ctx context.Context, dir string, wait bool) (*os.File, error) {
 // staleTemp matches the temporary files kvsim itself makes in a results
 // folder (os.CreateTemp puts decimal digits where the pattern has "*"): a
 // policy's rows (.requests-*.csv), a file written whole before its rename
-// (.summary.json.*, .requests.csv.*, .report.html.*) and probeWritable's.
+// (.summary.json.*, .requests.csv.*, .report.html.*, .index.html.*) and
+// probeWritable's.
 // A run killed mid-write leaves them; nothing else may be removed.
 func staleTemp(name string) bool {
 	for _, p := range [...][2]string{{".requests-", ".csv"}, {".requests.csv.", ""}, {".summary.json.", ""},
-		{".report.html.", ""}, {probePrefix, ""}} {
+		{".report.html.", ""}, {".index.html.", ""}, {probePrefix, ""}} {
 		if rest, ok := strings.CutPrefix(name, p[0]); ok {
 			if digits, ok := strings.CutSuffix(rest, p[1]); ok && allDigits(digits) {
 				return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,14 @@ func TestOutputPathsBadInput(t *testing.T) {
 	rep := filepath.Join(root, "rep")
 	reportFixture(t, "small", rep)
 	mk(filepath.Join(rep, "report.html"), true)
+	// A named pipe and a symbolic link to the user's file, which a rename
+	// would replace (as root, --out /dev/null replaced the device).
+	fifo := filepath.Join(root, "fifo")
+	mkfifo(t, fifo)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
 	run := []string{"run", "--quiet", "--limit", "20"}
 	for _, c := range []struct {
 		args []string
@@ -84,6 +93,11 @@ func TestOutputPathsBadInput(t *testing.T) {
 		{[]string{"iobench", "--file", dir, "--size", "1MiB"}, dir},
 		{[]string{"iobench", "--file", missing, "--size", "1MiB"}, missing},
 		{[]string{"iobench", "--file", os.DevNull, "--size", "1MiB"}, os.DevNull},
+		{[]string{"gen", "--requests", "5", "--out", fifo}, fifo},
+		{[]string{"gen", "--requests", "5", "--out", link}, link},
+		{[]string{"calibrate", "--dir", filepath.Join(root, "cal"), "--out", link}, link},
+		{append(run, "--out", filepath.Join(root, "o7"), "--memprofile", link, quickstart), link},
+		{[]string{"mrc", "--trace", "../../traces/synthetic.jsonl", "--policies", "lru", "--sizes", "10", "--html", fifo}, fifo},
 	} {
 		stdout, stderr, code := runKvsim(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.path) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -108,6 +122,12 @@ func TestOutputPathsBadInput(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {
 		t.Errorf("%s changed: %q", file, b)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode().IsRegular() {
+		t.Errorf("%s was replaced by a file: %v", fifo, err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a symbolic link: %v", link, err)
 	}
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
@@ -460,6 +480,56 @@ func TestReportSweepOrder(t *testing.T) {
 				t.Errorf("%v: %s out of order in the index table", args, v)
 			}
 			last = i
+		}
+	}
+}
+
+// TestIndexLocked: DIR/index.html, which every run of several scenarios,
+// sweep and report into DIR writes, is written under DIR's own lock: while
+// another kvsim holds it the page waits (and the run with it), then is
+// written; and the temporary files a killed writer left in DIR and
+// DIR/assets are removed then, anything else left alone.
+func TestIndexLocked(t *testing.T) {
+	out := t.TempDir()
+	stale := []string{".index.html.123", filepath.Join("assets", ".echarts.min.js.77")}
+	keep := []string{".index.html.bak", "index.html.old", "notes.txt"}
+	mkdirAll(t, filepath.Join(out, "assets"))
+	for _, n := range append(slices.Clone(stale), keep...) {
+		writeFile(t, out, n, "x")
+	}
+	unlock := holdLock(t, out)
+	done := make(chan string)
+	go func() {
+		_, stderr, code := runKvsim("run", "--quiet", "--limit", "20", "--out", out, "--set", "seed=1", quickstart, "../../scenarios/hbm_only.toml")
+		if code != 0 {
+			done <- stderr
+		}
+		close(done)
+	}()
+	time.Sleep(2 * time.Second) // the two scenarios simulate, then wait for the index
+	select {
+	case msg := <-done:
+		t.Fatalf("the run finished while another kvsim held %s: %s", out, msg)
+	default:
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil {
+		t.Fatal("index.html written while another kvsim held the folder")
+	}
+	unlock()
+	if msg, ok := <-done; ok {
+		t.Fatalf("run: %s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
+		t.Error(err)
+	}
+	for _, n := range stale {
+		if _, err := os.Stat(filepath.Join(out, n)); err == nil {
+			t.Errorf("stale %s left", n)
+		}
+	}
+	for _, n := range keep {
+		if _, err := os.Stat(filepath.Join(out, n)); err != nil {
+			t.Errorf("%s (not kvsim's temporary file) removed: %v", n, err)
 		}
 	}
 }

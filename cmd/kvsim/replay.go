@@ -101,6 +101,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}
+	// Not a regular file (a named pipe would block the check of its
+	// contents; a device or link would be replaced): not kvsim's.
+	if st, err := os.Lstat(filepath.Join(o.dir, "replay.json")); err == nil && !st.Mode().IsRegular() {
+		return badInputf("replay: %s exists and is not a regular file; it will not be replaced: move it or give another --dir", filepath.Join(o.dir, "replay.json"))
+	}
 	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}

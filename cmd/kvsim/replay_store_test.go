@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"kvsim/hw"
 	"kvsim/hw/bucket"
@@ -145,6 +146,30 @@ func TestReplayDirNotOurs(t *testing.T) {
 	_, stderr, code := runKvsim(append(append([]string{}, replaySSD...), "--dir", d2, synthetic)...)
 	if b, _ := os.ReadFile(mine); code != 2 || !strings.Contains(stderr, mine) || string(b) != `{"mine": true}` {
 		t.Errorf("replay.json not ours: status %d: %s; now %s", code, stderr, b)
+	}
+	// Nor is a replay.json that is a named pipe (reading it to check it
+	// blocked for ever) or a link (the rename replaced it).
+	for _, kind := range []string{"fifo", "link"} {
+		d := replayDir(t)
+		p := filepath.Join(d, "replay.json")
+		if kind == "fifo" {
+			mkfifo(t, p)
+		} else if err := os.Symlink(mine, p); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			_, stderr, code = runKvsim(append(append([]string{}, replaySSD...), "--dir", d, synthetic)...)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("replay.json a %s: replay hung", kind)
+		}
+		if st, err := os.Lstat(p); code != 2 || !strings.Contains(stderr, p+" exists and is not a regular file") || err != nil || st.Mode().IsRegular() {
+			t.Errorf("replay.json a %s: status %d: %s", kind, code, stderr)
+		}
 	}
 }
 

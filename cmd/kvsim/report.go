@@ -129,7 +129,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			wrote(filepath.Join(d, "report.html"))
 		}
 		if j.index {
-			if err := writeIndex(j.dir, j.sums, *assets); err != nil {
+			if err := writeIndex(ctx, j.dir, j.sums, *assets); err != nil {
 				return err
 			}
 			wrote(filepath.Join(j.dir, "index.html"))
@@ -194,8 +194,21 @@ func writeReportPage(dir string, page []byte, assets string) error {
 }
 
 // writeIndex writes outDir/index.html comparing the scenarios ss, whose
-// reports are in outDir/<scenario>/.
-func writeIndex(outDir string, ss []*results.Summary, assets string) error {
+// reports are in outDir/<scenario>/. Every run, sweep or report into
+// outDir writes that page (and outDir/assets/), so it is written under
+// outDir's own lock, waited for (it is held only while a page is
+// written), which also lets the temporary files a killed writer left
+// there be removed.
+func writeIndex(ctx context.Context, outDir string, ss []*results.Summary, assets string) error {
+	f, err := lockDir(ctx, outDir, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		unlockFile(f)
+		f.Close()
+	}()
+	removeStaleTemps(outDir)
 	o, err := pageOptions(outDir, assets)
 	if err != nil {
 		return err

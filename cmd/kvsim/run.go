@@ -122,7 +122,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if len(sums) > 1 {
-		if err := writeIndex(o.out, sums, o.assets); err != nil {
+		if err := writeIndex(ctx, o.out, sums, o.assets); err != nil {
 			return err
 		}
 		if !o.quiet {

@@ -91,8 +91,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	scs, labels := sw.Points, sw.Values
-	if _, err := os.Stat(base.Workload.Trace); base.Workload.Gen == nil && err != nil {
-		return badInputf("%s: workload: trace: %v", base.Path, err)
+	// Every point's trace (--vary workload.trace gives each its own) and
+	// --assets are checked before any folder is made.
+	for i, sc := range scs {
+		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
+			if len(scs) > 1 && sc.Workload.Trace != base.Workload.Trace {
+				return badInputf("%s: workload: trace (value %q): %v", base.Path, labels[i], err)
+			}
+			return badInputf("%s: workload: trace: %v", base.Path, err)
+		}
+	}
+	if o.assets != "" {
+		if _, err := os.Stat(filepath.Join(o.assets, "echarts.min.js")); err != nil {
+			return badInputf("sweep: --assets: %v", err)
+		}
 	}
 	var names []string
 	for i, sc := range scs {
@@ -116,7 +128,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := writeIndex(o.out, sums, o.assets); err != nil {
+	if err := writeIndex(ctx, o.out, sums, o.assets); err != nil {
 		return err
 	}
 	if *quiet {

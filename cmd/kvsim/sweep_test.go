@@ -88,3 +88,32 @@ func TestSweepVary(t *testing.T) {
 		t.Errorf("index.html lacks the sweep charts (%v)", err)
 	}
 }
+
+// TestSweepInputsBeforeWork: a point's missing trace (--vary
+// workload.trace) or a missing --assets is bad input found before any
+// point is simulated or any folder made; it used to fail after the first
+// point (exit 1 for --assets, leaving results without a report), with
+// empty result folders left behind.
+func TestSweepInputsBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.jsonl")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vary", "workload.trace", "--values", "../traces/synthetic.jsonl," + missing},
+			`workload: trace (value "` + missing + `"): stat ` + missing},
+		{[]string{"--vary", "seed", "--values", "1,2", "--assets", filepath.Join(dir, "none")},
+			"sweep: --assets: stat " + filepath.Join(dir, "none", "echarts.min.js")},
+	} {
+		out := filepath.Join(dir, "out")
+		args := append(append([]string{"sweep", "--quiet", "--limit", "20", "--out", out}, tc.args...), quickstart)
+		_, stderr, code := runKvsim(args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: %s was made", tc.args, out)
+		}
+	}
+}

@@ -32,6 +32,10 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 		return badInputf("trace convert: --format: unknown trace format %q (known: %s)", *format, strings.Join(trace.Formats(), ", "))
 	}
 	// Never replace what kvsim did not write; a binary trace only with --force.
+	// Not a regular file (a named pipe would block the check below): refused.
+	if st, err := os.Lstat(out); err == nil && !st.Mode().IsRegular() {
+		return badInputf("trace convert: %s exists and is not a regular file (a folder, device, pipe, socket or symbolic link): not replaced", out)
+	}
 	if f, err := os.Open(out); err == nil {
 		var magic [4]byte
 		_, rerr := io.ReadFull(f, magic[:])
@@ -42,6 +46,11 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 		if !*force {
 			return badInputf("trace convert: %s exists (--force replaces a binary trace)", out)
 		}
+	}
+	// Its folder must exist and be writable: checked here, so that the
+	// message names OUT, not the temporary file it is written through.
+	if err := checkOutFile("trace convert:", out); err != nil {
+		return err
 	}
 	// The block size is chosen when the binary trace is read: any will do.
 	if err := trace.Convert(in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func convertCLI(args ...string) (string, string, int) {
@@ -94,6 +95,40 @@ func TestTraceConvertBadInput(t *testing.T) {
 	}
 	if _, errs, code := convertCLI("--force", src, kvtc); code != 0 {
 		t.Errorf("--force: %s", errs)
+	}
+
+	// OUT a named pipe (reading it to check its magic blocked for ever), a
+	// link to a binary trace (replaced by the rename), in a missing folder
+	// (named the temporary file): exit 2 naming OUT, nothing written.
+	other := t.TempDir()
+	fifo, link, missing := filepath.Join(other, "p.kvtc"), filepath.Join(other, "l.kvtc"), filepath.Join(other, "no", "x.kvtc")
+	mkfifo(t, fifo)
+	if err := os.Symlink(kvtc, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ out, want string }{
+		{fifo, fifo + " exists and is not a regular file"},
+		{link, link + " exists and is not a regular file"},
+		{missing, missing + ": folder " + filepath.Dir(missing) + " does not exist"},
+	} {
+		done := make(chan struct{})
+		var errs string
+		var code int
+		go func() {
+			_, errs, code = convertCLI("--force", src, c.out)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: trace convert hung", c.out)
+		}
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 || tempName.MatchString(errs) {
+			t.Errorf("%s: exit %d %q, want 2 and %q", c.out, code, errs, c.want)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
 	}
 }
 
