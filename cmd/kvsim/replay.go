@@ -98,7 +98,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return badInputf("replay: --policy %q: the scenario has no such [[policy]]", o.policy)
 		}
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+	if err := bucket.MkdirAll(o.dir); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}
 	// Not a regular file (a named pipe would block the check of its
