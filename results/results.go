@@ -321,6 +321,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
+		// Name the file the caller asked for, not the temporary pattern.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = &fs.PathError{Op: "create", Path: path, Err: pe.Err}
+		}
 		return err
 	}
 	_, werr := f.Write(data)

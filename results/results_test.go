@@ -107,3 +107,16 @@ func TestWriteFileAtomicNamesPath(t *testing.T) {
 		t.Fatalf("left %d entries, want only the folder", len(ents))
 	}
 }
+
+// A temporary file that cannot be made (no such folder) also names the
+// file asked for, not the temporary name pattern.
+func TestWriteFileAtomicNoFolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "summary.json")
+	err := WriteFileAtomic(path, []byte("{}"))
+	if err == nil {
+		t.Fatal("writing into a missing folder succeeded")
+	}
+	if !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "*") {
+		t.Fatalf("error %q should name %s and not the temporary pattern", err, path)
+	}
+}
