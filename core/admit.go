@@ -119,6 +119,10 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if !fits {
 		return false
 	}
+	if c.cfg.HoldEvicted && c.freeNow() < need && !c.roomNow(now, r, need) {
+		c.Stats.DrainWaits++
+		return false // it fits once the draining HBM is free: Drained retries
+	}
 	c.setSeq(r.Seq)
 	cut := len(r.Blocks)
 	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil && r.RemoteKV == 0 {
@@ -202,7 +206,22 @@ func (c *Core) chooseSources(r *reqState, cut int) {
 	}
 }
 
-// freeHBM evicts from HBM until need bytes are free; hbmNeed said they can be.
+// roomNow evicts from HBM, sparing r's blocks, until need bytes are free or
+// draining (evicting more would not bring the draining bytes back sooner),
+// and says whether need bytes are free now. hbmNeed said they can be.
+func (c *Core) roomNow(now int64, r *reqState, need int64) bool {
+	for b := range c.distinct(r.Blocks) {
+		c.shield[b] = true
+	}
+	c.freeHBM(now, need)
+	for b := range c.distinct(r.Blocks) {
+		c.shield[b] = false
+	}
+	return c.freeNow() >= need
+}
+
+// freeHBM evicts from HBM until need bytes are free, or with HoldEvicted
+// free or draining; hbmNeed said they can be.
 func (c *Core) freeHBM(now int64, need int64) {
 	for c.capacity[0]-c.used[0] < need {
 		v, ok := c.policies[0].Evict(now, &c.pinViews[0])

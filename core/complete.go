@@ -21,7 +21,7 @@ func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
 		if c.strategy.WriteThrough && c.nt > 1 && c.where[b] == 1 && !c.has(1, b) && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
 			c.insert(now, 1, b)
 			c.Stats.WriteThroughs++
-			c.mover.Move(now, Background, b, c.size[b], 0, 1, WriteThrough)
+			c.moveOut(now, b, 0, 1, WriteThrough)
 		}
 	}
 	for _, w := range r.waiters {
@@ -90,14 +90,22 @@ func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
 	if need <= 0 {
 		return true
 	}
-	for c.capacity[0]-c.pinnedHBM < need {
+	// With HoldEvicted, HBM that is only draining is not free: like vLLM
+	// v1, whose allocation finds too few free blocks whatever the reason,
+	// the request admitted last is preempted rather than the step waiting.
+	for {
+		if c.capacity[0]-c.pinnedHBM >= need {
+			c.freeHBM(now, need)
+			if c.freeNow() >= need {
+				break
+			}
+		}
 		v := c.victim()
 		c.preempt(now, v)
 		if v == id {
 			return false
 		}
 	}
-	c.freeHBM(now, need)
 	r.scratch += need
 	c.outHeld += need
 	c.used[0] += need
