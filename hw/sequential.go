@@ -75,6 +75,8 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 				c.MoveDone(now(), e.req, e.blk)
 			case doneWake:
 				c.Wake(now(), e.req)
+			case doneDrain:
+				c.Drained(now(), e.blk)
 			}
 			lost()
 		}
