@@ -35,7 +35,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 	r.Request = *in
 	r.Blocks = blocks
 	r.produced, r.prefetched, r.waiters, r.waitingOn, r.prefetching = r.produced[:0], r.prefetched[:0], r.waiters[:0], 0, 0
-	r.scratch, r.held, r.decoding, r.prefilled, r.resumed = 0, 0, false, false, false
+	r.scratch, r.held, r.decoding, r.prefilled, r.resumed, r.growWait = 0, 0, false, false, false, false
 	p := c.newPass()
 	for i, b := range r.Blocks {
 		c.growBlocks(b)
@@ -112,6 +112,10 @@ func (c *Core) keepPromoted(b Block) bool {
 // comes block by block through Grow.
 func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if c.cfg.MaxRunning > 0 && c.nrun >= c.cfg.MaxRunning {
+		return false
+	}
+	if c.growWaits > 0 { // running requests first: Grow retries the queue
+		c.heldBack = true
 		return false
 	}
 	r := &c.reqs[id]

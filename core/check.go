@@ -79,8 +79,18 @@ func (c *Core) Check() error {
 	// No request waits at the head of the queue while HBM free now (not
 	// draining) would hold it. One still prefetching may wait, and one just
 	// preempted waits for the next completion (as vLLM v1 schedules no
-	// waiting request in a step that preempted).
-	if c.Queued() > 0 && (c.cfg.MaxRunning == 0 || c.nrun < c.cfg.MaxRunning) {
+	// waiting request in a step that preempted); none is admitted while a
+	// running request waits to grow.
+	waits := 0
+	for _, id := range run {
+		if c.reqs[id].growWait {
+			waits++
+		}
+	}
+	if waits != c.growWaits {
+		return fmt.Errorf("%d decodes wait for draining HBM, counted %d", waits, c.growWaits)
+	}
+	if c.Queued() > 0 && c.growWaits == 0 && (c.cfg.MaxRunning == 0 || c.nrun < c.cfg.MaxRunning) {
 		if r := &c.reqs[c.queue[c.qh]]; r.prefetching == 0 && !r.resumed {
 			if need, fits := c.hbmNeed(r); fits && c.capacity[0]-c.used[0]-c.draining >= need {
 				return fmt.Errorf("request %d waits while HBM has the %d bytes it needs free", r.Seq, need)

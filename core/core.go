@@ -47,8 +47,10 @@ type Stats struct {
 	// HoldEvicted only: PeakDraining is the most HBM evicted blocks held at
 	// once while their copies left it; DrainWaits counts admissions put off
 	// because HBM only draining stood in the way.
+	// GrowWaits counts decodes that waited for draining HBM to grow.
 	PeakDraining int64
 	DrainWaits   int64
+	GrowWaits    int64
 }
 
 // reqState is a request slot: queued, running, or free for reuse (its
@@ -70,6 +72,7 @@ type reqState struct {
 	decoderAt   int32 // its index in Core.decoders while decoding
 	prefilled   bool  // its first prefill finished (FirstToken set)
 	resumed     bool  // re-admitted after a preemption: its record counts the first admission only
+	growWait    bool  // decoding, its Grow waits for draining HBM (HoldEvicted)
 	rec         Record
 	hitBlocks   []int64 // the array behind rec.HitBlocks
 }
@@ -123,6 +126,8 @@ type Core struct {
 	outHeld    int64   // output KV bytes the running requests hold
 	decoders   []ReqID // the decoding requests (preemption victims), in no order
 	admissions int64   // admissions so far, preempted requests' again included
+	growWaits  int     // decoding requests whose Grow waits for draining HBM
+	heldBack   bool    // an admission was refused while a Grow waited
 
 	Stats Stats
 }

@@ -191,8 +191,10 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		s.c.PrefillDone(now, s.reqs[f[1]], tm)
 	case "grow":
 		// grow R0 tokens=11 t=5: prints whether R0 still runs
-		if s.c.Grow(now, s.reqs[f[1]], int(atoi(t, a["tokens"]))) {
+		if id := s.reqs[f[1]]; s.c.Grow(now, id, int(atoi(t, a["tokens"]))) {
 			out.WriteString("ok\n")
+		} else if s.c.GrowWaiting(id) {
+			out.WriteString("waits\n")
 		} else {
 			out.WriteString("preempted itself\n")
 		}

@@ -180,7 +180,7 @@ func (s *Sim) netDone(now int64, i int32) {
 		s.land(now, i)
 	}
 	if out {
-		s.core.Drained(now, b)
+		s.drained(now, b)
 	}
 	s.dispatch(now)
 }
@@ -315,9 +315,19 @@ func (s *Sim) hopDone(now int64, i int32) {
 		s.land(now, i)
 	}
 	if out { // store-and-forward: the block's last byte has left HBM
-		s.core.Drained(now, b)
+		s.drained(now, b)
 	}
 	s.dispatch(now)
+}
+
+// drained tells the core that a move of b has left HBM, and retries the
+// simple engine's decodes waiting for HBM (the batched engine's retry at
+// its next step).
+func (s *Sim) drained(now int64, b core.Block) {
+	s.core.Drained(now, b)
+	if len(s.stalled) > 0 {
+		s.retryStalled(now)
+	}
 }
 
 // land ends move i: its copy is in place, the moves parked on it start,
