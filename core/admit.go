@@ -123,11 +123,11 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if !fits {
 		return false
 	}
+	c.setSeq(r.Seq) // before any eviction: request-ordered policies choose for r
 	if c.cfg.HoldEvicted && c.freeNow() < need && !c.roomNow(now, r, need) {
 		c.Stats.DrainWaits++
 		return false // it fits once the draining HBM is free: Drained retries
 	}
-	c.setSeq(r.Seq)
 	cut := len(r.Blocks)
 	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil && r.RemoteKV == 0 {
 		cut = c.cheapestCut(now, r)
