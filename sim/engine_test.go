@@ -270,6 +270,18 @@ func TestBatchedLegacyRates(t *testing.T) {
 	checkTimes(t, recs[0], 1_008_072, 1_008_072+1_000_018+1_000_020)
 }
 
+// runnable counts the running requests that can take part in a step: all
+// but decodes whose next page waits for draining HBM.
+func runnable(e *engine) int {
+	n := 0
+	for _, id := range e.run {
+		if q := &e.seqs[id]; q.state != seqDecode || q.gen <= q.room {
+			n++
+		}
+	}
+	return n
+}
+
 // randomScenario is a small seeded system and trace: conversations share
 // prefixes, HBM is tight enough to queue, prompts exceed the budget; even
 // seeds hold evicted HBM until its copy has left.
@@ -316,13 +328,7 @@ func TestBatchedInvariants(t *testing.T) {
 			}
 			s.OnEvent(func(s *Sim) {
 				e := s.eng
-				runnable := 0 // not a decode waiting for draining HBM
-				for _, id := range e.run {
-					if q := &e.seqs[id]; q.state != seqDecode || q.gen <= q.room {
-						runnable++
-					}
-				}
-				if !e.busy && (runnable > 0 || e.rh < len(e.ready)) {
+				if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
 					t.Fatalf("seed %d: GPU idle at %d with %d running, %d ready", seed, s.Now(), len(e.run), len(e.ready)-e.rh)
 				}
 				if err := s.Core().Check(); err != nil {
@@ -541,7 +547,7 @@ func TestConversationBatched(t *testing.T) {
 	events := 0
 	s.OnEvent(func(s *Sim) {
 		e := s.eng
-		if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
+		if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
 			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.run), len(e.ready)-e.rh)
 		}
 		if err := linksBusy(s); err != nil {
