@@ -35,7 +35,7 @@ func (c *Core) Arrive(now int64, in *Request) {
 	r.Request = *in
 	r.Blocks = blocks
 	r.produced, r.prefetched, r.waiters, r.waitingOn, r.prefetching = r.produced[:0], r.prefetched[:0], r.waiters[:0], 0, 0
-	r.scratch, r.held, r.decoding, r.prefilled, r.resumed = 0, 0, false, false, false
+	r.scratch, r.held, r.decoding, r.prefilled, r.resumed, r.growWait = 0, 0, false, false, false, false
 	p := c.newPass()
 	for i, b := range r.Blocks {
 		c.growBlocks(b)
@@ -114,12 +114,20 @@ func (c *Core) tryAdmit(now int64, id ReqID) bool {
 	if c.cfg.MaxRunning > 0 && c.nrun >= c.cfg.MaxRunning {
 		return false
 	}
+	if c.growWaits > 0 { // running requests first: Grow retries the queue
+		c.heldBack = true
+		return false
+	}
 	r := &c.reqs[id]
 	need, fits := c.hbmNeed(r)
 	if !fits {
 		return false
 	}
-	c.setSeq(r.Seq)
+	c.setSeq(r.Seq) // before any eviction: request-ordered policies choose for r
+	if c.cfg.HoldEvicted && c.freeNow() < need && !c.roomNow(now, r, need) {
+		c.Stats.DrainWaits++
+		return false // it fits once the draining HBM is free: Drained retries
+	}
 	cut := len(r.Blocks)
 	if c.strategy.RecomputeWhenCheaper && c.cfg.Cost != nil && r.RemoteKV == 0 {
 		cut = c.cheapestCut(now, r)
@@ -202,7 +210,22 @@ func (c *Core) chooseSources(r *reqState, cut int) {
 	}
 }
 
-// freeHBM evicts from HBM until need bytes are free; hbmNeed said they can be.
+// roomNow evicts from HBM, sparing r's blocks, until need bytes are free or
+// draining (evicting more would not bring the draining bytes back sooner),
+// and says whether need bytes are free now. hbmNeed said they can be.
+func (c *Core) roomNow(now int64, r *reqState, need int64) bool {
+	for b := range c.distinct(r.Blocks) {
+		c.shield[b] = true
+	}
+	c.freeHBM(now, need)
+	for b := range c.distinct(r.Blocks) {
+		c.shield[b] = false
+	}
+	return c.freeNow() >= need
+}
+
+// freeHBM evicts from HBM until need bytes are free, or with HoldEvicted
+// free or draining; hbmNeed said they can be.
 func (c *Core) freeHBM(now int64, need int64) {
 	for c.capacity[0]-c.used[0] < need {
 		v, ok := c.policies[0].Evict(now, &c.pinViews[0])

@@ -61,6 +61,42 @@ func (c *Core) Check() error {
 	if pinned != c.pinnedHBM {
 		return fmt.Errorf("pinned HBM bytes %d, blocks add to %d", c.pinnedHBM, pinned)
 	}
+	var draining int64
+	for b, h := range c.heldHBM {
+		if h {
+			draining += c.size[b]
+			if c.outbound[b] == 0 {
+				return fmt.Errorf("block %d: HBM held, but no copy of it is leaving HBM", b)
+			}
+		}
+	}
+	if draining != c.draining || (!c.cfg.HoldEvicted && draining != 0) {
+		return fmt.Errorf("draining HBM %d bytes, held blocks add to %d", c.draining, draining)
+	}
+	if used[0]+draining > c.capacity[0] {
+		return fmt.Errorf("HBM: used %d + draining %d over capacity %d", used[0], draining, c.capacity[0])
+	}
+	// No request waits at the head of the queue while HBM free now (not
+	// draining) would hold it. One still prefetching may wait, and one just
+	// preempted waits for the next completion (as vLLM v1 schedules no
+	// waiting request in a step that preempted); none is admitted while a
+	// running request waits to grow.
+	waits := 0
+	for _, id := range run {
+		if c.reqs[id].growWait {
+			waits++
+		}
+	}
+	if waits != c.growWaits {
+		return fmt.Errorf("%d decodes wait for draining HBM, counted %d", waits, c.growWaits)
+	}
+	if c.Queued() > 0 && c.growWaits == 0 && (c.cfg.MaxRunning == 0 || c.nrun < c.cfg.MaxRunning) {
+		if r := &c.reqs[c.queue[c.qh]]; r.prefetching == 0 && !r.resumed {
+			if need, fits := c.hbmNeed(r); fits && c.capacity[0]-c.used[0]-c.draining >= need {
+				return fmt.Errorf("request %d waits while HBM has the %d bytes it needs free", r.Seq, need)
+			}
+		}
+	}
 	for t := range used {
 		if t == c.pt { // shared: Pool.Check
 			continue

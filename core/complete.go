@@ -21,7 +21,7 @@ func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
 		if c.strategy.WriteThrough && c.nt > 1 && c.where[b] == 1 && !c.has(1, b) && c.admits(1, b) && c.makeRoom(now, 1, c.size[b]) {
 			c.insert(now, 1, b)
 			c.Stats.WriteThroughs++
-			c.mover.Move(now, Background, b, c.size[b], 0, 1, WriteThrough)
+			c.moveOut(now, b, 0, 1, WriteThrough)
 		}
 	}
 	for _, w := range r.waiters {
@@ -80,7 +80,13 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 // blocks nobody uses are evicted as needed; when pinned bytes leave no room,
 // decoding requests are preempted, the most recently admitted first (vLLM
 // v1's recompute preemption), each reported through Mover.Preempted. ok is
-// false when id itself was preempted.
+// false when id itself was preempted, or (HoldEvicted) when only HBM still
+// draining stands in the way: then id keeps running but must wait
+// (GrowWaiting reports it) and the body calls Grow again once a drain
+// landed. A decode that waits is not preempted: its KV is valid and the
+// memory is seconds away at most, and SGLang's write-back eviction likewise
+// waits for its copies to leave the GPU. While one waits, no queued request
+// is admitted (running requests come first, as in vLLM v1's scheduler).
 func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
 	r := &c.reqs[id]
 	if !r.decoding {
@@ -90,20 +96,48 @@ func (c *Core) Grow(now int64, id ReqID, tokens int) (ok bool) {
 	if need <= 0 {
 		return true
 	}
-	for c.capacity[0]-c.pinnedHBM < need {
+	for {
+		if c.capacity[0]-c.pinnedHBM >= need {
+			c.freeHBM(now, need)
+			if c.freeNow() >= need {
+				break
+			}
+			if !r.growWait {
+				r.growWait = true
+				c.growWaits++
+				c.Stats.GrowWaits++
+			}
+			return false
+		}
 		v := c.victim()
 		c.preempt(now, v)
 		if v == id {
 			return false
 		}
 	}
-	c.freeHBM(now, need)
+	c.endGrowWait(r)
 	r.scratch += need
 	c.outHeld += need
 	c.used[0] += need
 	c.pinnedHBM += need
 	c.peak(0)
+	if c.heldBack && c.growWaits == 0 { // admissions waited for the running requests
+		c.heldBack = false
+		c.drainQueue(now)
+	}
 	return true
+}
+
+// GrowWaiting says whether request id's last Grow waits for HBM still
+// draining (HoldEvicted).
+func (c *Core) GrowWaiting(id ReqID) bool { return c.reqs[id].growWait }
+
+// endGrowWait ends r's wait for draining HBM, if it waited.
+func (c *Core) endGrowWait(r *reqState) {
+	if r.growWait {
+		r.growWait = false
+		c.growWaits--
+	}
 }
 
 // victim is the decoding request admitted last. Grow's caller is one, so
@@ -148,6 +182,7 @@ func (c *Core) stopDecoding(id ReqID) {
 // arrived after it.
 func (c *Core) preempt(now int64, id ReqID) {
 	r := &c.reqs[id]
+	c.endGrowWait(r)
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}

@@ -44,6 +44,13 @@ type Stats struct {
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)
+	// HoldEvicted only: PeakDraining is the most HBM evicted blocks held at
+	// once while their copies left it; DrainWaits counts admissions put off
+	// because HBM only draining stood in the way.
+	// GrowWaits counts decodes that waited for draining HBM to grow.
+	PeakDraining int64
+	DrainWaits   int64
+	GrowWaits    int64
 }
 
 // reqState is a request slot: queued, running, or free for reuse (its
@@ -65,6 +72,7 @@ type reqState struct {
 	decoderAt   int32 // its index in Core.decoders while decoding
 	prefilled   bool  // its first prefill finished (FirstToken set)
 	resumed     bool  // re-admitted after a preemption: its record counts the first admission only
+	growWait    bool  // decoding, its Grow waits for draining HBM (HoldEvicted)
 	rec         Record
 	hitBlocks   []int64 // the array behind rec.HitBlocks
 }
@@ -82,6 +90,7 @@ type Core struct {
 	capacity  []int64         // per tier, bytes
 	used      []int64         // per tier, bytes
 	pinnedHBM int64           // HBM bytes not evictable: pinned blocks + scratch
+	draining  int64           // HoldEvicted: HBM bytes of evicted blocks still being copied out
 	pinViews  []tierPins      // per tier: what its policy sees as pinned
 	phooks    policyHooks     // batches and request order for policies that want them (offline.go)
 	pool      *Pool           // the shared last tier, or nil (pool.go)
@@ -101,6 +110,9 @@ type Core struct {
 	arriving     []bool  // tier-1 copy still arriving (prefetch)
 	prefetchFor  []ReqID // queued request waiting for that prefetch, or -1
 	seen         []pass  // the last pass that visited the block
+	outbound     []int32 // HoldEvicted: moves out of HBM whose bytes have not all left it
+	heldHBM      []bool  // HoldEvicted: its evicted HBM copy is held (counted in draining)
+	shield       []bool  // blocks of the request being admitted: no eviction takes them
 	lastPass     pass
 
 	reqs  []reqState // by ReqID
@@ -114,6 +126,8 @@ type Core struct {
 	outHeld    int64   // output KV bytes the running requests hold
 	decoders   []ReqID // the decoding requests (preemption victims), in no order
 	admissions int64   // admissions so far, preempted requests' again included
+	growWaits  int     // decoding requests whose Grow waits for draining HBM
+	heldBack   bool    // an admission was refused while a Grow waited
 
 	Stats Stats
 }
@@ -172,6 +186,10 @@ func (c *Core) Pinned(b Block) bool { return c.pins[b] > 0 }
 
 // BlockBytes is the size of block b (fixed when it was first seen).
 func (c *Core) BlockBytes(b Block) int64 { return c.size[b] }
+
+// Draining is the HBM bytes that evicted blocks still hold while their
+// copies leave HBM (Config.HoldEvicted; else 0): neither resident nor free.
+func (c *Core) Draining() int64 { return c.draining }
 
 // Used returns the bytes resident in a tier.
 func (c *Core) Used(tier int) int64 { return c.usedOf(tier) }
@@ -254,6 +272,9 @@ func (c *Core) growBlocks(b Block) {
 	c.arriving = grown(c.arriving, n, false)
 	c.prefetchFor = grown(c.prefetchFor, n, -1)
 	c.seen = grown(c.seen, n, 0)
+	c.outbound = grown(c.outbound, n, 0)
+	c.heldHBM = grown(c.heldHBM, n, false)
+	c.shield = grown(c.shield, n, false)
 }
 
 // grown is s at length n, new slots set to fill, in one exact allocation:

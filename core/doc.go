@@ -8,5 +8,10 @@
 // `now` in integer nanoseconds of the body's clock, and carries out the
 // commands Core issues through the Mover interface.
 //
+// With Config.HoldEvicted an evicted block's HBM stays allocated (draining)
+// until the body reports through Drained that its copy has left HBM;
+// admission and KV growth wait for such memory rather than reject or
+// preempt, and used + draining HBM never exceeds the capacity.
+//
 // core imports policy and the standard library only; never sim or hw.
 package core

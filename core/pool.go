@@ -187,12 +187,12 @@ func (p *Pool) drop(b Block) {
 }
 
 // poolPins is what the pool's policy sees as pinned: a block any member
-// uses or prefetches.
+// uses, prefetches or is admitting (shield).
 type poolPins struct{ p *Pool }
 
 func (pp *poolPins) Pinned(b Block) bool {
 	for _, m := range pp.p.members {
-		if m != nil && int(b) < len(m.pins) && (m.pins[b] > 0 || m.prefetchPins[b] > 0) {
+		if m != nil && int(b) < len(m.pins) && (m.pins[b] > 0 || m.prefetchPins[b] > 0 || m.shield[b]) {
 			return true
 		}
 	}

@@ -15,7 +15,7 @@ func (p *tierPins) Pinned(b Block) bool {
 	if p.tier == p.c.pt {
 		return p.c.pool.pins.Pinned(b)
 	}
-	return p.c.pins[b] > 0 || (p.tier > 0 && p.c.prefetchPins[b] > 0)
+	return p.c.pins[b] > 0 || p.c.shield[b] || (p.tier > 0 && p.c.prefetchPins[b] > 0)
 }
 
 // Preload makes tier t (not HBM) hold b, of the given size, before the
@@ -61,6 +61,7 @@ func (c *Core) unpin(now int64, b Block) {
 		c.transient[b] = false
 		c.policies[0].Remove(b)
 		c.remove(0, b)
+		c.holdLeaving(b)
 		c.mover.Drop(now, b, 0)
 		return
 	}
@@ -118,9 +119,48 @@ func (c *Core) peak(t int) {
 	if c.used[t] > c.Stats.PeakUsed[t] {
 		c.Stats.PeakUsed[t] = c.used[t]
 	}
-	if c.used[t] > c.capacity[t] {
-		panic(fmt.Sprintf("core: tier %d over capacity: %d > %d", t, c.used[t], c.capacity[t]))
+	if c.used[t] > c.capacity[t] || (t == 0 && c.used[0]+c.draining > c.capacity[0]) {
+		panic(fmt.Sprintf("core: tier %d over capacity: %d (+ %d draining) > %d", t, c.used[t], c.draining, c.capacity[t]))
 	}
+}
+
+// freeNow is the HBM free at once: neither resident nor draining.
+func (c *Core) freeNow() int64 { return c.capacity[0] - c.used[0] - c.draining }
+
+// moveOut issues a move of b out of tier from; with HoldEvicted, one out
+// of HBM is counted until the body reports it Drained.
+func (c *Core) moveOut(now int64, b Block, from, to int, kind MoveKind) {
+	if from == 0 && c.cfg.HoldEvicted {
+		c.outbound[b]++
+	}
+	c.mover.Move(now, Background, b, c.size[b], from, to, kind)
+}
+
+// holdLeaving keeps the HBM of b, just evicted, allocated while a copy of
+// it is still leaving HBM. A block back in HBM and evicted again before
+// that copy left is held once: its second copy needs no copying out.
+func (c *Core) holdLeaving(b Block) {
+	if c.outbound[b] > 0 && !c.heldHBM[b] {
+		c.heldHBM[b] = true
+		c.draining += c.size[b]
+		c.Stats.PeakDraining = max(c.Stats.PeakDraining, c.draining)
+	}
+}
+
+// Drained reports that a move of b out of HBM (a demotion or a write-
+// through the core issued) has left HBM: with Config.HoldEvicted, the HBM
+// an evicted copy held is free once the last such move has, and the queue
+// is retried. Without HoldEvicted it does nothing.
+func (c *Core) Drained(now int64, b Block) {
+	if !c.cfg.HoldEvicted || int(b) >= len(c.outbound) || c.outbound[b] == 0 {
+		return
+	}
+	if c.outbound[b]--; c.outbound[b] > 0 || !c.heldHBM[b] {
+		return
+	}
+	c.heldHBM[b] = false
+	c.draining -= c.size[b]
+	c.drainQueue(now)
 }
 
 // visible is the residency admission may use: every copy, a tier-1 copy
@@ -166,18 +206,27 @@ func (c *Core) evicted(now int64, t int, b Block) {
 	n := t + 1
 	if n < c.nt {
 		if c.has(n, b) {
+			if t == 0 {
+				c.holdLeaving(b) // its write-through may still be copying it out
+			}
 			c.mover.Drop(now, b, t) // clean: the copy below is current
 			return
 		}
 		if c.admits(n, b) && c.makeRoom(now, n, c.size[b]) {
 			c.insert(now, n, b)
 			c.Stats.Demotions[t]++
-			c.mover.Move(now, Background, b, c.size[b], t, n, Demote)
+			c.moveOut(now, b, t, n, Demote)
+			if t == 0 {
+				c.holdLeaving(b)
+			}
 			c.mover.Drop(now, b, t)
 			return
 		}
 	}
 	c.Stats.Drops[t]++
+	if t == 0 {
+		c.holdLeaving(b) // a write-through may still be copying it out
+	}
 	c.mover.Drop(now, b, t)
 }
 

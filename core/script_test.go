@@ -108,7 +108,7 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	}
 	switch f[0] {
 	case "config":
-		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt=]
+		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt= hold=1]
 		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
 		if v, ok := a["maxrun"]; ok {
 			s.cfg.MaxRunning = int(atoi(t, v))
@@ -116,6 +116,8 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		if v, ok := a["pt"]; ok {
 			s.cfg.PageTokens = int(atoi(t, v))
 		}
+		s.cfg.HoldEvicted = a["hold"] == "1"
+
 		for _, tv := range strings.Split(a["tiers"], ",") {
 			n, c, _ := strings.Cut(tv, ":")
 			s.cfg.Tiers = append(s.cfg.Tiers, Tier{Name: n, Capacity: atoi(t, c)})
@@ -189,13 +191,18 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		s.c.PrefillDone(now, s.reqs[f[1]], tm)
 	case "grow":
 		// grow R0 tokens=11 t=5: prints whether R0 still runs
-		if s.c.Grow(now, s.reqs[f[1]], int(atoi(t, a["tokens"]))) {
+		if id := s.reqs[f[1]]; s.c.Grow(now, id, int(atoi(t, a["tokens"]))) {
 			out.WriteString("ok\n")
+		} else if s.c.GrowWaiting(id) {
+			out.WriteString("waits\n")
 		} else {
 			out.WriteString("preempted itself\n")
 		}
 	case "decode-done":
 		s.c.DecodeDone(now, s.reqs[f[1]])
+	case "drained":
+		// drained A t=5: a move of A out of HBM has left it
+		s.c.Drained(now, s.ids[f[1]])
 	case "move-done":
 		s.c.MoveDone(now, s.reqs[f[1]], s.ids[f[2]])
 	case "preload":
@@ -221,6 +228,9 @@ func (s *scriptState) run(t *testing.T, line string) string {
 			}
 			sort.Strings(names)
 			fmt.Fprintf(&out, "%s %d/%d:%s\n", tier.Name, s.c.Used(ti), s.c.Capacity(ti), strings.Join(append([]string{""}, names...), " "))
+		}
+		if s.cfg.HoldEvicted {
+			fmt.Fprintf(&out, "draining %d\n", s.c.Draining())
 		}
 		fmt.Fprintf(&out, "queued %d running %d\n", s.c.Queued(), s.c.Running())
 	case "stats":

@@ -40,6 +40,12 @@ type Config struct {
 	// block (bit t: tier t), as the change happens: what a worker's KV
 	// events tell a router's index (Dynamo's stored/removed events).
 	OnResidency func(b Block, where uint8)
+	// HoldEvicted keeps an evicted block's HBM allocated, unusable, until
+	// every copy out of HBM that was in flight when it was evicted has left
+	// HBM (Core.Drained), as vLLM's offloading connector keeps a request's
+	// GPU blocks until their store completes. The body must then report
+	// Drained for every move out of HBM. false: evicted HBM is free at once.
+	HoldEvicted bool
 }
 
 // CostModel is a body's estimate of what loading and computing cost now.
@@ -107,7 +113,8 @@ const (
 // Mover carries out the core's commands. Implementations must not call back
 // into the core from inside these methods; they report completions later
 // through Core.PrefillDone, Core.DecodeDone, Core.MoveDone (prefetch moves
-// only) and Core.Wake.
+// only), Core.Drained (moves out of HBM, with Config.HoldEvicted) and
+// Core.Wake.
 type Mover interface {
 	// Move copies a block between tiers. req is the request whose prefill
 	// needs it (Load, PrefetchMove), or Background.

@@ -28,7 +28,7 @@ func TraceOptions(sc *scenario.Scenario, skipBad bool, limit int) trace.Options 
 // future may be nil unless the policy is offline.
 func CoreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) core.Config {
 	cc := core.Config{BytesPerToken: sc.Model.BytesPerToken(), BlockTokens: sc.Model.BlockTokens, MaxRunning: sc.GPU.MaxSeqs,
-		PageTokens: sc.GPU.PageTokens}
+		PageTokens: sc.GPU.PageTokens, HoldEvicted: sc.GPU.HBMFree != "evict"}
 	cc.Strategy = p.Strategy // parsed and checked by scenario.Load
 	for _, t := range sc.Tiers {
 		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})

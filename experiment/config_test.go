@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"kvsim/core"
@@ -155,5 +156,23 @@ func TestOfflineOnOneTier(t *testing.T) {
 	}
 	if got := sum.Policies[0].Eviction; got != "hbm=lru,dram=belady" {
 		t.Errorf("summary eviction %q", got)
+	}
+}
+
+// [gpu] hbm_free reaches the core: "landed" (the default) holds an evicted
+// block's HBM until its copy has left, "evict" frees it at once; the
+// scenario's description names the old model.
+func TestHBMFreeKey(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		hold bool
+	}{{nil, true}, {[]string{"gpu.hbm_free=landed"}, true}, {[]string{"gpu.hbm_free=evict"}, false}} {
+		sc := parse(t, threeTiers, tc.sets...)
+		if got := SimConfig(sc, sc.Policies[0], nil).Core.HoldEvicted; got != tc.hold {
+			t.Errorf("%v: HoldEvicted %v, want %v", tc.sets, got, tc.hold)
+		}
+		if named := strings.Contains(sc.Describe(), "evicted HBM free at once"); named == tc.hold {
+			t.Errorf("%v: description %q", tc.sets, sc.Describe())
+		}
 	}
 }

@@ -34,9 +34,9 @@ func Example() {
 	fmt.Println("records:", finished.Load())
 	// Output:
 	// quickstart: 500 requests
-	// lru        hit 0.423  TTFT p50 33.1 ms
-	// fifo       hit 0.423  TTFT p50 32.6 ms
-	// s3fifo     hit 0.423  TTFT p50 32.7 ms
-	// prefix-lru hit 0.423  TTFT p50 33.1 ms
+	// lru        hit 0.423  TTFT p50 45.7 ms
+	// fifo       hit 0.423  TTFT p50 45.5 ms
+	// s3fifo     hit 0.423  TTFT p50 46.5 ms
+	// prefix-lru hit 0.423  TTFT p50 45.5 ms
 	// records: 2000
 }

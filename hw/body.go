@@ -116,6 +116,7 @@ const (
 	doneDecode
 	doneMove
 	doneWake
+	doneDrain // a move out of HBM has left it (Core.Drained)
 )
 
 type completion struct {
@@ -248,6 +249,9 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	if b.own {
 		if kind == core.PrefetchMove {
 			defer func() { b.events = append(b.events, completion{kind: doneMove, req: req, blk: blk}) }()
+		}
+		if from == 0 { // moves are carried out one at a time: out of HBM on return
+			defer func() { b.events = append(b.events, completion{kind: doneDrain, blk: blk}) }()
 		}
 		if req >= 0 && kind == core.Load {
 			for int(req) >= len(b.loadNs) {

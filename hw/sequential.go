@@ -8,7 +8,8 @@ import (
 )
 
 // growOutput has the core hold HBM for request id's generated tokens, one
-// page after another; false if it was preempted (it is queued again).
+// page after another; false if it was preempted (it is queued again) or
+// waits for HBM still draining (c.GrowWaiting: ask again after the drains).
 func growOutput(c *core.Core, now int64, id core.ReqID) bool {
 	for k := 1; k <= c.Request(id).OutputTokens; k += c.PageTokens() {
 		if !c.Grow(now, id, k) {
@@ -70,11 +71,15 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 				// the same evictions.
 				if growOutput(c, now(), e.req) {
 					c.DecodeDone(now(), e.req)
+				} else if c.GrowWaiting(e.req) { // after the drains queued before it
+					b.events = append(b.events, e)
 				}
 			case doneMove:
 				c.MoveDone(now(), e.req, e.blk)
 			case doneWake:
 				c.Wake(now(), e.req)
+			case doneDrain:
+				c.Drained(now(), e.blk)
 			}
 			lost()
 		}

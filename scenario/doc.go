@@ -79,6 +79,9 @@
 //	load = "layerwise"            # layerwise: KV loads overlap compute layer by layer;
 //	                              # simple engine only (a batched prefill starts once its loads landed);
 //	                              # layerwise | serial; default "layerwise"
+//	hbm_free = "landed"           # when an evicted block's HBM is free: "landed": once its copy down has left HBM
+//	                              # (vLLM's offloading keeps GPU blocks until their store completes);
+//	                              # "evict": at once (optimistic); landed | evict; default "landed"
 //
 //	[[tier]]                      # required, one or more; the first tier must be the one hbm tier
 //	name = "hbm"                  # unique; letters, digits, '.', '_', '-'; default the kind

@@ -101,6 +101,7 @@ type GPU struct {
 	AttentionNsPerToken2 float64 // key attention_ns_per_token2: quadratic attention cost; default 0
 	DecodeTokensPerSec   float64 // key decode_tokens_per_s, per running request; default 50
 	Load                 string  // key load: "layerwise" (default, loads overlap compute layer by layer) or "serial"
+	HBMFree              string  // key hbm_free: "landed" (default: an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
 }
 
 // SLO is the [slo] table: targets a request meets or misses; 0 = unset.
@@ -924,6 +925,9 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 	if g.Load, err = t.str("load"); err != nil {
 		return g, err
 	}
+	if g.HBMFree, err = t.str("hbm_free"); err != nil {
+		return g, err
+	}
 
 	// The step model: explicit, or what the keys given describe.
 	if !given("step_model") {
@@ -1507,6 +1511,9 @@ func (s *Scenario) Describe() string {
 		fmt.Fprintf(&b, " (%d tokens per step)", g.MaxBatchedTokens)
 	}
 	fmt.Fprintf(&b, ", %d running requests at most", g.MaxSeqs)
+	if g.HBMFree == "evict" {
+		b.WriteString(", evicted HBM free at once")
+	}
 	if g.Preset != "" || g.HBMCapacity > 0 || g.PeakTFLOPs > 0 || g.HBMBandwidth > 0 {
 		b.WriteString(", ")
 		if g.TP > 1 {

@@ -68,7 +68,7 @@ func TestMinimalDefaults(t *testing.T) {
 		Model: Model{Layers: 32, KVHeads: 8, HeadDim: 128, DType: "bf16", BlockTokens: 512},
 		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, PageTokens: 16, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
 			StepOverhead: 1e6, C0: 1e9 / 50, CPrefill: 1e9 / 20000, LegacyStep: true,
-			PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise"},
+			PrefillTokensPerSec: 20000, DecodeTokensPerSec: 50, Load: "layerwise", HBMFree: "landed"},
 		Tiers: []Tier{
 			{Name: "hbm", Kind: "hbm", Capacity: 64424509440, Bandwidth: 2e12, Latency: 100, CostPerGB: 20, Scope: "node"},
 			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5, Scope: "node"},
@@ -175,7 +175,7 @@ func TestFull(t *testing.T) {
 		Model: Model{Layers: 80, KVHeads: 8, HeadDim: 128, DType: "fp8", BlockTokens: 16},
 		GPU: GPU{Engine: "batched", MaxBatchedTokens: 8192, MaxSeqs: 256, PageTokens: 16, StepModel: "linear", TP: 1, ComputeEff: 0.5, MemoryEff: 0.8,
 			StepOverhead: 1e6, C0: 1e9 / 30., CPrefill: 1e9 / 15000., LegacyStep: true,
-			PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial"},
+			PrefillTokensPerSec: 15000, AttentionNsPerToken2: 0.002, DecodeTokensPerSec: 30, Load: "serial", HBMFree: "landed"},
 		Tiers: []Tier{
 			{Name: "gpu", Kind: "hbm", Capacity: 80e9, Bandwidth: 3.35e12, Latency: 100, CostPerGB: 25, Scope: "node"},
 			{Name: "host", Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5, Scope: "node"},
@@ -359,6 +359,7 @@ func TestErrors(t *testing.T) {
 		{"attention negative", doc("[gpu]\nattention_ns_per_token2 = -1\n"), `scenarios/x.toml:2: gpu: attention_ns_per_token2: must be >= 0`},
 		{"decode negative", doc("[gpu]\ndecode_tokens_per_s = -5.5\n"), `scenarios/x.toml:2: gpu: decode_tokens_per_s: must be > 0`},
 		{"load", doc("[gpu]\nload = \"async\"\n"), `scenarios/x.toml:2: gpu: load: must be "layerwise" or "serial", got "async"`},
+		{"hbm_free", doc("[gpu]\nhbm_free = \"never\"\n"), `scenarios/x.toml:2: gpu: hbm_free: must be "landed" or "evict", got "never"`},
 		// Rates so slow that one token leaves simulated time (they gave negative times).
 		{"decode past the time limit", doc("[gpu]\ndecode_tokens_per_s = 1e-300\n"), `scenarios/x.toml:2: gpu: decode_tokens_per_s: 1e-300 tokens/s takes forever per token, past the simulated-time limit of 146 years (2^62 ns)`},
 		{"prefill past the time limit", doc("[gpu]\nprefill_tokens_per_s = 1e-10\n"), `scenarios/x.toml:2: gpu: prefill_tokens_per_s: 1e-10 tokens/s takes 317 years per token, past the simulated-time limit of 146 years (2^62 ns)`},

@@ -157,6 +157,10 @@ var schema = []*section{
 		{key: "load", typ: tString, def: "layerwise", enum: func() []string { return []string{"layerwise", "serial"} },
 			msg: `must be "layerwise" or "serial", got %q`, example: `"layerwise"`,
 			doc: "layerwise: KV loads overlap compute layer by layer; simple engine only (a batched prefill starts once its loads landed)"},
+		{key: "hbm_free", typ: tString, def: "landed", enum: func() []string { return []string{"landed", "evict"} },
+			msg: `must be "landed" or "evict", got %q`, example: `"landed"`,
+			doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
+				`(vLLM's offloading keeps GPU blocks until their store completes); "evict": at once (optimistic)`},
 	}},
 	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier", fields: []field{
 		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},

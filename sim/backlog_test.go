@@ -10,12 +10,14 @@ import (
 	"kvsim/workload"
 )
 
-// TestEvictedHBMBacklog measures what freeing evicted HBM at once (before
-// its demotion has left HBM, docs/links.md) lends a run: the HBM bytes
-// whose copy down has not yet crossed the HBM link, which a system that
-// waits for its stores (vLLM's offloading) would still hold. It checks
-// that every demotion out of HBM leaves it once, and logs the backlog's
-// peak and time mean for the docs (go test ./sim -run EvictedHBMBacklog -v).
+// TestEvictedHBMBacklog measures what freeing evicted HBM at once
+// (HoldEvicted false, hbm_free = "evict", before its demotion has left HBM,
+// docs/links.md) lends a run: the HBM bytes whose copy down has not yet
+// crossed the HBM link, which a system that waits for its stores (vLLM's
+// offloading, kvsim's default) still holds. It checks that every demotion
+// out of HBM leaves it once, and logs the backlog's peak and time mean, and
+// the latencies of both models, for the docs (go test ./sim -run
+// EvictedHBMBacklog -v).
 func TestEvictedHBMBacklog(t *testing.T) {
 	conv := conversationConfig("lru")
 	conv.GPU = GPUSpec{Engine: EngineBatched, PrefillTokensPerSec: 200_000, DecodeTokensPerSec: 100}
@@ -40,6 +42,13 @@ func TestEvictedHBMBacklog(t *testing.T) {
 		if c.path == "" {
 			c.path = needTrace(t)
 		}
+		hcfg := c.cfg
+		hcfg.Core.HoldEvicted = true
+		hres := runBacklog(t, hcfg, c.path)
+		if hres.Stats.PeakDraining <= 0 || hres.Stats.PeakDraining > c.cfg.Core.Tiers[0].Capacity || hres.Stats.DrainWaits == 0 {
+			t.Errorf("%s, held: peak draining %d bytes, %d admissions waited", c.name, hres.Stats.PeakDraining, hres.Stats.DrainWaits)
+		}
+		c.cfg.Core.HoldEvicted = false
 		s, err := New(c.cfg, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -85,5 +94,35 @@ func TestEvictedHBMBacklog(t *testing.T) {
 		t.Logf("%s: %d demotions out of HBM; HBM still draining: peak %.1f GiB (%.0f%% of HBM), time mean %.2f GiB; longest %.0f ms",
 			c.name, len(changes)/2, float64(peak)/gib, 100*float64(peak)/float64(c.cfg.Core.Tiers[0].Capacity),
 			area/float64(res.End)/gib, float64(longest)/1e6)
+		for _, m := range []struct {
+			name string
+			r    *Result
+		}{{"evict", res}, {"landed", hres}} {
+			st := m.r.Stats
+			t.Logf("  hbm_free %-6s TTFT p50 %.1f p90 %.1f p99 %.1f ms, queue p99 %.1f ms, HBM hits %d, preemptions %d, admissions/decodes that waited for drains %d/%d, peak draining %.1f GiB",
+				m.name, ms1(m.r.TTFT.Quantile(0.5)), ms1(m.r.TTFT.Quantile(0.9)), ms1(m.r.TTFT.Quantile(0.99)), ms1(m.r.Queue.Quantile(0.99)),
+				st.Hits[0], st.Preemptions, st.DrainWaits, st.GrowWaits, float64(st.PeakDraining)/gib)
+		}
 	}
+}
+
+func ms1(ns int64) float64 { return float64(ns) / 1e6 }
+
+// runBacklog replays a trace on cfg.
+func runBacklog(t *testing.T, cfg Config, path string) *Result {
+	t.Helper()
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := trace.Open(path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := s.Run(workload.NewSource(r, trace.NewDict()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -26,6 +26,7 @@ func conversationConfig(evict string) Config {
 		Core: core.Config{
 			Tiers:         []core.Tier{{Name: "hbm", Capacity: 60 << 30}, {Name: "dram", Capacity: 512 << 30}},
 			BytesPerToken: 128 << 10, BlockTokens: 512, PageTokens: 16, // the scenarios' default page
+			HoldEvicted: true, // the scenarios' default (hbm_free = "landed")
 			NewPolicy: func(_ int, c int64) (policy.Policy, error) {
 				return policy.New(evict, policy.Config{Capacity: c})
 			},

@@ -171,7 +171,9 @@ func (e *engine) kick(now int64) {
 	c := e.s.core
 	e.start = now
 	// Decodes whose token needs a new block get it first; a Grow may preempt
-	// any running request, this one included.
+	// any running request, this one included. One whose Grow waits for HBM
+	// still draining sits this step out (schedule skips it) and asks again
+	// at the next step, or the next event if the GPU idles.
 	e.preempted = false
 	for _, id := range e.run {
 		q := &e.seqs[id]
@@ -236,6 +238,9 @@ func (e *engine) kick(now int64) {
 func (e *engine) schedule(id core.ReqID, q *seq, b *StepBatch, budget *int) {
 	switch q.state {
 	case seqDecode:
+		if q.gen > q.room {
+			return // its Grow waits for draining HBM
+		}
 		b.DecodeSeqs++
 		b.ContextTokens += q.ctx
 		b.AttnPairs += float64(q.ctx + 1)

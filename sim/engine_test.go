@@ -270,14 +270,28 @@ func TestBatchedLegacyRates(t *testing.T) {
 	checkTimes(t, recs[0], 1_008_072, 1_008_072+1_000_018+1_000_020)
 }
 
+// runnable counts the running requests that can take part in a step: all
+// but decodes whose next page waits for draining HBM.
+func runnable(e *engine) int {
+	n := 0
+	for _, id := range e.run {
+		if q := &e.seqs[id]; q.state != seqDecode || q.gen <= q.room {
+			n++
+		}
+	}
+	return n
+}
+
 // randomScenario is a small seeded system and trace: conversations share
-// prefixes, HBM is tight enough to queue, prompts exceed the budget.
+// prefixes, HBM is tight enough to queue, prompts exceed the budget; even
+// seeds hold evicted HBM until its copy has left.
 func randomScenario(seed uint64) (Config, []core.Request) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := batchedTiny()
 	cfg.Core.Tiers[0].Capacity = int64(20+rng.IntN(30)) * 4000
 	cfg.Core.Tiers[1].Capacity = int64(60+rng.IntN(100)) * 4000
 	cfg.Core.MaxRunning = rng.IntN(5)
+	cfg.Core.HoldEvicted = seed%2 == 0 // evicted HBM held until its copy left, or free at once
 	cfg.GPU.MaxBatchedTokens = []int{4, 8, 16, 64}[rng.IntN(4)]
 	if rng.IntN(2) == 0 {
 		cfg.GPU.Step = LinearStep{C0: 1000, CPrefill: 10, CDecode: 100, CCtx: 1, CAttn: 0.01}
@@ -293,7 +307,7 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 // end: every request finished, in order of its own times, some were
 // preempted, and a second run gives the same output.
 func TestBatchedInvariants(t *testing.T) {
-	var preempted, loaded int64
+	var preempted, loaded, drainWaits, growWaits int64
 	for seed := range uint64(40) {
 		cfg, reqs := randomScenario(seed)
 		run := func() string {
@@ -314,7 +328,7 @@ func TestBatchedInvariants(t *testing.T) {
 			}
 			s.OnEvent(func(s *Sim) {
 				e := s.eng
-				if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
+				if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
 					t.Fatalf("seed %d: GPU idle at %d with %d running, %d ready", seed, s.Now(), len(e.run), len(e.ready)-e.rh)
 				}
 				if err := s.Core().Check(); err != nil {
@@ -332,7 +346,7 @@ func TestBatchedInvariants(t *testing.T) {
 				decoding, partial := 0, 0
 				for _, id := range e.run {
 					switch q := &e.seqs[id]; {
-					case q.state == seqDecode:
+					case q.state == seqDecode && q.gen <= q.room: // not waiting for draining HBM
 						decoding++
 					case q.state == seqPrefill && q.left > q.chunk:
 						partial++
@@ -352,6 +366,8 @@ func TestBatchedInvariants(t *testing.T) {
 			}
 			preempted += res.Stats.Preemptions
 			loaded += res.MovedByKind[core.Load]
+			drainWaits += res.Stats.DrainWaits
+			growWaits += res.Stats.GrowWaits
 			fmt.Fprintf(&out, "%+v\n", *res)
 			return out.String()
 		}
@@ -359,8 +375,9 @@ func TestBatchedInvariants(t *testing.T) {
 			t.Errorf("seed %d: two runs differ", seed)
 		}
 	}
-	if preempted == 0 || loaded == 0 {
-		t.Errorf("%d preemptions, %d bytes loaded: the check should exercise preemption and loads", preempted, loaded)
+	if preempted == 0 || loaded == 0 || drainWaits == 0 || growWaits == 0 {
+		t.Errorf("%d preemptions, %d bytes loaded, %d admissions and %d decodes waiting for draining HBM: the check should exercise each",
+			preempted, loaded, drainWaits, growWaits)
 	}
 }
 
@@ -530,7 +547,7 @@ func TestConversationBatched(t *testing.T) {
 	events := 0
 	s.OnEvent(func(s *Sim) {
 		e := s.eng
-		if !e.busy && (len(e.run) > 0 || e.rh < len(e.ready)) {
+		if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
 			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.run), len(e.ready)-e.rh)
 		}
 		if err := linksBusy(s); err != nil {

@@ -25,6 +25,7 @@ func fuzzCore(t *testing.T, data []byte) {
 		if len(data) < 8 {
 			return
 		}
+		hold := len(data)%2 == 0 // evicted HBM held until drained, or free at once
 		next := func() int {
 			if len(data) == 0 {
 				return 0
@@ -51,7 +52,7 @@ func fuzzCore(t *testing.T, data []byte) {
 			Promotion: core.Promotion(next() % 3), Prefetch: core.Prefetch(next() % 4), PrefetchTimeout: int64(1 + next()*1000),
 			RecomputeWhenCheaper: next()%2 == 1}
 		cfg := Config{
-			Core: core.Config{Tiers: tiers, BytesPerToken: 1, BlockTokens: 4, Strategy: st,
+			Core: core.Config{Tiers: tiers, BytesPerToken: 1, BlockTokens: 4, Strategy: st, HoldEvicted: hold,
 				NewPolicy: func(_ int, c int64) (policy.Policy, error) {
 					return policy.New(evict, policy.Config{Capacity: c})
 				}},

@@ -11,17 +11,27 @@ import (
 // TestConversationInvariants replays the Mooncake conversation trace with
 // small tiers (so eviction, demotion, promotion and queueing all happen) and
 // checks, per request and overall, what must always hold; after every
-// event, that no link idles while a transfer ready for it waits.
+// event, that no link idles while a transfer ready for it waits; every
+// 5000 events the core's accounting (HBM used + draining within capacity,
+// no request waiting while the HBM it needs is free).
 func TestConversationInvariants(t *testing.T) {
 	path := needTrace(t)
-	for _, evict := range []string{"lru", "fifo", "s3fifo", "arc", "prefix-lru", "mooncake", "wtinylfu", "sieve", "gdsf"} {
+	for _, name := range []string{"lru", "fifo", "s3fifo", "arc", "prefix-lru", "mooncake", "wtinylfu", "sieve", "gdsf", "lru-evict"} {
 		for _, serial := range []bool{false, true} {
+			evict := name
 			if serial && evict != "lru" && evict != "fifo" {
 				continue // the loading mode is the core's business, not the policy's
+			}
+			// Evicted HBM is held until its copy left (the scenarios'
+			// default), but for lru-evict: free at once.
+			hold := name != "lru-evict"
+			if !hold {
+				evict = "lru"
 			}
 			cfg := conversationConfig(evict)
 			cfg.Core.Tiers[0].Capacity = 24 << 30
 			cfg.Core.Tiers[1].Capacity = 96 << 30
+			cfg.Core.HoldEvicted = hold
 			cfg.GPU.Serial = serial
 			g := cfg.GPU
 			var n, bad int
@@ -39,7 +49,7 @@ func TestConversationInvariants(t *testing.T) {
 				if r.TTFT() < compute || (r.ComputeNs != compute && r.Preemptions == 0) || r.ComputeNs < compute || r.TTFT() < r.QueueNs()+r.DepWaitNs() ||
 					int(hits) > r.Blocks || r.BlockHits < int(hits) || r.Done < r.FirstToken {
 					if bad++; bad < 5 {
-						t.Errorf("%s serial=%v: request %d breaks an invariant: %+v (compute %d)", evict, serial, r.Seq, *r, compute)
+						t.Errorf("%s serial=%v: request %d breaks an invariant: %+v (compute %d)", name, serial, r.Seq, *r, compute)
 					}
 				}
 			})
@@ -82,8 +92,8 @@ func TestConversationInvariants(t *testing.T) {
 			if hits+st.Misses != st.BlockAccesses || st.Requests+st.Rejected != 12031 || n != 12031 {
 				t.Errorf("%s: hits %d + misses %d vs accesses %d; %d+%d requests", evict, hits, st.Misses, st.BlockAccesses, st.Requests, st.Rejected)
 			}
-			if st.Hits[1] == 0 || st.Demotions[0] == 0 || st.Drops[1] == 0 {
-				t.Errorf("%s: the check should exercise DRAM hits, demotions and drops: %+v", evict, st)
+			if st.Hits[1] == 0 || st.Demotions[0] == 0 || st.Drops[1] == 0 || hold != (st.DrainWaits > 0) {
+				t.Errorf("%s: the check should exercise DRAM hits, demotions, drops and (held) drain waits: %+v", name, st)
 			}
 			if err := s.Core().Check(); err != nil {
 				t.Error(err)

@@ -37,8 +37,9 @@ type xfer struct {
 // has landed, else when the move bringing it there lands; either way its
 // completion is reported when its last hop lands: a prefetch through
 // Core.MoveDone, a request's load through loadLanded (and loadsLanded once
-// all of that request's loads have landed). The Tee gets the command now,
-// as issued.
+// all of that request's loads have landed). A move out of HBM is also
+// reported through Core.Drained when its first hop ends. The Tee gets the
+// command now, as issued.
 func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
 	need := (int(b) + 1) * s.nt
 	if len(s.landed) < need {
@@ -171,11 +172,15 @@ var netOnly = []int{netHop}
 // netDone ends move i's hop through the fabric (its evNet).
 func (s *Sim) netDone(now int64, i int32) {
 	x := &s.xfers[i]
+	out, b := x.hop == 0 && x.from == 0, x.block
 	x.hop++
 	if x.hop < len(x.path) {
 		s.enqueue(now, i)
 	} else {
 		s.land(now, i)
+	}
+	if out {
+		s.drained(now, b)
 	}
 	s.dispatch(now)
 }
@@ -302,13 +307,27 @@ func (s *Sim) hopDone(now int64, i int32) {
 		s.takeLane(now, l, w)
 	}
 	x := &s.xfers[i]
+	out, b := x.hop == 0 && x.from == 0, x.block
 	x.hop++
 	if x.hop < len(x.path) {
 		s.enqueue(now, i)
 	} else {
 		s.land(now, i)
 	}
+	if out { // store-and-forward: the block's last byte has left HBM
+		s.drained(now, b)
+	}
 	s.dispatch(now)
+}
+
+// drained tells the core that a move of b has left HBM, and retries the
+// simple engine's decodes waiting for HBM (the batched engine's retry at
+// its next step).
+func (s *Sim) drained(now int64, b core.Block) {
+	s.core.Drained(now, b)
+	if len(s.stalled) > 0 {
+		s.retryStalled(now)
+	}
 }
 
 // land ends move i: its copy is in place, the moves parked on it start,

@@ -116,6 +116,7 @@ type reqTiming struct {
 	epoch                 int32 // bumped by a preemption: older decode events are stale
 	run0                  int64 // this decode run's start
 	base0, segEnd         int   // gen at run0; gen when the pending decode event fires
+	stalled               bool  // its Grow waited for draining HBM: the decode restarts its clock
 }
 
 // Sim is the virtual-time body.
@@ -131,7 +132,8 @@ type Sim struct {
 	pool    *core.Pool
 	pt      int // the pooled tier, or -1
 	nt      int
-	gpu     int64 // when the GPU finishes its current prefill
+	gpu     int64           // when the GPU finishes its current prefill
+	stalled []stalledDecode // simple engine: decodes waiting for draining HBM (simple.go)
 	req     []reqTiming
 	landed  []int64 // [block*nt+tier]: when that copy finished arriving; < 0: the move bringing it (-index-1)
 	obs     core.Observer

@@ -167,7 +167,7 @@ func (s *Sim) endPrefill(now int64, req core.ReqID, rt *reqTiming) {
 func (s *Sim) simpleDecode(now int64, req core.ReqID, tokens int) {
 	rt := s.timing(req)
 	rt.out, rt.resume = tokens, 0
-	rt.run0, rt.base0, rt.segEnd = now, rt.gen, rt.gen
+	rt.run0, rt.base0, rt.segEnd, rt.stalled = now, rt.gen, rt.gen, false
 	s.heap.add(event{t: now, kind: evDecodeDone, req: req, block: rt.epoch})
 }
 
@@ -187,7 +187,15 @@ func (s *Sim) decodeStep(now int64, req core.ReqID, epoch int32) {
 		return
 	}
 	if !s.core.Grow(now, req, rt.gen+1) {
-		return // preempted itself (Preempted saw it)
+		if s.core.GrowWaiting(req) { // HBM still draining: retried when a drain lands
+			s.stalled = append(s.stalled, stalledDecode{req, epoch})
+		}
+		return // else preempted itself (Preempted saw it)
+	}
+	rt = &s.req[req] // Grow may have admitted requests, growing s.req
+	if rt.stalled {  // its tokens resume from now
+		rt.stalled = false
+		rt.run0, rt.base0 = now, rt.gen
 	}
 	bt := s.core.PageTokens()
 	rt.segEnd = rt.gen + min(bt-rt.gen%bt, rt.out-rt.gen)
@@ -198,6 +206,27 @@ func (s *Sim) decodeStep(now int64, req core.ReqID, epoch int32) {
 		return
 	}
 	s.heap.add(event{t: end, kind: evDecodeDone, req: req, block: rt.epoch})
+}
+
+// stalledDecode is a simple-engine decode whose Grow waits for draining
+// HBM, at the epoch it stalled in (a preemption since makes it stale).
+type stalledDecode struct {
+	req   core.ReqID
+	epoch int32
+}
+
+// retryStalled asks again for the decodes waiting for draining HBM, in the
+// order they stalled; those still short of room stall again.
+func (s *Sim) retryStalled(now int64) {
+	n := len(s.stalled)
+	for i := 0; i < n; i++ {
+		d := s.stalled[i]
+		if rt := &s.req[d.req]; d.epoch == rt.epoch {
+			rt.stalled = true
+			s.decodeStep(now, d.req, d.epoch)
+		}
+	}
+	s.stalled = s.stalled[:copy(s.stalled, s.stalled[n:])]
 }
 
 // simplePreempted forgets req's pending decode event and keeps the tokens
