@@ -301,8 +301,16 @@ func TestReadmeLayout(t *testing.T) {
 	for dir := range pkgs {
 		holds[strings.Split(dir, "/")[0]] = true
 	}
+	// Folders git ignores (node_modules from the tests' npm install, out/)
+	// are not the project's.
+	ignored := map[string]bool{}
+	if gi, err := os.ReadFile(".gitignore"); err == nil {
+		for _, l := range strings.Split(string(gi), "\n") {
+			ignored[strings.Trim(strings.TrimSpace(l), "/")] = true
+		}
+	}
 	for _, d := range tops {
-		if n := d.Name(); d.IsDir() && !strings.HasPrefix(n, ".") && !listed[n] && !holds[n] {
+		if n := d.Name(); d.IsDir() && !strings.HasPrefix(n, ".") && !listed[n] && !holds[n] && !ignored[n] {
 			t.Errorf("README.md layout: top-level folder %s is not listed", n)
 		}
 	}

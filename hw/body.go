@@ -175,6 +175,24 @@ func (b *Body) storeEvicted(blk core.Block, tier int) {
 
 var errStoreEvicted = fmt.Errorf("evicted by the store")
 
+// errNotArrived: a move's source copy was gone, so its destination copy,
+// which the core counted on, never came to be. Not a loss of its own.
+var errNotArrived = fmt.Errorf("its source copy was gone")
+
+// goneByStore reports whether store t dropped blk on its own since the
+// core last heard of its drops (TakeLost), or blk's copy there never
+// arrived for that reason (the first hop of a multi-hop load): the core
+// chose this move before it could know, so finding nothing is a miss, not
+// a loss.
+func (b *Body) goneByStore(blk core.Block, t int) bool {
+	for _, l := range b.lost {
+		if l.Block == blk && l.Tier == t && (l.Err == errStoreEvicted || l.Err == errNotArrived) {
+			return true
+		}
+	}
+	return false
+}
+
 // drops collects the blocks store t dropped on its own.
 func (b *Body) drops(t int) {
 	switch s := b.o.Stores[t].(type) {
@@ -269,13 +287,19 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 		}
 	}
 	if err != nil {
-		b.link(from, to).Failed++
-		b.o.Stores[from].Delete(blk)
+		// A block the store evicted earlier in this event is counted in
+		// its StoreEvicted already, and no move took place.
+		if !b.goneByStore(blk, from) {
+			b.link(from, to).Failed++
+			b.o.Stores[from].Delete(blk)
+			b.fail(blk, from, err)
+		}
 		b.settle(blk, from)
-		b.fail(blk, from, err)
 		if to == 0 { // the request recomputes it
 			payload.Fill(buf, blk)
 			_ = b.o.Stores[0].Put(blk, buf)
+		} else {
+			b.lost = append(b.lost, LostCopy{Block: blk, Tier: to, Err: errNotArrived})
 		}
 		return
 	}
