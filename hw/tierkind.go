@@ -16,6 +16,10 @@ type tierKind struct {
 	// onDisk: the tier keeps its blocks in replay's --dir across runs, so
 	// they are keyed by what they depend on (the store identity).
 	onDisk bool
+	// hostMemory says whether the tier keeps its blocks in this
+	// machine's memory (gpu: a GPU runtime was found), for the check that
+	// the tiers fit it before any is made.
+	hostMemory func(t TierSpec, gpu bool) bool
 	// open makes the tier's store; it may add notes and StoreOpens to ss
 	// before it returns, and returns a note of its own ("" for none).
 	open func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error)

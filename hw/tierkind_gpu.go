@@ -9,7 +9,7 @@ import (
 // memory (OpenStores notes why).
 func init() {
 	for _, kind := range []string{"hbm", "pinned"} {
-		registerTierKind(kind, tierKind{gpu: true, calibrated: kind, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+		registerTierKind(kind, tierKind{gpu: true, calibrated: kind, hostMemory: gpuHostMemory, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 			if ss.dev != nil {
 				return accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool), "", nil
 			}
@@ -17,3 +17,6 @@ func init() {
 		}})
 	}
 }
+
+// HBM is host memory only when emulated; pinned buffers always are.
+func gpuHostMemory(t TierSpec, gpu bool) bool { return t.Kind == "pinned" || !gpu }

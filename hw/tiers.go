@@ -2,6 +2,8 @@ package hw
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"kvsim/hw/accel"
 	"kvsim/hw/bucket"
@@ -129,6 +131,9 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 			ss.pool = accel.NewPinnedBufferPool(dev, accel.PinnedPoolOptions{})
 		}
 	}
+	if err := fitsMemory(tiers, ss.dev != nil, memAvailable()); err != nil {
+		return ss, err
+	}
 	for _, t := range tiers {
 		var s hostmem.Store
 		var note string
@@ -185,3 +190,37 @@ func fabricState(root string) string {
 	}
 	return "no NVMe-oF controller here: a local disk stands in"
 }
+
+func always(TierSpec, bool) bool { return true }
+
+// fitsMemory refuses tiers that would hold more in this machine's memory
+// than it has available (avail; 0: unknown), before any is made: a DRAM
+// pool is populated whole when it opens, so too large a --block-bytes
+// would otherwise push the machine into swap or the OOM killer.
+func fitsMemory(tiers []TierSpec, gpu bool, avail int64) error {
+	if avail <= 0 {
+		return nil
+	}
+	var need int64
+	var names []string
+	for _, t := range tiers {
+		if k, ok := tierKinds[t.Kind]; ok && k.hostMemory != nil && k.hostMemory(t, gpu) {
+			need = satAdd(need, t.Capacity)
+			names = append(names, t.Name)
+		}
+	}
+	if need <= avail {
+		return nil
+	}
+	return fmt.Errorf("the tiers held in this machine's memory (%s) would take up to %s at this block size, more than the %s it has available: lower --block-bytes or those tiers' capacities",
+		strings.Join(names, ", "), gib(need), gib(avail))
+}
+
+func satAdd(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }

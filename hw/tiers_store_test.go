@@ -255,3 +255,31 @@ func TestStoreScratch(t *testing.T) {
 		t.Errorf("after the replay's run: %+v", op)
 	}
 }
+
+// TestFitsMemory: tiers kept in host memory that would take more than the
+// machine has available are refused before any is made, naming them; a
+// disk tier, a remote store and HBM on a real GPU do not count.
+func TestFitsMemory(t *testing.T) {
+	tiers := []TierSpec{{Name: "hbm", Kind: "hbm", Capacity: 4 << 30}, {Name: "dram", Kind: "dram", Capacity: 8 << 30},
+		{Name: "ssd", Kind: "ssd", Capacity: 1 << 50}, {Name: "far", Kind: "remote_dram", Capacity: 1 << 50, Endpoint: "redis://h:1"}}
+	if err := fitsMemory(tiers, false, 16<<30); err != nil {
+		t.Errorf("12 GiB in 16 GiB refused: %v", err)
+	}
+	err := fitsMemory(tiers, false, 10<<30)
+	if err == nil || !strings.Contains(err.Error(), "(hbm, dram)") || !strings.Contains(err.Error(), "12.0 GiB") || !strings.Contains(err.Error(), "--block-bytes") {
+		t.Errorf("12 GiB in 10 GiB: %v", err)
+	}
+	if err := fitsMemory(tiers, true, 10<<30); err != nil {
+		t.Errorf("HBM on a GPU counted as host memory: %v", err)
+	}
+	tiers[3].Endpoint = ""
+	if err := fitsMemory(tiers, true, 10<<30); err == nil || !strings.Contains(err.Error(), "dram, far") {
+		t.Errorf("an emulated remote tier not counted: %v", err)
+	}
+	if err := fitsMemory([]TierSpec{{Name: "a", Kind: "dram", Capacity: 1 << 62}, {Name: "b", Kind: "dram", Capacity: 1 << 62}}, false, 1<<30); err == nil {
+		t.Error("an overflowing sum passed")
+	}
+	if _, err := OpenStores([]TierSpec{{Name: "dram", Kind: "dram", Capacity: 1 << 60}}, TierOptions{SlotBytes: 4096}); err == nil || !strings.Contains(err.Error(), "available") {
+		t.Errorf("OpenStores of 1 EiB of DRAM: %v", err)
+	}
+}
