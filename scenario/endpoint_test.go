@@ -43,6 +43,9 @@ func TestTierEndpoint(t *testing.T) {
 		{"dram", `"rdma://h:1"`, "", `only a "remote_dram" tier has one`},
 		{"remote_dram", `"rdma://h"`, "", `"rdma://h": no port 1-65535 (want rdma://HOST:PORT)`},
 		{"remote_dram", `"rdma://:7471"`, "", `no host`},
+		{"remote_dram", `"rdma://]:1"`, "", `no host`},  // url.Parse takes "]" for a host
+		{"remote_dram", `"redis://::1"`, "", `no host`}, // and ":" (port 1)
+		{"remote_dram", `"redis://[::1]:6379"`, "redis://[::1]:6379", ""},
 		{"remote_dram", `"rdma://h:1/0"`, "", `no user, path or fragment`},
 		{"remote_dram", `"rdma://h:1?gid_index=x"`, "", `gid_index "x": want 0-255`},
 		{"remote_dram", `"rdma://h:1?gid_index=256"`, "", `want 0-255`},

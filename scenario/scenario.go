@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -195,7 +196,7 @@ func CheckEndpoint(s string) error {
 		return fmt.Errorf("%q is not a URL", s)
 	case u.Scheme != "redis" && u.Scheme != "valkey" && u.Scheme != "rdma":
 		return fmt.Errorf(`%q: want "redis://HOST:PORT", "valkey://HOST:PORT" or "rdma://HOST:PORT"`, s)
-	case u.Opaque != "" || u.Hostname() == "":
+	case u.Opaque != "" || !validHost(u.Hostname()):
 		return fmt.Errorf("%q: no host (want %s://HOST:PORT)", s, u.Scheme)
 	case u.Scheme == "rdma":
 		return checkRDMAEndpoint(s, u)
@@ -1743,4 +1744,17 @@ func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 		return g, t.errf("format", "synthetic: %v", err)
 	}
 	return g, nil
+}
+
+// validHost: a name, an IPv4 address or an IPv6 address (with a zone);
+// url.Parse lets through hosts such as "]" or ":" from "rdma://]:1".
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "[]") {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		ip, _, _ := strings.Cut(h, "%")
+		return net.ParseIP(ip) != nil
+	}
+	return true
 }

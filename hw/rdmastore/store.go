@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"kvsim/hw/hostmem"
@@ -27,7 +28,7 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	if err != nil || u.Scheme != "rdma" {
 		return Endpoint{}, fmt.Errorf("%q: want rdma://HOST:PORT", s)
 	}
-	if u.Opaque != "" || u.Hostname() == "" {
+	if u.Opaque != "" || !validHost(u.Hostname()) {
 		return Endpoint{}, fmt.Errorf("%q: no host (want rdma://HOST:PORT)", s)
 	}
 	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
@@ -410,4 +411,17 @@ func (s *Store) Close() error {
 func (s *Store) Describe() string {
 	return fmt.Sprintf("blocks are %d slots of %s in the DRAM kvsim serve exposes at rdma://%s, moved by one-sided RDMA WRITE and READ over %d queue pairs of %s; their CRC32-C are kept here",
 		len(s.size), hostmem.FormatBytes(int64(s.slot)), s.ep.Addr, len(s.lanes), s.dev.Info().Name)
+}
+
+// validHost: a name, an IPv4 address or an IPv6 address (with a zone);
+// url.Parse lets through hosts such as "]" or ":" from "rdma://]:1".
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "[]") {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		ip, _, _ := strings.Cut(h, "%")
+		return net.ParseIP(ip) != nil
+	}
+	return true
 }
