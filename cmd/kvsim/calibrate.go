@@ -33,14 +33,14 @@ func checkCalibrateScratch(dir string) error {
 }
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--remote redis://HOST:PORT] [--json]", stderr)
+	fs := newFlags("calibrate", "kvsim calibrate [--dir DIR] [--out FILE] [--block-bytes N] [--remote redis://HOST:PORT|rdma://HOST:PORT] [--json]", stderr)
 	dir := fs.String("dir", "kvsim-calibrate", "`DIR` for the SSD test files (not tmpfs)")
 	out := fs.String("out", "", "write the hardware profile TOML to `FILE` (default: DIR/profile.toml)")
 	blockBytes := fs.Int("block-bytes", 64<<10, "block size to calibrate for (`N`, as replay --block-bytes)")
 	count := fs.Int("count", 1024, "blocks moved per measurement (`N`)")
 	asJSON := fs.Bool("json", false, "print the measurements as JSON")
 	engine := fs.String("engine", "auto", "SSD I/O engine: auto, io_uring or pread")
-	remote := fs.String("remote", "", "also measure moves to and from the Redis/Valkey server at `ENDPOINT` (redis://HOST:PORT or valkey://HOST:PORT), for remote_dram tiers with that endpoint")
+	remote := fs.String("remote", "", "also measure moves to and from the Redis/Valkey server or kvsim serve --rdma at `ENDPOINT` (redis://HOST:PORT, valkey://HOST:PORT or rdma://HOST:PORT), for remote_dram tiers with that endpoint")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -74,6 +74,9 @@ func TestCalibrateRemoteBad(t *testing.T) {
 		{"http://127.0.0.1:1", "calibrate: --remote: "},
 		{"redis://127.0.0.1", "no port"},
 		{down, fmt.Sprintf("%s does not answer", down)},
+		// No verbs path here (or, where there is one, no server): either
+		// way nothing remote is measured under the remote's name.
+		{"rdma://" + l.Addr().String(), "rdma://" + l.Addr().String()},
 	} {
 		_, stderr, code := runKvsim("calibrate", "--dir", replayDir(t), "--count", "8", "--remote", c.endpoint)
 		if msg := strings.TrimSpace(stderr); code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {

@@ -298,3 +298,21 @@ func TestServeBadInput(t *testing.T) {
 		t.Errorf("address in use: status %d, %q", code, stderr)
 	}
 }
+
+// TestCalibrateRDMA: kvsim calibrate --remote rdma://... measures moves
+// into and out of a kvsim serve's memory (through the fake).
+func TestCalibrateRDMA(t *testing.T) {
+	srv := rdmaServer(t, 1<<20)
+	stdout, stderr, code := runKvsim("calibrate", "--dir", replayDir(t), "--count", "16", "--block-bytes", "16384", "--remote", srv.Endpoint())
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	for _, want := range []string{"remote: " + srv.Endpoint() + " (rdma mlx5_0 port 1", "dram->remote", "remote->dram"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := slotsWritten(srv.Bytes()); n == 0 {
+		t.Error("nothing was written into the server's memory")
+	}
+}

@@ -66,7 +66,8 @@ func Calibrate(ctx context.Context, dir string, blockBytes, count int, engine, r
 		Backends: map[string]string{}, Links: map[string]LinkFit{}, Extra: map[string]float64{}, Remote: remote}
 	specs := []hw.TierSpec{{Name: "a", Kind: "hbm"}, {Name: "b", Kind: "pinned"}, {Name: "dram", Kind: "dram"}, {Name: "ssd", Kind: "ssd"}}
 	if remote != "" {
-		specs = append(specs, hw.TierSpec{Name: "remote", Kind: "remote_dram", Endpoint: remote, Lanes: 1})
+		// An RDMA server must hold the blocks of one measurement at a time.
+		specs = append(specs, hw.TierSpec{Name: "remote", Kind: "remote_dram", Endpoint: remote, Lanes: 1, Capacity: 2 * int64(count) * int64(blockBytes)})
 	}
 	ss, err := hw.OpenStores(specs, hw.TierOptions{Dir: dir, SlotBytes: blockBytes, Hugepages: "try", HugepageSize: "2MB", Engine: engine, QueueDepth: 32})
 	if err != nil {
@@ -76,6 +77,11 @@ func Calibrate(ctx context.Context, dir string, blockBytes, count int, engine, r
 	stores := ss.List
 	for i, s := range specs {
 		cal.Backends[s.Kind] = stores[i].Backend()
+	}
+	if b := cal.Backends["remote_dram"]; remote != "" && strings.HasPrefix(b, "emulated") {
+		// An rdma:// endpoint without a verbs path here: measuring local
+		// memory under the remote's name would mislead.
+		return nil, &SetupError{Err: fmt.Errorf("--remote %s: nothing remote to measure: %s", remote, b)}
 	}
 	small := blockBytes / 4
 	// Store order: hbm, pinned, dram, ssd. Moves out of HBM carry blocks
