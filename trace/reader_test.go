@@ -349,8 +349,11 @@ func readsAllocFree(t *testing.T, data []byte) {
 			}
 		}
 	}
-	// AllocsPerRun warms up with one pass, then measures one.
-	if a := testing.AllocsPerRun(1, pass); a != 0 {
+	// AllocsPerRun warms up with one pass, then averages ten: an
+	// allocation of every pass still shows, while a stray one elsewhere in
+	// the process during the measurement (the race runtime, a finalizer)
+	// does not fail the test (CI saw 1 over a single pass, once).
+	if a := testing.AllocsPerRun(10, pass); a != 0 {
 		t.Fatalf("%v allocations over %d lines", a, lines)
 	}
 }
