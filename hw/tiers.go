@@ -131,7 +131,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 			ss.pool = accel.NewPinnedBufferPool(dev, accel.PinnedPoolOptions{})
 		}
 	}
-	if err := fitsMemory(tiers, ss.dev != nil, memAvailable()); err != nil {
+	if err := fitsMemory(tiers, ss.dev != nil, MemInfo("MemAvailable")); err != nil {
 		return ss, err
 	}
 	for _, t := range tiers {

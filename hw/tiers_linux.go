@@ -363,18 +363,18 @@ func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 	return s, note, nil
 }
 
-// memAvailable is Linux's estimate of the memory a new allocation can take
-// without swapping (MemAvailable in /proc/meminfo), in bytes; 0 if unknown.
-func memAvailable() int64 {
+// MemInfo is a /proc/meminfo figure in bytes ("MemTotal",
+// "MemAvailable"), or 0 where it cannot be read.
+func MemInfo(key string) int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) == 2 && f[1] == "kB" {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb < 1<<53 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb >= 0 && kb < 1<<53 {
 					return kb << 10
 				}
 			}

@@ -283,3 +283,15 @@ func TestFitsMemory(t *testing.T) {
 		t.Errorf("OpenStores of 1 EiB of DRAM: %v", err)
 	}
 }
+
+// TestMemInfo: the figures fitsMemory and iobench read are there and
+// ordered (available at most total); an unknown key is 0.
+func TestMemInfo(t *testing.T) {
+	total, avail := MemInfo("MemTotal"), MemInfo("MemAvailable")
+	if total <= 0 || avail <= 0 || avail > total {
+		t.Errorf("MemTotal %d, MemAvailable %d", total, avail)
+	}
+	if MemInfo("NoSuchField") != 0 || MemInfo("MemTot") != 0 {
+		t.Error("a missing or partial key read as a figure")
+	}
+}

@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"kvsim/experiment"
+	"kvsim/hw"
 	"kvsim/hw/ioengine"
 	"kvsim/scenario"
 )
@@ -64,7 +64,7 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// The buffers are touched (filled) at once: more than the machine's
 	// memory would be swapped or killed, not measured.
-	if buf, mem := int64(*qd)*n, memTotal(); mem > 0 && buf > mem {
+	if buf, mem := int64(*qd)*n, hw.MemInfo("MemTotal"); mem > 0 && buf > mem {
 		return badInputf("iobench: --qd %d x --bs %s = %s of I/O buffers, more than this machine's %s of memory",
 			*qd, *bs, scenario.FormatBytes(buf), scenario.FormatBytes(mem))
 	}
@@ -200,24 +200,4 @@ func madeByIobench(path string) bool {
 		}
 	}
 	return true
-}
-
-// memTotal is the machine's memory in bytes (Linux's MemTotal), or 0 where
-// it cannot be read.
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
 }

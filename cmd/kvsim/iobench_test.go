@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/hw"
 	"kvsim/hw/ioengine"
 )
 
@@ -140,7 +141,7 @@ func TestIobenchKeepsUserFiles(t *testing.T) {
 
 	// Buffers larger than the machine's memory: refused before any I/O.
 	huge := filepath.Join(dir, "huge.dat")
-	if mem := memTotal(); mem > 0 && mem < 4<<40 {
+	if mem := hw.MemInfo("MemTotal"); mem > 0 && mem < 4<<40 {
 		stderr, code := bench(huge, "--qd", "4096", "--bs", "1GiB", "--size", "4TiB")
 		if code != 2 || !strings.Contains(stderr, "--qd 4096 x --bs 1GiB = 4 TiB of I/O buffers") {
 			t.Errorf("4 TiB of buffers: exit %d, %s", code, stderr)
