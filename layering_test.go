@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"core":     {"policy"},
 	"trace":    {},
 	"results":  {},
-	"scenario": {"core", "policy", "trace", "results"},
+	"scenario": {"core", "policy", "trace", "results", "internal/endpoint"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "policy", "sim"},
@@ -36,12 +36,12 @@ var allowed = map[string][]string{
 	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
 	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
 	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
-	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"}, // nvmeof on a raw device
-	"hw/rdma":              {},                            // the verbs path: libibverbs by purego, for the remote tiers
-	"hw/rdma/rdmatest":     {},                            // the fake libibverbs, for tests (testHelpers)
-	"hw/rdmastore":         {"hw/hostmem", "hw/rdma"},     // remote DRAM over RDMA: the client store and kvsim serve's server
+	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"},                  // nvmeof on a raw device
+	"hw/rdma":              {},                                             // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/rdma/rdmatest":     {},                                             // the fake libibverbs, for tests (testHelpers)
+	"hw/rdmastore":         {"hw/hostmem", "hw/rdma", "internal/endpoint"}, // remote DRAM over RDMA: the client store and kvsim serve's server
 	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},
-	"hw/remote":            {"hw/hostmem"},
+	"hw/remote":            {"hw/hostmem", "internal/endpoint"},
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
 	"hw/internal/sys":      {},
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
 	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
+	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
 	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }

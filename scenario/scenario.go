@@ -1,17 +1,16 @@
 package scenario
 
 import (
+	"kvsim/internal/endpoint"
+
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -188,62 +187,10 @@ type Tier struct {
 // CheckEndpoint checks a remote_dram endpoint: redis:// or valkey://, a
 // host, a port, and at most a database number for a path; or rdma://, a
 // host, a port, and at most the local device and GID index as
-// parameters.
+// parameters (internal/endpoint, which the stores read it with too).
 func CheckEndpoint(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%q is not a URL", s)
-	case u.Scheme != "redis" && u.Scheme != "valkey" && u.Scheme != "rdma":
-		return fmt.Errorf(`%q: want "redis://HOST:PORT", "valkey://HOST:PORT" or "rdma://HOST:PORT"`, s)
-	case u.Opaque != "" || !validHost(u.Hostname()):
-		return fmt.Errorf("%q: no host (want %s://HOST:PORT)", s, u.Scheme)
-	case u.Scheme == "rdma":
-		return checkRDMAEndpoint(s, u)
-	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		return fmt.Errorf("%q: only %s://HOST:PORT[/DB] is read (no user, query or fragment)", s, u.Scheme)
-	}
-	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("%q: no port 1-65535 (want %s://HOST:PORT)", s, u.Scheme)
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		if n, err := strconv.Atoi(db); err != nil || n < 0 {
-			return fmt.Errorf("%q: the path must be a database number, got %q", s, db)
-		}
-	}
-	return nil
-}
-
-// checkRDMAEndpoint checks rdma://HOST:PORT[?device=NAME&gid_index=N], as
-// hw/rdmastore reads it.
-func checkRDMAEndpoint(s string, u *url.URL) error {
-	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("%q: no port 1-65535 (want rdma://HOST:PORT)", s)
-	}
-	if (u.Path != "" && u.Path != "/") || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q: only rdma://HOST:PORT[?device=NAME&gid_index=N] is read (no user, path or fragment)", s)
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return fmt.Errorf("%q: bad query: %v", s, err)
-	}
-	for k, v := range q {
-		switch {
-		case len(v) != 1:
-			return fmt.Errorf("%q: %s given %d times", s, k, len(v))
-		case k == "device":
-			if v[0] == "" {
-				return fmt.Errorf("%q: empty device", s)
-			}
-		case k == "gid_index":
-			if n, err := strconv.Atoi(v[0]); err != nil || n < 0 || n > 255 {
-				return fmt.Errorf("%q: gid_index %q: want 0-255", s, v[0])
-			}
-		default:
-			return fmt.Errorf("%q: unknown parameter %q (device, gid_index)", s, k)
-		}
-	}
-	return nil
+	_, err := endpoint.Parse(s)
+	return err
 }
 
 // Link connects two tiers; data moves both ways.
@@ -1744,17 +1691,4 @@ func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 		return g, t.errf("format", "synthetic: %v", err)
 	}
 	return g, nil
-}
-
-// validHost: a name, an IPv4 address or an IPv6 address (with a zone);
-// url.Parse lets through hosts such as "]" or ":" from "rdma://]:1".
-func validHost(h string) bool {
-	if h == "" || strings.ContainsAny(h, "[]") {
-		return false
-	}
-	if strings.Contains(h, ":") {
-		ip, _, _ := strings.Cut(h, "%")
-		return net.ParseIP(ip) != nil
-	}
-	return true
 }

@@ -1,14 +1,12 @@
 package rdmastore
 
 import (
+	"kvsim/internal/endpoint"
+
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"net"
-	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"kvsim/hw/hostmem"
@@ -24,42 +22,14 @@ type Endpoint struct {
 
 // ParseEndpoint reads rdma://HOST:PORT[?device=NAME&gid_index=N].
 func ParseEndpoint(s string) (Endpoint, error) {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "rdma" {
-		return Endpoint{}, fmt.Errorf("%q: want rdma://HOST:PORT", s)
+	e, err := endpoint.Parse(s)
+	if err == nil && e.Scheme != "rdma" {
+		err = fmt.Errorf("%q: want rdma://HOST:PORT", s)
 	}
-	if u.Opaque != "" || !validHost(u.Hostname()) {
-		return Endpoint{}, fmt.Errorf("%q: no host (want rdma://HOST:PORT)", s)
-	}
-	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-		return Endpoint{}, fmt.Errorf("%q: no port 1-65535 (want rdma://HOST:PORT)", s)
-	}
-	if (u.Path != "" && u.Path != "/") || u.Fragment != "" || u.User != nil {
-		return Endpoint{}, fmt.Errorf("%q: only rdma://HOST:PORT[?device=NAME&gid_index=N] is read (no user, path or fragment)", s)
-	}
-	e := Endpoint{Addr: net.JoinHostPort(u.Hostname(), u.Port())}
-	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%q: bad query: %v", s, err)
+		return Endpoint{}, err
 	}
-	for k, v := range q {
-		if len(v) != 1 {
-			return Endpoint{}, fmt.Errorf("%q: %s given %d times", s, k, len(v))
-		}
-		switch k {
-		case "device":
-			if e.Device = v[0]; e.Device == "" {
-				return Endpoint{}, fmt.Errorf("%q: empty device", s)
-			}
-		case "gid_index":
-			if e.GIDIndex, err = strconv.Atoi(v[0]); err != nil || e.GIDIndex < 0 || e.GIDIndex > 255 {
-				return Endpoint{}, fmt.Errorf("%q: gid_index %q: want 0-255", s, v[0])
-			}
-		default:
-			return Endpoint{}, fmt.Errorf("%q: unknown parameter %q (device, gid_index)", s, k)
-		}
-	}
-	return e, nil
+	return Endpoint{Addr: e.Addr, Device: e.Device, GIDIndex: e.GIDIndex}, nil
 }
 
 // Options configure a client store.
@@ -411,17 +381,4 @@ func (s *Store) Close() error {
 func (s *Store) Describe() string {
 	return fmt.Sprintf("blocks are %d slots of %s in the DRAM kvsim serve exposes at rdma://%s, moved by one-sided RDMA WRITE and READ over %d queue pairs of %s; their CRC32-C are kept here",
 		len(s.size), hostmem.FormatBytes(int64(s.slot)), s.ep.Addr, len(s.lanes), s.dev.Info().Name)
-}
-
-// validHost: a name, an IPv4 address or an IPv6 address (with a zone);
-// url.Parse lets through hosts such as "]" or ":" from "rdma://]:1".
-func validHost(h string) bool {
-	if h == "" || strings.ContainsAny(h, "[]") {
-		return false
-	}
-	if strings.Contains(h, ":") {
-		ip, _, _ := strings.Cut(h, "%")
-		return net.ParseIP(ip) != nil
-	}
-	return true
 }

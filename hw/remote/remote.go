@@ -22,6 +22,8 @@
 package remote
 
 import (
+	"kvsim/internal/endpoint"
+
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -29,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -54,29 +55,11 @@ type Options struct {
 // ParseEndpoint checks an endpoint and returns its host:port and database.
 // Host and port are required: a replay must say where its data goes.
 func ParseEndpoint(s string) (addr string, db int, err error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", 0, fmt.Errorf("not a URL: %q", s)
-	}
-	if u.Scheme != "redis" && u.Scheme != "valkey" {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "redis" && u.Scheme != "valkey" {
 		return "", 0, fmt.Errorf("want redis://HOST:PORT or valkey://HOST:PORT, got scheme %q", u.Scheme)
 	}
-	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return "", 0, fmt.Errorf("no host in %q: want %s://HOST:PORT", s, u.Scheme)
-	}
-	p := u.Port()
-	if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("no port (1-65535) in %q: want %s://HOST:PORT", s, u.Scheme)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", 0, fmt.Errorf("%q: only %s://HOST:PORT[/DB] is read (no user, query or fragment)", s, u.Scheme)
-	}
-	if path := strings.TrimPrefix(u.Path, "/"); path != "" {
-		if db, err = strconv.Atoi(path); err != nil || db < 0 {
-			return "", 0, fmt.Errorf("%q: the path must be a database number, got %q", s, path)
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), p), db, nil
+	e, err := endpoint.Parse(s)
+	return e.Addr, e.DB, err
 }
 
 const (
