@@ -35,9 +35,9 @@ var allowed = map[string][]string{
 	"hw/payload":           {},
 	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
 	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
-	"hw/accel":             {"hw/ioengine", "hw/hostmem"},
+	"hw/accel":             {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
 	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"},                  // nvmeof on a raw device
-	"hw/rdma":              {},                                             // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/rdma":              {"hw/internal/sys"},                            // the verbs path: libibverbs by purego, for the remote tiers
 	"hw/rdma/rdmatest":     {},                                             // the fake libibverbs, for tests (testHelpers)
 	"hw/rdmastore":         {"hw/hostmem", "hw/rdma", "internal/endpoint"}, // remote DRAM over RDMA: the client store and kvsim serve's server
 	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},

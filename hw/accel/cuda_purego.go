@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"kvsim/hw/internal/sys"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -143,7 +144,7 @@ func openRuntimes() (Device, []ProbeTry) {
 				dev, err := openRuntime(b.kind, t.Path)
 				if err == nil {
 					if !strings.Contains(t.Path, "/") {
-						if p := loadedLib(filepath.Base(t.Path)); p != "" {
+						if p := sys.LoadedLib(filepath.Base(t.Path)); p != "" {
 							t.Path += " (" + p + ")"
 						}
 					}
@@ -155,21 +156,6 @@ func openRuntimes() (Device, []ProbeTry) {
 		}
 	}
 	return nil, all
-}
-
-// loadedLib finds where the loader found a library, from /proc/self/maps.
-func loadedLib(name string) string {
-	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return ""
-	}
-	stem, _, _ := strings.Cut(name, ".so")
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if i := strings.Index(line, "/"); i >= 0 && strings.HasPrefix(filepath.Base(line[i:]), stem+".so") {
-			return line[i:]
-		}
-	}
-	return ""
 }
 
 // rtDevice is device 0 of a CUDA or HIP runtime loaded with purego.

@@ -7,9 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"kvsim/hw/internal/sys"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -134,26 +134,11 @@ func LoadPath(path string) (*Lib, error) {
 // Path is where the library was loaded from.
 func (l *Lib) Path() string {
 	if !strings.Contains(l.path, "/") {
-		if p := loadedLib(l.path); p != "" {
+		if p := sys.LoadedLib(l.path); p != "" {
 			return p
 		}
 	}
 	return l.path
-}
-
-// loadedLib finds where the loader found a library, from /proc/self/maps.
-func loadedLib(name string) string {
-	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return ""
-	}
-	stem, _, _ := strings.Cut(name, ".so")
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if i := strings.Index(line, "/"); i >= 0 && strings.HasPrefix(filepath.Base(line[i:]), stem+".so") {
-			return line[i:]
-		}
-	}
-	return ""
 }
 
 // errnoCall runs f on a locked OS thread and returns its result with the
