@@ -1,9 +1,6 @@
 package scenario
 
 import (
-	"errors"
-	"os"
-
 	"kvsim/results"
 )
 
@@ -12,14 +9,9 @@ import (
 // scenario's: its defaults, ranges and messages. Other tables are not
 // read; a file without the table is an error.
 func LoadInject(path string) (*results.Inject, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		msg := err.Error()
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			msg = pe.Err.Error()
-		}
-		return nil, &Error{Path: path, Msg: msg, Err: err}
+		return nil, err
 	}
 	p := &parser{path: path, file: path}
 	root, err := p.decode(data)

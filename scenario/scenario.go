@@ -314,6 +314,16 @@ func Load(path string) (*Scenario, error) { return LoadWith(path, nil) }
 // LoadWith is Load with --set overrides (see applySets), applied before
 // validation so that an override is checked like the key it replaces.
 func LoadWith(path string, sets []string) (*Scenario, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWith(data, path, sets)
+}
+
+// readFile reads a scenario file; an error names the path once (not the
+// path inside the os error as well).
+func readFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		msg := err.Error()
@@ -323,7 +333,7 @@ func LoadWith(path string, sets []string) (*Scenario, error) {
 		}
 		return nil, &Error{Path: path, Msg: msg, Err: err}
 	}
-	return ParseWith(data, path, sets)
+	return data, nil
 }
 
 // MaxNameLen bounds scenario and tier names.
