@@ -488,6 +488,7 @@ var pageTpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en" data-kvsim-charts="{{len .Charts}}">
 <head>
 <meta charset="utf-8">
+<meta name="generator" content="kvsim">
 {{with .RunID}}<meta name="kvsim-run-id" content="{{.}}">
 {{end -}}
 <title>{{.Title}}</title>
