@@ -3,6 +3,7 @@ package experiment
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +40,10 @@ type Options struct {
 	// Progress, if set, hears of every request read, from every policy's
 	// goroutine.
 	Progress Progress
+	// Page, if set with Out, renders report.html from the summary and the
+	// run's requests.csv (at the path given: a temporary file until the
+	// folder's files are put in place together, results.WriteSet).
+	Page func(sum *results.Summary, requestsCSV string) ([]byte, error)
 	// OnRecord, if set, receives each finished request of policy
 	// sc.Policies[policy]: called from that policy's goroutine (policies
 	// run in parallel), r valid during the call only.
@@ -139,10 +144,22 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 	for _, r := range runs {
 		parts = append(parts, r.csv)
 	}
-	if err := results.WriteRequests(filepath.Join(dir, "requests.csv"), tierNames(sc), parts); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+	var page func(string) ([]byte, error)
+	var pageErr error
+	if o.Page != nil {
+		page = func(csv string) ([]byte, error) {
+			b, err := o.Page(sum, csv)
+			pageErr = err
+			return b, err
+		}
 	}
-	if err := results.WriteSummary(filepath.Join(dir, "summary.json"), sum); err != nil {
+	if err := results.WriteSet(dir, tierNames(sc), parts, sum, page); err != nil {
+		switch {
+		case pageErr != nil:
+			return nil, pageErr
+		case errors.Is(err, results.ErrNotOurs):
+			return nil, BadInputf("run: %v: it will not be replaced; move it or give another --out", err)
+		}
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	return sum, nil

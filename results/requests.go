@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -117,32 +116,37 @@ func AppendRequest(b []byte, r *Request) []byte {
 // WriteRequests writes requests.csv at path, atomically: the header for
 // tiers, then each part (a file of AppendRequest lines) in order.
 func WriteRequests(path string, tiers []string, parts []string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".requests.csv.*")
+	tmp, err := stageRequests(path, tiers, parts)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	err = f.Chmod(0o644)
-	if err == nil {
-		_, err = io.WriteString(f, RequestsHeader(tiers))
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
 	}
-	for _, p := range parts {
-		if err != nil {
-			break
+	return nil
+}
+
+// stageRequests writes what WriteRequests puts at path to a temporary
+// file beside it and returns its name.
+func stageRequests(path string, tiers []string, parts []string) (string, error) {
+	return stageWith(path, func(w io.Writer) error {
+		if _, err := io.WriteString(w, RequestsHeader(tiers)); err != nil {
+			return err
 		}
-		var in *os.File
-		if in, err = os.Open(p); err == nil {
-			_, err = io.Copy(f, in)
+		for _, p := range parts {
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(w, in)
 			in.Close()
+			if err != nil {
+				return err
+			}
 		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	return err
+		return nil
+	})
 }
 
 // RequestsReader reads requests.csv row by row. It picks columns by name,
