@@ -57,8 +57,22 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	// Both paths are checked before the measuring (minutes) starts, --out
 	// first: a bad one makes no --dir.
-	if *out != "" {
+	checkOut := func() error {
 		if err := checkOutFile("calibrate: --out", *out); err != nil {
+			return err
+		}
+		var scratch []role
+		for _, n := range calibrateScratch {
+			scratch = append(scratch, role{"a scratch file calibrate writes and removes,", filepath.Join(*dir, n)})
+		}
+		if err := checkNotInput("calibrate: --out", *out, scratch); err != nil {
+			return err
+		}
+		return checkReplace("calibrate: --out", *out, results.IsProfile,
+			"kvsim replaces only a profile calibrate wrote (its first line says so); move it or give another file")
+	}
+	if *out != "" {
+		if err := checkOut(); err != nil {
 			return err
 		}
 	}
@@ -70,7 +84,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *out == "" {
 		*out = filepath.Join(*dir, "profile.toml")
-		if err := checkOutFile("calibrate: --out", *out); err != nil {
+		if err := checkOut(); err != nil {
 			return err
 		}
 	}

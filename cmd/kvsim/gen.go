@@ -10,13 +10,14 @@ import (
 	"path/filepath"
 
 	"kvsim/experiment"
+	"kvsim/results"
 	"kvsim/trace"
 )
 
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--out FILE]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--out FILE [--force]]", stderr)
 	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
@@ -24,6 +25,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&c.MeanTurns, "turns", c.MeanTurns, "mean turns per conversation (geometric)")
 	fs.IntVar(&c.SystemPromptTokens, "system-tokens", c.SystemPromptTokens, "system prompt tokens shared by every request")
 	out := fs.String("out", "", "output file (default stdout); written whole or not at all")
+	force := fs.Bool("force", false, "replace --out if it exists (a trace cannot be told to be kvsim's)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -45,6 +47,9 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *out != "" && *out != "-" {
 		if err := checkOutFile("gen: --out", *out); err != nil {
 			return err
+		}
+		if ok, _ := results.Replaceable(*out, func(string) bool { return *force }); !ok {
+			return badInputf("gen: --out %s: exists; kvsim cannot tell a trace it wrote from another: pass --force to replace it, or give another file", *out)
 		}
 	}
 	if err := ctx.Err(); err != nil {

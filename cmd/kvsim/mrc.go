@@ -81,7 +81,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// The page's paths are checked before the trace is read (minutes for a
 	// large one): a bad one is bad input naming the user's path.
 	if *htmlOut != "" {
-		if err := checkMRCPage(*htmlOut, *assets); err != nil {
+		if err := checkMRCPage(*htmlOut, *tracePath, *assets); err != nil {
 			return err
 		}
 	} else if *assets != "" {
@@ -209,8 +209,18 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 // checkMRCPage checks --html and --assets: the page can be written whole
 // (its folder exists and is writable, the page is not a folder), the
 // assets folder holds ECharts, and the page's assets/ can take a copy.
-func checkMRCPage(path, assets string) error {
+func checkMRCPage(path, tracePath, assets string) error {
 	if err := checkOutFile("mrc: --html", path); err != nil {
+		return err
+	}
+	ins := []role{{"--trace", tracePath}}
+	if assets != "" {
+		ins = append(ins, role{"--assets'", filepath.Join(assets, report.EChartsFile)})
+	}
+	if err := checkNotInput("mrc: --html", path, ins); err != nil {
+		return err
+	}
+	if err := checkReplace("mrc: --html", path, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
 		return err
 	}
 	if assets == "" {

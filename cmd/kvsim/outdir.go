@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"kvsim/experiment"
+	"kvsim/results"
 )
 
 // Output paths are checked before any work starts, so that a bad one costs
@@ -71,6 +75,63 @@ func checkOutFile(what, path string) error {
 	}
 	if err := probeWritable(dir); err != nil {
 		return badInputf("%s %s: cannot write in folder %s: %v", what, path, dir, err)
+	}
+	return nil
+}
+
+// checkReplace refuses to let a new file of kvsim's replace one kvsim did
+// not write: path must be absent, empty (nothing to lose), or recognised
+// by ours. how says what to do instead.
+func checkReplace(what, path string, ours func(string) bool, how string) error {
+	if ok, _ := results.Replaceable(path, ours); !ok {
+		return badInputf("%s %s: exists and was not written by kvsim; it will not be replaced: %s", what, path, how)
+	}
+	return nil
+}
+
+// A role is one path a command reads or writes, with what the user
+// calls it ("the scenario", "--cpuprofile").
+type role struct{ what, path string }
+
+// samePath says whether a and b name one file: the same absolute path, or
+// (both existing) the same file by any name.
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == ab {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// checkNotInput refuses an output path (what names its flag) that is one
+// of the command's inputs or of its other outputs: no flag, --force
+// included, lets an output replace what the command reads or writes
+// elsewhere.
+func checkNotInput(what, path string, others []role) error {
+	for _, o := range others {
+		if o.path != "" && samePath(path, o.path) {
+			return badInputf("%s %s: is %s %s; give another path", what, path, o.what, o.path)
+		}
+	}
+	return nil
+}
+
+// checkResultSets checks the results folders a run or sweep is about to
+// write (locked): a summary.json, requests.csv or report.html kvsim did
+// not write is refused, and a folder whose files come from different
+// runs (a run killed while writing) is named on stderr before the run
+// replaces them.
+func checkResultSets(what string, dirs []string, stderr io.Writer) error {
+	for _, d := range dirs {
+		if err := results.CheckSetOurs(d); err != nil {
+			return badInputf("%s: %v; it will not be replaced: move it or give another --out", what, err)
+		}
+		if m := results.MixedSet(d); m != "" {
+			fmt.Fprintf(stderr, "kvsim: warning: %s: its files come from different runs (%s): a run stopped while writing them; this run replaces them all\n", d, m)
+		}
 	}
 	return nil
 }
@@ -233,7 +294,17 @@ func checkAssetsDir(what, dir, assets string) error {
 	if st, err := os.Stat(p); err == nil && !st.IsDir() {
 		return badInputf("%s: %s is not a folder; kvsim copies ECharts there (--assets)", what, p)
 	}
-	return checkNotDirs(what, p, "echarts.min.js")
+	if err := checkNotDirs(what, p, "echarts.min.js"); err != nil {
+		return err
+	}
+	// A copy of ECharts (of any version, or the very file given) is
+	// replaced by the one given; anything else there is not kvsim's.
+	src, err := os.ReadFile(filepath.Join(assets, "echarts.min.js"))
+	ours := func(p string) bool {
+		b, rerr := os.ReadFile(p)
+		return results.IsECharts(p) || err == nil && rerr == nil && bytes.Equal(b, src)
+	}
+	return checkReplace(what+":", filepath.Join(p, "echarts.min.js"), ours, "move it, or drop --assets")
 }
 
 // prepareResultDirs checks and makes out and out/<name> for each name,
@@ -247,6 +318,9 @@ func prepareResultDirs(what, out string, names []string, index bool, assets stri
 	}
 	if index {
 		if err := checkNotDirs(what, out, "index.html"); err != nil {
+			return nil, err
+		}
+		if err := checkReplace(what, filepath.Join(out, "index.html"), results.IsPage, "move it or give another --out"); err != nil {
 			return nil, err
 		}
 		if err := checkAssetsDir(what, out, assets); err != nil {

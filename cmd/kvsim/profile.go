@@ -3,42 +3,96 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+
+	"kvsim/experiment"
+	"kvsim/results"
 )
 
+// checkProfilePath checks a --cpuprofile or --memprofile path before any
+// work: it can be written, is none of others (the run's inputs and other
+// outputs), and holds nothing but a pprof profile.
+func checkProfilePath(what, path string, others []role) error {
+	if err := checkOutFile(what, path); err != nil {
+		return err
+	}
+	if err := checkNotInput(what, path, others); err != nil {
+		return err
+	}
+	return checkReplace(what, path, results.IsPprof, "kvsim replaces only a pprof profile; move it or give another path")
+}
+
 // startProfiles starts a CPU profile and arranges a heap profile, for
-// --cpuprofile and --memprofile; stop writes and closes them. Both files
-// are created up front so that a bad path fails before any simulation.
-func startProfiles(cpu, mem string) (stop func(), err error) {
+// --cpuprofile and --memprofile (checked by checkProfilePath). Each is
+// written to a temporary file beside its path, renamed into place by
+// stop: a failed or killed run never leaves half a profile, nor truncates
+// what was there.
+func startProfiles(cpu, mem string) (stop func() error, err error) {
 	var cf, mf *os.File
+	discard := func() {
+		for _, f := range []*os.File{cf, mf} {
+			if f != nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+	}
+	temp := func(what, path string) (*os.File, error) {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+		if err != nil {
+			return nil, badInputf("%s %s: %v", what, path, experiment.PathErr(err))
+		}
+		return f, nil
+	}
 	if cpu != "" {
-		if cf, err = os.Create(cpu); err != nil {
-			return nil, badInputf("--cpuprofile: %v", err)
+		if cf, err = temp("run: --cpuprofile", cpu); err != nil {
+			return nil, err
 		}
 		if err := pprof.StartCPUProfile(cf); err != nil {
-			cf.Close()
-			return nil, fmt.Errorf("--cpuprofile: %w", err)
+			discard()
+			return nil, fmt.Errorf("run: --cpuprofile: %w", err)
 		}
 	}
 	if mem != "" {
-		if mf, err = os.Create(mem); err != nil {
+		if mf, err = temp("run: --memprofile", mem); err != nil {
 			if cf != nil {
 				pprof.StopCPUProfile()
-				cf.Close()
 			}
-			return nil, badInputf("--memprofile: %v", err)
+			discard()
+			return nil, err
 		}
 	}
-	return func() {
+	// place closes f and renames it to path.
+	place := func(what string, f *os.File, path string, werr error) error {
+		if werr == nil {
+			werr = f.Chmod(0o644) // CreateTemp's 0600 is for the temporary only
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Rename(f.Name(), path)
+		}
+		if werr != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("%s %s: %w", what, path, experiment.PathErr(werr))
+		}
+		return nil
+	}
+	return func() error {
+		var err error
 		if cf != nil {
 			pprof.StopCPUProfile()
-			cf.Close()
+			err = place("run: --cpuprofile", cf, cpu, nil)
 		}
 		if mf != nil {
 			runtime.GC() // up-to-date in-use figures
-			pprof.WriteHeapProfile(mf)
-			mf.Close()
+			if e := place("run: --memprofile", mf, mem, pprof.WriteHeapProfile(mf)); err == nil {
+				err = e
+			}
 		}
+		return err
 	}, nil
 }

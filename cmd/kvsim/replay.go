@@ -106,6 +106,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st, err := os.Lstat(filepath.Join(o.dir, "replay.json")); err == nil && !st.Mode().IsRegular() {
 		return badInputf("replay: %s exists and is not a regular file; it will not be replaced: move it or give another --dir", filepath.Join(o.dir, "replay.json"))
 	}
+	if err := checkNotInput("replay: --dir: replay.json", filepath.Join(o.dir, "replay.json"),
+		[]role{{"the trace", tracePath}, {"--scenario", o.scenario}, {"--profile", o.profile}}); err != nil {
+		return err
+	}
 	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}

@@ -77,12 +77,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err := checkNotDirs("report", dir, "index.html"); err != nil {
 				return err
 			}
+			if err := checkReplace("report:", filepath.Join(dir, "index.html"), results.IsPage, "move it, or report on each folder alone"); err != nil {
+				return err
+			}
 			if err := checkAssetsDir("report", dir, *assets); err != nil {
 				return err
 			}
 		}
 		for _, d := range j.scens {
 			if err := checkNotDirs("report", d, "report.html"); err != nil {
+				return err
+			}
+			if err := checkReplace("report:", filepath.Join(d, "report.html"), results.IsPage, "move it to render the report"); err != nil {
 				return err
 			}
 			if err := checkAssetsDir("report", d, *assets); err != nil {
@@ -106,7 +112,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err != nil {
 				return badInput(err)
 			}
-			page, err := renderScenarioReport(d, s, *assets)
+			// A page of another run is not replaced: it may be the only
+			// record of that run (a run killed while writing leaves no
+			// such page, only a missing one).
+			if p := filepath.Join(d, "report.html"); results.IsPage(p) && results.PageRunID(p) != s.RunID {
+				return badInputf("report: %s: run_id %s, but summary.json's is %s: %v; move it away to render a new one, or run kvsim run again",
+					p, orNone(results.PageRunID(p)), orNone(s.RunID), report.ErrMixedRun)
+			}
+			page, err := renderScenarioReport(filepath.Join(d, "requests.csv"), s, *assets)
 			if err != nil {
 				return err
 			}
@@ -156,26 +169,16 @@ func pageOptions(dir, assets string) (report.Options, error) {
 	return report.Options{AssetsHost: "assets/"}, nil
 }
 
-// writeScenarioReport writes dir/report.html for the scenario whose
-// results are in dir (its requests.csv, when there, gives the TTFT CDF).
-// assets is the --assets value or "".
-func writeScenarioReport(dir string, s *results.Summary, assets string) error {
-	page, err := renderScenarioReport(dir, s, assets)
-	if err != nil {
-		return err
-	}
-	return writeReportPage(dir, page, assets)
-}
-
-// renderScenarioReport renders dir/report.html into memory; it fails only
-// on bad input (requests.csv unreadable, or from another run than s).
-func renderScenarioReport(dir string, s *results.Summary, assets string) ([]byte, error) {
+// renderScenarioReport renders the report.html of s, whose requests are
+// in requestsCSV, into memory; it fails only on bad input (requests.csv
+// unreadable, or from another run than s).
+func renderScenarioReport(requestsCSV string, s *results.Summary, assets string) ([]byte, error) {
 	var o report.Options
 	if assets != "" {
 		o.AssetsHost = "assets/"
 	}
 	var b bytes.Buffer
-	if err := report.ScenarioWithRequests(&b, s, filepath.Join(dir, "requests.csv"), o); err != nil {
+	if err := report.ScenarioWithRequests(&b, s, requestsCSV, o); err != nil {
 		return nil, badInput(err)
 	}
 	return b.Bytes(), nil
@@ -209,6 +212,10 @@ func writeIndex(ctx context.Context, outDir string, ss []*results.Summary, asset
 		f.Close()
 	}()
 	removeStaleTemps(outDir)
+	// Checked before the work too; again here, under the lock.
+	if err := checkReplace("report:", filepath.Join(outDir, "index.html"), results.IsPage, "move it or give another --out"); err != nil {
+		return err
+	}
 	o, err := pageOptions(outDir, assets)
 	if err != nil {
 		return err
@@ -221,4 +228,12 @@ func writeIndex(ctx context.Context, outDir string, ss []*results.Summary, asset
 		return fmt.Errorf("report: %s: %w", filepath.Join(outDir, "index.html"), experiment.PathErr(err))
 	}
 	return nil
+}
+
+// orNone is a run_id as messages show it.
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +31,7 @@ type runOptions struct {
 	sets    setFlags
 }
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("run", "kvsim run [--out DIR] [--set KEY=VALUE]... [flags] SCENARIO.toml...", stderr)
 	var o runOptions
 	fs.StringVar(&o.out, "out", "out", "write results under `DIR`/<scenario>/")
@@ -79,17 +80,39 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		scs = append(scs, sc)
 	}
 	// Every output path is checked, and the results folders locked,
-	// before any simulation.
-	for _, f := range [...][2]string{{"run: --cpuprofile", o.cpuProf}, {"run: --memprofile", o.memProf}} {
-		if f[1] != "" {
-			if err := checkOutFile(f[0], f[1]); err != nil {
+	// before any simulation. No output may be an input or another output.
+	var names []string
+	var ins, outs []role
+	for i, sc := range scs {
+		names = append(names, sc.Name)
+		ins = append(ins, role{"the scenario", paths[i]}, role{"the hardware profile", sc.Profile})
+		if sc.Workload.Gen == nil {
+			ins = append(ins, role{"the trace", sc.Workload.Trace})
+		}
+		for _, f := range scenarioFiles {
+			outs = append(outs, role{"a results file of this run,", filepath.Join(o.out, sc.Name, f)})
+		}
+	}
+	if o.assets != "" {
+		ins = append(ins, role{"--assets'", filepath.Join(o.assets, "echarts.min.js")})
+	}
+	if len(scs) > 1 {
+		outs = append(outs, role{"a results file of this run,", filepath.Join(o.out, "index.html")})
+	}
+	for _, out := range outs {
+		if err := checkNotInput("run: --out", out.path, ins); err != nil {
+			return err
+		}
+	}
+	profs := [...]role{{"run: --cpuprofile", o.cpuProf}, {"run: --memprofile", o.memProf}}
+	for i, f := range profs {
+		if f.path != "" {
+			other := profs[1-i]
+			other.what = strings.TrimPrefix(other.what, "run: ")
+			if err := checkProfilePath(f.what, f.path, slices.Concat(ins, outs, []role{other})); err != nil {
 				return err
 			}
 		}
-	}
-	var names []string
-	for _, sc := range scs {
-		names = append(names, sc.Name)
 	}
 	dirs, err := prepareResultDirs("run: --out", o.out, names, len(scs) > 1, o.assets)
 	if err != nil {
@@ -100,11 +123,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer unlock()
+	if err := checkResultSets("run: --out", dirs, stderr); err != nil {
+		return err
+	}
 	stopProf, err := startProfiles(o.cpuProf, o.memProf)
 	if err != nil {
 		return err
 	}
-	defer stopProf()
+	defer func() {
+		if perr := stopProf(); err == nil {
+			err = perr
+		}
+	}()
 	var sums []*results.Summary
 	var empty []string // scenarios in which no request completed
 	for _, sc := range scs {
@@ -165,12 +195,13 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 		prog = startProgress(stderr, sc.Name, 0, false)
 	}
 	sum, err := experiment.Run(ctx, sc, experiment.Options{Out: o.out, Limit: o.limit, SkipBadLines: o.skipBad,
-		Workers: o.workers, Progress: prog})
+		Workers: o.workers, Progress: prog, Page: resultsPage(o.out, o.assets)})
 	prog.finish()
 	if err != nil {
 		return nil, err
 	}
-	return sum, reportScenario(sum, o, stderr)
+	warnEmpty(stderr, sum)
+	return sum, nil
 }
 
 // traceLine prints the trace's one-line summary before the simulation,
@@ -191,11 +222,15 @@ func traceLine(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr 
 	return nil
 }
 
-// reportScenario warns of what completed nothing and writes report.html
-// beside the files the run wrote.
-func reportScenario(sum *results.Summary, o runOptions, stderr io.Writer) error {
-	warnEmpty(stderr, sum)
-	return writeScenarioReport(filepath.Join(o.out, sum.Scenario), sum, o.assets)
+// resultsPage renders a run's report.html (experiment.Options.Page) from
+// its requests.csv, copying ECharts beside it first when assets is set.
+func resultsPage(out, assets string) func(*results.Summary, string) ([]byte, error) {
+	return func(sum *results.Summary, requestsCSV string) ([]byte, error) {
+		if _, err := pageOptions(filepath.Join(out, sum.Scenario), assets); err != nil {
+			return nil, err
+		}
+		return renderScenarioReport(requestsCSV, sum, assets)
+	}
 }
 
 // warnEmpty names, on stderr, what completed no request and why: its

@@ -114,6 +114,29 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		names = append(names, sc.Name)
 	}
+	// No output may be an input: the scenario, a point's trace or profile,
+	// the ECharts copied.
+	ins := []role{{"the scenario", pos[0]}}
+	for _, sc := range scs {
+		ins = append(ins, role{"the hardware profile", sc.Profile})
+		if sc.Workload.Gen == nil {
+			ins = append(ins, role{"the trace", sc.Workload.Trace})
+		}
+	}
+	if o.assets != "" {
+		ins = append(ins, role{"--assets'", filepath.Join(o.assets, "echarts.min.js")})
+	}
+	outs := []string{filepath.Join(o.out, "index.html")}
+	for _, n := range names {
+		for _, f := range scenarioFiles {
+			outs = append(outs, filepath.Join(o.out, n, f))
+		}
+	}
+	for _, p := range outs {
+		if err := checkNotInput("sweep: --out", p, ins); err != nil {
+			return err
+		}
+	}
 	dirs, err := prepareResultDirs("sweep: --out", o.out, names, true, o.assets)
 	if err != nil {
 		return err
@@ -123,8 +146,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer unlock()
-	sums, err := sw.Run(ctx, experiment.Options{Out: o.out, Limit: o.limit, Workers: o.workers},
-		func(_ int, sum *results.Summary) error { return reportScenario(sum, o, stderr) })
+	if err := checkResultSets("sweep: --out", dirs, stderr); err != nil {
+		return err
+	}
+	sums, err := sw.Run(ctx, experiment.Options{Out: o.out, Limit: o.limit, Workers: o.workers, Page: resultsPage(o.out, o.assets)},
+		func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,10 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 	if !slices.Contains(trace.Formats(), *format) {
 		return badInputf("trace convert: --format: unknown trace format %q (known: %s)", *format, strings.Join(trace.Formats(), ", "))
 	}
+	// OUT is never IN, even with --force (the binary trace given as IN).
+	if err := checkNotInput("trace convert: OUT", out, []role{{"IN", in}}); err != nil {
+		return err
+	}
 	// Never replace what kvsim did not write; a binary trace only with --force.
 	// Not a regular file (a named pipe would block the check below): refused.
 	if st, err := os.Lstat(out); err == nil && !st.Mode().IsRegular() {
