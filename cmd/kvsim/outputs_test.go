@@ -393,9 +393,9 @@ func TestRunID(t *testing.T) {
 	}
 }
 
-// TestReportRefusesMixedFolder: a folder whose requests.csv comes from
-// another run than its summary.json is refused (exit 2) and nothing is
-// written, alone or under an index.
+// TestReportRefusesMixedFolder: a folder whose requests.csv or
+// report.html comes from another run than its summary.json is refused
+// (exit 2) and nothing is written, alone or under an index.
 func TestReportRefusesMixedFolder(t *testing.T) {
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
@@ -424,6 +424,25 @@ func TestReportRefusesMixedFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a, "index.html")); err == nil {
 		t.Error("report wrote an index over a mixed folder")
+	}
+	// The same for a report.html of another run beside a consistent pair
+	// (what a run killed between its renames left before the set was
+	// written in order): the page is named and left as it was.
+	reqB := reportReadFile(t, filepath.Join(b, "quickstart", "requests.csv"))
+	sumB := reportReadFile(t, filepath.Join(b, "quickstart", "summary.json"))
+	for f, body := range map[string]string{"requests.csv": reqB, "summary.json": sumB, "report.html": page} {
+		if err := os.WriteFile(filepath.Join(mixed, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{mixed, a} {
+		_, stderr, code := runKvsim("report", dir)
+		if code != 2 || !strings.Contains(stderr, filepath.Join(mixed, "report.html")) || !strings.Contains(stderr, "two runs") {
+			t.Errorf("report %s: status %d, %q; want 2 naming the report.html of another run", dir, code, stderr)
+		}
+	}
+	if reportReadFile(t, filepath.Join(mixed, "report.html")) != page {
+		t.Error("report rewrote the report.html of another run")
 	}
 	// Results of an older kvsim (no run_id at all) still render.
 	old := filepath.Join(root, "old")
