@@ -23,8 +23,9 @@ import (
 // policy one after the other, writes nothing and reports no progress.
 type Options struct {
 	// Out, if set, is the results folder's parent: Run writes
-	// Out/<scenario name>/requests.csv and summary.json (report.html is
-	// the report package's).
+	// Out/<scenario name>/requests.csv, summary.json and, with Page,
+	// report.html, as one set (results.WriteSet); without Page an old
+	// report.html is removed, as it would describe another run.
 	Out string
 	// Limit, if > 0, replays at most that many requests (overriding the
 	// scenario's [workload] limit).
