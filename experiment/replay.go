@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -54,13 +56,25 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
 	}
-	return []hw.StoreField{
+	id := []hw.StoreField{
 		{Key: "--block-bytes", Value: strconv.Itoa(o.BlockBytes)},
 		{Key: "model bytes per token", Value: strconv.FormatInt(sc.Model.BytesPerToken(), 10)},
 		{Key: "model block_tokens", Value: strconv.Itoa(sc.Model.BlockTokens)},
 		{Key: "workload format", Value: sc.Workload.Format},
 		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
-	}, nil
+	}
+	// Injected ids are drawn from the table and the seed: other draws give
+	// a dense id another block. Absent without injection, so that stores
+	// written before it was recorded still reopen.
+	if in := sc.Workload.Inject; in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		id = append(id, hw.StoreField{Key: "workload.inject", Value: string(b)},
+			hw.StoreField{Key: "seed", Value: strconv.FormatInt(sc.Seed, 10)})
+	}
+	return id, nil
 }
 
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
