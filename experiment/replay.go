@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
+	"kvsim/trace"
 )
 
 // ReplayOptions say how Replay drives the real body.
@@ -47,7 +47,7 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
 		return nil, nil
 	}
-	f, err := os.Open(sc.Workload.Trace)
+	f, err := trace.OpenFile(sc.Workload.Trace)
 	if err != nil {
 		return nil, BadInputf("replay: %v", err)
 	}
@@ -101,6 +101,11 @@ func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (i
 // Sequential, one request at a time on the real clock. Errors are as Run's;
 // copies lost to I/O errors are not an error here (see CheckLoss).
 func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions) (*results.Replay, error) {
+	release, err := SpoolScenarios(ctx, sc) // read more than once: a piped trace is copied
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	modelBlock := sc.Model.BytesPerBlock()
 	scale := float64(o.BlockBytes) / float64(modelBlock)
 	realBytes := func(model int64) int {

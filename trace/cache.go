@@ -548,7 +548,8 @@ func convert(src io.Reader, size int64, name string, kind int, w io.WriteSeeker)
 // line, if any (then dst holds only a marker when mark is set, else
 // nothing is written).
 func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
-	src, err := os.Open(path)
+	rp := resolve(path) // Spool's copy of a pipe
+	src, err := os.Open(rp)
 	if err != nil {
 		return nil, err
 	}
@@ -587,7 +588,7 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 		return nil, err
 	}
 	// A source that changed while it was read is not what the key says.
-	if st2, err := os.Stat(path); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
+	if st2, err := os.Stat(rp); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		return bad, errors.New("trace: " + path + " changed while it was converted")
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
@@ -695,7 +696,14 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return Open(path, opt) // its error, or a pipe read once
+		// Its error, a pipe read once, or Spool's copy: read as it is,
+		// never cached beside the temporary copy.
+		if sp := resolve(path); err == nil && sp != path {
+			if _, mine := ours(sp); mine {
+				return openBinaryReader(sp, path, opt, false)
+			}
+		}
+		return Open(path, opt)
 	}
 	if _, mine := ours(path); mine {
 		return openBinaryReader(path, path, opt, false)
@@ -778,26 +786,27 @@ func readHeader(p string) (binHeader, error) {
 }
 
 // openBinaryReader reads the binary trace at p as a Reader named name (the
-// source, for a cache). A trace given as such (cache false) is read in its
+// source, for a cache; the path given, for Spool's copy), which its errors
+// name. A trace given as such (cache false) is read in its
 // recorded format unless opt names another (but mooncake, the default).
 func openBinaryReader(p, name string, opt Options, cache bool) (*Reader, error) {
 	b, err := openBinary(p)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %s: %v", p, err)
+		return nil, fmt.Errorf("trace: %s: %v", name, pathErr(err))
 	}
 	if b.h.flags&flagUncacheable != 0 {
 		b.close()
-		return nil, errors.New("trace: " + p + ": a marker of a source with bad lines, not a binary trace")
+		return nil, errors.New("trace: " + name + ": a marker of a source with bad lines, not a binary trace")
 	}
 	rec := formatNames[b.h.format]
 	if !cache && opt.Format != "" && opt.Format != "mooncake" && opt.Format != rec {
 		b.close()
-		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", p, rec, opt.Format)
+		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", name, rec, opt.Format)
 	}
 	opt.Format = rec
 	if _, err := checkOptions(opt); err != nil {
 		b.close()
-		return nil, errors.New("trace: " + p + ": " + err.Error())
+		return nil, errors.New("trace: " + name + ": " + err.Error())
 	}
 	r := NewReader(nil, name, opt)
 	r.br = nil

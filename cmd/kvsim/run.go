@@ -100,6 +100,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer unlock()
+	// A trace through a pipe or device is read once, into a temporary
+	// copy that the trace line, the progress total and the run all read.
+	release, err := experiment.SpoolScenarios(ctx, scs...)
+	if err != nil {
+		return err
+	}
+	defer release()
 	stopProf, err := startProfiles(o.cpuProf, o.memProf)
 	if err != nil {
 		return err
