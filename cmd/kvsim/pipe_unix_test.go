@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kvsim/results"
 )
 
 // trace300 is the shipped trace's first 300 requests.
@@ -246,5 +248,28 @@ func TestPipeNoWriterSignal(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(tmp, "*")); len(m) > 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// TestPipedSweep: every point of a sweep over a piped trace reads the one
+// copy (a second read of the pipe found it drained).
+func TestPipedSweep(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	feedFIFO(t, fifo, trace300(t))
+	sc := writeFile(t, dir, "s.toml", scenarioTOML("s", fifo, "2GiB", "", "lru"))
+	out := filepath.Join(dir, "out")
+	if _, stderr, code := runKvsimWithin(t, time.Minute, "sweep", "--quiet", "--out", out, "--vary", "seed", "--values", "1,2", sc); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, p := range []string{"s-seed-1", "s-seed-2"} {
+		s, err := results.ReadSummary(filepath.Join(out, p, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Trace.Requests != 300 {
+			t.Errorf("%s: %d requests, want 300", p, s.Trace.Requests)
+		}
 	}
 }
