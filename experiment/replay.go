@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
+	"kvsim/trace"
 )
 
 // ReplayOptions say how Replay drives the real body.
@@ -45,7 +47,7 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
 		return nil, nil
 	}
-	f, err := os.Open(sc.Workload.Trace)
+	f, err := trace.OpenFile(sc.Workload.Trace)
 	if err != nil {
 		return nil, BadInputf("replay: %v", err)
 	}
@@ -54,13 +56,25 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
 	}
-	return []hw.StoreField{
+	id := []hw.StoreField{
 		{Key: "--block-bytes", Value: strconv.Itoa(o.BlockBytes)},
 		{Key: "model bytes per token", Value: strconv.FormatInt(sc.Model.BytesPerToken(), 10)},
 		{Key: "model block_tokens", Value: strconv.Itoa(sc.Model.BlockTokens)},
 		{Key: "workload format", Value: sc.Workload.Format},
 		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
-	}, nil
+	}
+	// Injected ids are drawn from the table and the seed: other draws give
+	// a dense id another block. Absent without injection, so that stores
+	// written before it was recorded still reopen.
+	if in := sc.Workload.Inject; in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		id = append(id, hw.StoreField{Key: "workload.inject", Value: string(b)},
+			hw.StoreField{Key: "seed", Value: strconv.FormatInt(sc.Seed, 10)})
+	}
+	return id, nil
 }
 
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
@@ -87,6 +101,11 @@ func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (i
 // Sequential, one request at a time on the real clock. Errors are as Run's;
 // copies lost to I/O errors are not an error here (see CheckLoss).
 func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions) (*results.Replay, error) {
+	release, err := SpoolScenarios(ctx, sc) // read more than once: a piped trace is copied
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	modelBlock := sc.Model.BytesPerBlock()
 	scale := float64(o.BlockBytes) / float64(modelBlock)
 	realBytes := func(model int64) int {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -55,5 +56,37 @@ func TestDefaultReplayScenario(t *testing.T) {
 	}
 	if _, err := DefaultReplayScenario("t.jsonl", []string{"tier.tape.capacity=1TB"}); err == nil {
 		t.Error("a --set naming no tier was accepted")
+	}
+}
+
+// A store's blocks under [workload.inject] are the injector's draws: its
+// table and the seed enter the identity (and stay out without one).
+func TestStoreIdentityInject(t *testing.T) {
+	tr, err := filepath.Abs("../traces/synthetic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(sets ...string) string {
+		t.Helper()
+		sc, err := DefaultReplayScenario(tr, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(f)
+		return string(b)
+	}
+	inj := []string{"workload.inject.sessions=20", "workload.inject.system_tokens=1024"}
+	if id() != id("seed=2") {
+		t.Error("without injection the seed changed the identity")
+	}
+	if a, b := id(inj...), id(append(inj, "seed=2")...); a == b || a == id() {
+		t.Errorf("injection: seeds 1 and 2 share an identity, or it is the plain trace's: %s", a)
+	}
+	if id(inj...) == id("workload.inject.sessions=30", "workload.inject.system_tokens=1024") {
+		t.Error("another injection table, the same identity")
 	}
 }

@@ -82,6 +82,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A trace through a pipe is read once, into a copy every pass reads.
+	release, err := SpoolScenarios(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	o.Workers = max(o.Workers, 1)
 	if o.Progress == nil {
 		o.Progress = noProgress{}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"kvsim/results"
 	"kvsim/scenario"
@@ -53,7 +52,7 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	}
 	h.Write(b)
 	if sc.Workload.Gen == nil { // a generated trace is its config, hashed above
-		f, err := os.Open(sc.Workload.Trace)
+		f, err := trace.OpenFile(sc.Workload.Trace)
 		if err != nil {
 			return "", BadInputf("%s: workload: trace: %v", sc.Path, err)
 		}

@@ -46,6 +46,11 @@ func LoadSweep(path string, sets []string, key, tag string, values []string) (*S
 // value; done, if set, is called with each point's summary before the next
 // starts, and its error stops the sweep.
 func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *results.Summary) error) ([]*results.Summary, error) {
+	release, err := SpoolScenarios(ctx, s.Points...) // one copy of a piped trace for every point
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var sums []*results.Summary
 	for i, sc := range s.Points {
 		o.Sweep = &results.SweepPoint{Key: s.Key, Value: s.Values[i]}

@@ -33,6 +33,13 @@ type TraceData struct {
 // *InputError: a *trace.LineError (FILE:LINE: reason) as it is, an open
 // error or anything else naming the file.
 func ReadTraceData(ctx context.Context, path string, opt trace.Options, in *workload.Injector) (*TraceData, error) {
+	// Read once, but checked as it comes: /dev/zero fails at once, and
+	// ctx ends a wait for a pipe's writer.
+	release, err := SpoolTrace(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		var pe *os.PathError

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,8 +20,8 @@ import (
 // source trace, so that reading it again costs no parsing:
 //
 //	header (hdrSize bytes, little endian): magic "KVTC", version, format,
-//	    the source's size, mtime and CRC-32C, flags, counts, section
-//	    lengths, the body's CRC-32C and the header's own
+//	    the source's size and SHA-256, flags, counts, section lengths,
+//	    the body's CRC-32C and the header's own
 //	records, one per request line, in varints:
 //	    line - previous line, zigzag(timestamp ns - previous),
 //	    input_length, output_length, session entry it becomes + 1, entry
@@ -37,13 +38,15 @@ import (
 // the same code as for the source, so a binary trace read with any options
 // yields exactly the requests and errors the source would. A source with a
 // bad line is not converted (the automatic cache records just that, so it
-// is not tried again). The source's CRC-32C is its content hash
-// (hashContent).
+// is not tried again). The source's SHA-256 is of every byte the
+// conversion parsed: a cache is used only for a source hashing the same
+// (version 2 keyed it by size, mtime and a CRC of sampled chunks, which an
+// edit between the chunks keeping both passed).
 
 const (
 	binMagic   = "KVTC"
-	binVersion = 2
-	hdrSize    = 104
+	binVersion = 3
+	hdrSize    = 128
 
 	flagUncacheable = 1 // the source has a bad line: parse it instead
 )
@@ -54,8 +57,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type binHeader struct {
 	format   int
 	srcSize  int64
-	srcMtime int64
-	srcHash  uint32
+	srcHash  [sha256.Size]byte
 	flags    uint64
 	records  uint64
 	refs     uint64
@@ -73,17 +75,16 @@ func (h *binHeader) encode() []byte {
 	le.PutUint32(b[4:], binVersion)
 	b[8] = byte(h.format)
 	le.PutUint64(b[16:], uint64(h.srcSize))
-	le.PutUint64(b[24:], uint64(h.srcMtime))
-	le.PutUint64(b[32:], uint64(h.srcHash))
-	le.PutUint64(b[40:], h.flags)
-	le.PutUint64(b[48:], h.records)
-	le.PutUint64(b[56:], h.refs)
-	le.PutUint64(b[64:], h.distinct)
-	le.PutUint64(b[72:], h.sessions)
-	le.PutUint64(b[80:], h.recLen)
-	le.PutUint64(b[88:], h.tabLen)
-	le.PutUint32(b[96:], h.bodyCRC)
-	le.PutUint32(b[100:], crc32.Checksum(b[:100], castagnoli))
+	copy(b[24:56], h.srcHash[:])
+	le.PutUint64(b[56:], h.flags)
+	le.PutUint64(b[64:], h.records)
+	le.PutUint64(b[72:], h.refs)
+	le.PutUint64(b[80:], h.distinct)
+	le.PutUint64(b[88:], h.sessions)
+	le.PutUint64(b[96:], h.recLen)
+	le.PutUint64(b[104:], h.tabLen)
+	le.PutUint32(b[120:], h.bodyCRC)
+	le.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
 	return b
 }
 
@@ -95,22 +96,21 @@ func decodeHeader(b []byte) (binHeader, error) {
 	case len(b) < hdrSize || string(b[:4]) != binMagic:
 		return h, errors.New("not a kvsim binary trace")
 	case le.Uint32(b[4:]) != binVersion:
-		return h, fmt.Errorf("binary trace version %d, this kvsim reads %d", le.Uint32(b[4:]), binVersion)
-	case le.Uint32(b[100:]) != crc32.Checksum(b[:100], castagnoli):
+		return h, fmt.Errorf("binary trace version %d, this kvsim reads %d (convert its source again)", le.Uint32(b[4:]), binVersion)
+	case le.Uint32(b[124:]) != crc32.Checksum(b[:124], castagnoli):
 		return h, errors.New("corrupt binary trace (header checksum)")
 	}
 	h.format = int(b[8])
 	h.srcSize = int64(le.Uint64(b[16:]))
-	h.srcMtime = int64(le.Uint64(b[24:]))
-	h.srcHash = uint32(le.Uint64(b[32:]))
-	h.flags = le.Uint64(b[40:])
-	h.records = le.Uint64(b[48:])
-	h.refs = le.Uint64(b[56:])
-	h.distinct = le.Uint64(b[64:])
-	h.sessions = le.Uint64(b[72:])
-	h.recLen = le.Uint64(b[80:])
-	h.tabLen = le.Uint64(b[88:])
-	h.bodyCRC = le.Uint32(b[96:])
+	copy(h.srcHash[:], b[24:56])
+	h.flags = le.Uint64(b[56:])
+	h.records = le.Uint64(b[64:])
+	h.refs = le.Uint64(b[72:])
+	h.distinct = le.Uint64(b[80:])
+	h.sessions = le.Uint64(b[88:])
+	h.recLen = le.Uint64(b[96:])
+	h.tabLen = le.Uint64(b[104:])
+	h.bodyCRC = le.Uint32(b[120:])
 	if h.format >= len(formatNames) {
 		return h, fmt.Errorf("corrupt binary trace (format %d)", h.format)
 	}
@@ -419,18 +419,15 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// source is what keys a binary trace to its source.
-type source struct {
-	size, mtime int64
-	hash        uint32
-}
-
-// convert parses src (a source trace in format kind) to a binary trace
-// written to w. A bad line stops it with that line's *LineError; the
-// header then records the source with flagUncacheable and no records.
-func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source) (hdr binHeader, bad error, err error) {
-	hdr = binHeader{format: kind, srcSize: key.size, srcMtime: key.mtime, srcHash: key.hash}
-	rd := NewReader(src, name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
+// convert parses src (a source trace in format kind, size bytes) to a
+// binary trace written to w, keyed by the SHA-256 of the bytes it read. A
+// bad line stops the parse with that line's *LineError (the rest is still
+// hashed); the header then records the source with flagUncacheable and no
+// records.
+func convert(src io.Reader, size int64, name string, kind int, w io.WriteSeeker) (hdr binHeader, bad error, err error) {
+	hdr = binHeader{format: kind, srcSize: size}
+	sum := sha256.New()
+	rd := NewReader(io.TeeReader(src, sum), name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
 	rd.build = true
 	if _, err := w.Seek(hdrSize, io.SeekStart); err != nil {
 		return hdr, nil, err
@@ -533,6 +530,10 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source)
 	hdr.distinct = uint64(len(table))
 	hdr.sessions = uint64(max(len(rd.sessIDs), len(rd.chatIDs)))
 	hdr.bodyCRC = bh.Sum32()
+	if _, err := io.Copy(sum, src); err != nil { // what the parse left unread
+		return hdr, nil, err
+	}
+	sum.Sum(hdr.srcHash[:0])
 	if _, err := w.Seek(0, io.SeekStart); err != nil {
 		return hdr, nil, err
 	}
@@ -547,7 +548,8 @@ func convert(src io.Reader, name string, kind int, w io.WriteSeeker, key source)
 // line, if any (then dst holds only a marker when mark is set, else
 // nothing is written).
 func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
-	src, err := os.Open(path)
+	rp := resolve(path) // Spool's copy of a pipe
+	src, err := os.Open(rp)
 	if err != nil {
 		return nil, err
 	}
@@ -567,11 +569,7 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	key := source{size: st.Size(), mtime: st.ModTime().UnixNano()}
-	if key.hash, err = hashContent(src, st.Size()); err != nil {
-		return nil, err
-	}
-	_, bad, err = convert(src, path, kind, tmp, key)
+	_, bad, err = convert(src, st.Size(), path, kind, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +588,7 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 		return nil, err
 	}
 	// A source that changed while it was read is not what the key says.
-	if st2, err := os.Stat(path); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
+	if st2, err := os.Stat(rp); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		return bad, errors.New("trace: " + path + " changed while it was converted")
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
@@ -667,64 +665,28 @@ func ours(p string) (exists, mine bool) {
 	return true, err == nil && string(b[:]) == binMagic
 }
 
-// Content hash of a source: the whole file up to hashWhole bytes; past
-// that its first and last hashEnds bytes and hashChunks chunks of
-// hashChunk bytes evenly spaced between them (about 6 MiB read, whatever
-// the size). With the size and the mtime (ns) in the key, it tells a file
-// copied over the source with its size and mtime kept.
-const (
-	hashWhole  = 8 << 20
-	hashEnds   = 1 << 20
-	hashChunks = 64
-	hashChunk  = 64 << 10
-)
-
-// hashFile is the content hash (CRC-32C) of the file at path.
-func hashFile(path string) (uint32, error) {
+// hashFile is the SHA-256 of the whole file at path: what keys a cache to
+// its source (a cheaper sample of the file let an edit between the
+// samples pass).
+func hashFile(path string) (sum [sha256.Size]byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return sum, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
 	}
-	return hashContent(f, st.Size())
-}
-
-// hashContent hashes size bytes of r as hashFile does.
-func hashContent(r io.ReaderAt, size int64) (uint32, error) {
-	h := crc32.New(castagnoli)
-	add := func(off, n int64) error {
-		_, err := io.Copy(h, io.NewSectionReader(r, off, n))
-		return err
-	}
-	if size <= hashWhole {
-		if err := add(0, size); err != nil {
-			return 0, err
-		}
-		return h.Sum32(), nil
-	}
-	if err := add(0, hashEnds); err != nil {
-		return 0, err
-	}
-	span := size - 2*hashEnds - hashChunk
-	for i := range int64(hashChunks) {
-		if err := add(hashEnds+span*i/(hashChunks-1), hashChunk); err != nil {
-			return 0, err
-		}
-	}
-	if err := add(size-hashEnds, hashEnds); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // OpenCached is Open through the automatic binary cache: a large trace is
 // converted once (beside it as NAME.kvtc if that can be written and is not
 // someone else's file, else in the user's cache folder) and read from the
-// binary copy while the source's size, mtime and CRC-32C match. A binary
+// binary copy while the source's size and SHA-256 match (the source is
+// read whole to hash it: still far cheaper than parsing it). A binary
 // trace (kvsim trace convert) given as path is read as such. The cache is
 // off when $KVSIM_TRACE_CACHE is "off"; any failure to use it falls back
 // to parsing the source.
@@ -734,7 +696,14 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return Open(path, opt) // its error, or a pipe read once
+		// Its error, a pipe read once, or Spool's copy: read as it is,
+		// never cached beside the temporary copy.
+		if sp := resolve(path); err == nil && sp != path {
+			if _, mine := ours(sp); mine {
+				return openBinaryReader(sp, path, opt, false)
+			}
+		}
+		return Open(path, opt)
 	}
 	if _, mine := ours(path); mine {
 		return openBinaryReader(path, path, opt, false)
@@ -743,7 +712,7 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	if err != nil || os.Getenv(CacheEnv) == "off" || st.Size() < CacheMinBytes {
 		return Open(path, opt)
 	}
-	key := source{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	var sum [sha256.Size]byte
 	hashed := false
 	var build string
 	for _, p := range cachePaths(path) {
@@ -753,14 +722,14 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 		}
 		if mine {
 			h, err := readHeader(p)
-			if err == nil && h.format == kind && h.srcSize == key.size && h.srcMtime == key.mtime {
+			if err == nil && h.format == kind && h.srcSize == st.Size() {
 				if !hashed {
-					if key.hash, err = hashFile(path); err != nil {
+					if sum, err = hashFile(path); err != nil {
 						return Open(path, opt)
 					}
 					hashed = true
 				}
-				if h.srcHash == key.hash {
+				if h.srcHash == sum {
 					if h.flags&flagUncacheable != 0 {
 						return Open(path, opt)
 					}
@@ -817,26 +786,27 @@ func readHeader(p string) (binHeader, error) {
 }
 
 // openBinaryReader reads the binary trace at p as a Reader named name (the
-// source, for a cache). A trace given as such (cache false) is read in its
+// source, for a cache; the path given, for Spool's copy), which its errors
+// name. A trace given as such (cache false) is read in its
 // recorded format unless opt names another (but mooncake, the default).
 func openBinaryReader(p, name string, opt Options, cache bool) (*Reader, error) {
 	b, err := openBinary(p)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %s: %v", p, err)
+		return nil, fmt.Errorf("trace: %s: %v", name, pathErr(err))
 	}
 	if b.h.flags&flagUncacheable != 0 {
 		b.close()
-		return nil, errors.New("trace: " + p + ": a marker of a source with bad lines, not a binary trace")
+		return nil, errors.New("trace: " + name + ": a marker of a source with bad lines, not a binary trace")
 	}
 	rec := formatNames[b.h.format]
 	if !cache && opt.Format != "" && opt.Format != "mooncake" && opt.Format != rec {
 		b.close()
-		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", p, rec, opt.Format)
+		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", name, rec, opt.Format)
 	}
 	opt.Format = rec
 	if _, err := checkOptions(opt); err != nil {
 		b.close()
-		return nil, errors.New("trace: " + p + ": " + err.Error())
+		return nil, errors.New("trace: " + name + ": " + err.Error())
 	}
 	r := NewReader(nil, name, opt)
 	r.br = nil

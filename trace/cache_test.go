@@ -368,32 +368,6 @@ func TestBinaryGiven(t *testing.T) {
 	}
 }
 
-// TestHashContent: past hashWhole bytes the hash reads the ends and
-// evenly spaced chunks; an edit there changes it.
-func TestHashContent(t *testing.T) {
-	b := make([]byte, hashWhole+12345)
-	for i := range b {
-		b[i] = byte(i * 7)
-	}
-	h0, err := hashContent(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, at := range []int{0, hashEnds - 1, hashEnds, len(b) - hashEnds, len(b) - 1} {
-		c := append([]byte(nil), b...)
-		c[at]++
-		if h, _ := hashContent(bytes.NewReader(c), int64(len(c))); h == h0 {
-			t.Errorf("an edit at byte %d left the hash", at)
-		}
-	}
-	small := b[:1000]
-	h1, _ := hashContent(bytes.NewReader(small), 1000)
-	small[500]++
-	if h2, _ := hashContent(bytes.NewReader(small), 1000); h1 == h2 {
-		t.Error("a small file is not hashed whole")
-	}
-}
-
 // TestCachePipe: a trace read from a pipe is read once, as it comes.
 func TestCachePipe(t *testing.T) {
 	cacheEnv(t)
@@ -469,4 +443,97 @@ func TestDenseAll(t *testing.T) {
 	if _, _, _, ok := r.DenseAll(nil, []int32{0}); ok {
 		t.Error("a text reader read in bulk")
 	}
+}
+
+// TestCacheEditOutsideSamples: a trace past the old sampled hash (its
+// first and last MiB and 64 chunks of 64 KiB between) edited between the
+// samples, its size and mtime kept (cp -p, rsync -t): the new content is
+// read, never the stale cache's.
+func TestCacheEditOutsideSamples(t *testing.T) {
+	cacheEnv(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "big.jsonl")
+	var b bytes.Buffer
+	c := DefaultGenConfig()
+	c.Requests = 3000
+	for b.Len() < 12<<20 {
+		b.Reset()
+		c.Requests *= 2
+		if err := Generate(&b, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := b.Bytes()
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(src, old, old)
+	if _, bin := openDump(t, src, Options{}); !bin {
+		t.Fatal("no cache built")
+	}
+	// An output_length between two of the old samples, one digit changed.
+	const ends, chunks, chunk = 1 << 20, 64, 64 << 10
+	size := int64(len(data))
+	span := size - 2*ends - chunk
+	from := ends + span*31/(chunks-1) + chunk // the end of chunk 31
+	to := ends + span*32/(chunks-1)           // the start of chunk 32
+	key := []byte(`"output_length": `)
+	i := int64(bytes.Index(data[from:], key)) + from + int64(len(key))
+	if i < from+int64(len(key)) || i >= to {
+		t.Fatalf("no output_length between the samples (%d..%d)", from, to)
+	}
+	if data[i] == '9' {
+		data[i] = '8'
+	} else {
+		data[i]++
+	}
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(src, old, old)
+	want := dumpFile(t, src, Options{})
+	got, bin := openDump(t, src, Options{})
+	if got != want {
+		t.Fatal("the stale cache was read after an edit keeping size and mtime")
+	}
+	if !bin {
+		t.Error("the cache was not rebuilt")
+	}
+}
+
+// TestCacheOldVersion: a cache of an older format (keyed by a sampled
+// hash) is rebuilt, never read.
+func TestCacheOldVersion(t *testing.T) {
+	cacheEnv(t)
+	src := filepath.Join(t.TempDir(), "t.jsonl")
+	copyFile(t, "testdata/gen_tiny.jsonl", src)
+	want := dumpFile(t, src, Options{})
+	openDump(t, src, Options{})
+	c, err := os.ReadFile(src + ".kvtc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c[4] = 2
+	os.WriteFile(src+".kvtc", c, 0o644)
+	if got, bin := openDump(t, src, Options{}); got != want || !bin {
+		t.Fatalf("binary %v, same %v", bin, got == want)
+	}
+	if h, err := readHeader(src + ".kvtc"); err != nil {
+		t.Errorf("not rebuilt: %v", err)
+	} else if h.srcSize == 0 {
+		t.Errorf("header %+v", h)
+	}
+	if _, err := OpenCached(writeTemp(t, c), Options{}); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Errorf("an old binary trace given as such: %v", err)
+	}
+}
+
+func writeTemp(t *testing.T, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "x.kvtc")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -184,7 +184,8 @@ func NewReader(r io.Reader, name string, opt Options) *Reader {
 	return rd
 }
 
-// Open opens the trace file at path; Close closes it.
+// Open opens the trace file at path (its copy if Spool made one); Close
+// closes it.
 func Open(path string, opt Options) (*Reader, error) {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
@@ -192,7 +193,7 @@ func Open(path string, opt Options) (*Reader, error) {
 	if _, err := checkOptions(opt); err != nil {
 		return nil, errors.New("trace: " + path + ": " + err.Error())
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(resolve(path))
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err) // *PathError names the file
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"kvsim/experiment"
 	"kvsim/mrc"
 	"kvsim/policy"
 	"kvsim/report"
@@ -88,6 +89,14 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInputf("mrc: --assets is for the --html page; add --html FILE or drop --assets")
 	}
 
+	release, err := experiment.SpoolTrace(ctx, *tracePath) // a pipe or device: checked, and ctx ends it
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return badInputf("mrc: --trace: %v", err)
+	}
+	defer release()
 	tr, err := mrc.LoadOptions(*tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
 	if err != nil {
 		var pe *os.PathError

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kvsim/trace"
 )
 
 // isTerminal reports whether w is a character device (a person watching).
@@ -23,7 +25,7 @@ func isTerminal(w io.Writer) bool {
 
 // countLines counts newline-terminated lines fast, for progress totals.
 func countLines(path string) int64 {
-	f, err := os.Open(path)
+	f, err := trace.OpenFile(path) // a piped trace's copy, not the pipe
 	if err != nil {
 		return 0
 	}

@@ -98,6 +98,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return badInputf("replay: --policy %q: the scenario has no such [[policy]]", o.policy)
 		}
 	}
+	// A trace through a pipe or device is read once, checked, into a copy
+	// (before --dir is made: bad input leaves nothing behind).
+	release, err := experiment.SpoolTrace(ctx, tracePath)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return badInputf("replay: %v", err)
+	}
+	defer release()
 	if err := bucket.MkdirAll(o.dir); err != nil {
 		return badInputf("replay: --dir: %v", err)
 	}

@@ -126,6 +126,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := checkResultSets("run: --out", dirs, stderr); err != nil {
 		return err
 	}
+	// A trace through a pipe or device is read once, into a temporary
+	// copy that the trace line, the progress total and the run all read.
+	release, err := experiment.SpoolScenarios(ctx, scs...)
+	if err != nil {
+		return err
+	}
+	defer release()
 	stopProf, err := startProfiles(o.cpuProf, o.memProf)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"kvsim/experiment"
 	"kvsim/trace"
 )
 
@@ -16,7 +17,7 @@ import (
 // (.kvtc), which run, sweep and mrc read in place of the trace, with no
 // parsing. The automatic cache makes the same file beside a large trace;
 // convert makes it on demand, anywhere, for any size.
-func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runTraceConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("trace convert", "kvsim trace convert [--format F] IN OUT", stderr)
 	format := fs.String("format", "mooncake", "format `F` of IN: "+strings.Join(trace.Formats(), ", "))
 	force := fs.Bool("force", false, "replace OUT if it exists and is a binary trace")
@@ -56,6 +57,14 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 	if err := checkOutFile("trace convert:", out); err != nil {
 		return err
 	}
+	release, err := experiment.SpoolTrace(ctx, in) // a pipe or device: checked, and ctx ends it
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return badInputf("trace convert: %v", err)
+	}
+	defer release()
 	// The block size is chosen when the binary trace is read: any will do.
 	if err := trace.Convert(in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
 		var pe *os.PathError
@@ -65,7 +74,12 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 		}
 		return err
 	}
-	a, errA := os.Stat(in)
+	var a os.FileInfo
+	f, errA := trace.OpenFile(in) // a piped trace's copy has its size
+	if errA == nil {
+		a, errA = f.Stat()
+		f.Close()
+	}
 	b, errB := os.Stat(out)
 	if errA == nil && errB == nil {
 		fmt.Fprintf(stdout, "%s: %d bytes -> %s: %d bytes (%.1f%%)\n", in, a.Size(), out, b.Size(), 100*float64(b.Size())/float64(max(a.Size(), 1)))
