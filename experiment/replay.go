@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,20 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	}, nil
 }
 
+// scaleBytes is model bytes n at real/model bytes a block, exactly (a
+// float product can fall a byte short, and a store sized from it a slot).
+func scaleBytes(n int64, real int, model int64) int64 {
+	if n <= 0 || real <= 0 || model <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(real))
+	if hi >= uint64(model) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(model))
+	return int64(min(q, math.MaxInt64))
+}
+
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
 // block_tokens tokens); a real size two model sizes share is not inverted.
 func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
@@ -101,7 +116,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 				lanes = max(lanes, l.Lanes)
 			}
 		}
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: scaleBytes(t.Capacity, o.BlockBytes, modelBlock), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
 	}
 	id, err := storeIdentity(sc, o)
 	if err != nil {
@@ -123,6 +138,13 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			return nil, wrapTrace(sc, err)
 		}
 		cfg = SimConfig(sc, pol, f)
+	}
+	for i, st := range stores {
+		// A store of fixed slots holds a slot per block, a short one too:
+		// the core must not hold more blocks there than it has slots.
+		if sl, ok := st.(interface{ Slots() int }); ok && i > 0 {
+			cfg.Core.Tiers[i].MaxBlocks = sl.Slots()
+		}
 	}
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, Verify: o.Verify,
