@@ -149,6 +149,24 @@ func TestStoreCapacityRefused(t *testing.T) {
 	}
 }
 
+// TestStoreHoldsCapacity: a store whose server holds exactly the tier's
+// capacity takes a full block per slot of it, and Slots() blocks of any
+// size (the replay's core holds no more there): no write refused.
+func TestStoreHoldsCapacity(t *testing.T) {
+	srv := serve(t, 10*slot, nil)
+	s := open(t, srv, 10*slot, 1)
+	if s.Slots() < 10 {
+		t.Fatalf("%d slots for 10 full blocks", s.Slots())
+	}
+	buf := make([]byte, slot)
+	for b := range int32(s.Slots()) {
+		n := max(16, slot*int(b%2))
+		if err := s.Put(b, buf[:n]); err != nil {
+			t.Fatalf("block %d of %d bytes: %v", b, n, err)
+		}
+	}
+}
+
 // TestStoreUnavailable: no device, no library, a port down: Unavailable,
 // with the probe's line; an unreachable server is not (it is the user's
 // endpoint).
