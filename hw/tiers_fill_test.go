@@ -24,7 +24,6 @@ import (
 // 6 slots for 8 full blocks. The RDMA store's own test is in rdmastore
 // (TestStoreHoldsCapacity): it needs the fake verbs library.
 func TestTiersHoldTheirCapacity(t *testing.T) {
-	srv := remotetest.Start(t)
 	const full = 8 // full blocks of capacity
 	for _, bb := range []int{4096, 10000} {
 		c := int64(full * bb)
@@ -36,12 +35,15 @@ func TestTiersHoldTheirCapacity(t *testing.T) {
 			{Name: "nvmeof", Kind: "nvmeof"},
 			{Name: "dev", Kind: "nvmeof", Device: "ns.img"},
 			{Name: "remote", Kind: "remote_dram"},
-			{Name: "redis", Kind: "remote_dram", Endpoint: srv.Endpoint()},
+			{Name: "redis", Kind: "remote_dram", Endpoint: "redis"}, // a server of its own
 		}
 		for _, k := range kinds {
 			t.Run(fmt.Sprintf("%s/%d", k.Name, bb), func(t *testing.T) {
 				dir := tierTestDir(t)
 				k.Capacity = c
+				if k.Endpoint == "redis" {
+					k.Endpoint = remotetest.Start(t).Endpoint()
+				}
 				if k.Device != "" {
 					k.Device = filepath.Join(dir, k.Device)
 					// Room for what the tier needs, and no more.
