@@ -36,6 +36,9 @@ type ReplayOptions struct {
 	Engine       string // SSD I/O: auto, io_uring or pread
 	// Faults, if set, makes storage tiers fail I/O as planned (tests).
 	Faults *bucket.FaultPlan
+	// BeforeEnd, if set, runs after the last request, before the stores'
+	// end-of-run checks and cleanup (tests: a server that stalls there).
+	BeforeEnd func()
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
@@ -129,7 +132,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		return nil, BadInputf("replay: %v", err)
 	}
 	defer ss.Close()
-	stores, notes := ss.List, ss.Notes
+	stores := ss.List
 	pol := sc.Policies[pi]
 	cfg := SimConfig(sc, pol, nil)
 	if pol.Offline() {
@@ -201,16 +204,28 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		}
 		stats = res.Stats
 	}
+	if o.BeforeEnd != nil {
+		o.BeforeEnd()
+	}
 	body.Finish()
 	if o.Verify {
 		body.VerifyStores(src.Distinct())
 	}
+	backends := map[string]string{}
+	for i, t := range sc.Tiers {
+		backends[t.Name] = stores[i].Backend()
+	}
+	// Closed here, not deferred: what a remote store could not delete
+	// goes into the report.
+	ss.Close()
 	rep := &results.Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
-		BlockBytes: o.BlockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
+		BlockBytes: o.BlockBytes, Scale: scale, Backends: backends, Notes: ss.Notes,
 		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
 		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential}
+	for _, l := range ss.Left {
+		rep.LeftOnServer = append(rep.LeftOnServer, results.ReplayLeft{Tier: l.Tier, Server: l.Server, Keys: l.Keys, Pattern: l.Pattern, Remove: l.Remove, Why: l.Err})
+	}
 	for i, t := range sc.Tiers {
-		rep.Backends[t.Name] = stores[i].Backend()
 		rep.Hits[t.Name] = stats.Hits[i]
 		rep.Evictions[t.Name] = stats.Evictions[i]
 		rep.Lost[t.Name] = body.Lost[i]

@@ -9,6 +9,7 @@ import (
 	"kvsim/hw/bucket"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/remote"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -73,24 +74,52 @@ type Stores struct {
 	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
+	// Left, after Close, is what remote stores could not delete.
+	Left   []LeftKeys
+	names  []string // per store, its tier
+	closed bool
 	dev    accel.Device
 	pool   *accel.PinnedBufferPool
 }
 
+// LeftKeys is what a remote tier's store left on its server at Close.
+type LeftKeys struct {
+	Tier string
+	remote.Left
+}
+
 // Close releases the pinned pool (unregistering DRAM while it is still
-// mapped), then every store, then the device.
+// mapped), then every store, then the device; a second call does nothing.
+// A remote store left keys: Left and a note say which, and how to remove
+// them; one that deleted its keys adds a note saying so.
 func (s *Stores) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var first error
 	if s.pool != nil {
 		s.pool.Close()
+		s.pool = nil
 	}
-	for _, st := range s.List {
+	for i, st := range s.List {
 		if err := st.Close(); err != nil && first == nil {
 			first = err
+		}
+		r, ok := st.(*remote.Store)
+		if !ok {
+			continue
+		}
+		if l := r.Left(); l != nil {
+			s.Left = append(s.Left, LeftKeys{Tier: s.names[i], Left: *l})
+			s.Notes = append(s.Notes, fmt.Sprintf("tier %q: up to %d keys %s are LEFT on %s (%s); remove them with: %s", s.names[i], l.Keys, l.Pattern, l.Server, l.Err, l.Remove))
+		} else {
+			s.Notes = append(s.Notes, fmt.Sprintf("tier %q: its keys were deleted from %s at the end", s.names[i], r.Backend()))
 		}
 	}
 	if s.dev != nil {
 		s.dev.Close()
+		s.dev = nil
 	}
 	return first
 }
@@ -145,7 +174,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		if err != nil {
 			return ss, fmt.Errorf("tier %q: %w", t.Name, err)
 		}
-		ss.List = append(ss.List, s)
+		ss.List, ss.names = append(ss.List, s), append(ss.names, t.Name)
 		if note != "" {
 			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: %s", t.Name, note))
 		}
