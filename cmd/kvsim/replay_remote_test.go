@@ -218,3 +218,19 @@ func TestReplayRemoteStalledAtEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayRemoteTooSmall: a server whose maxmemory cannot hold the tier
+// and which refuses writes when full is bad input, exit 2, one line naming
+// the tier, the endpoint and both sizes, before anything is written.
+func TestReplayRemoteTooSmall(t *testing.T) {
+	srv := remotetest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	_, _, stderr, code := replayRemote(t, srv.Endpoint())
+	msg := strings.TrimSpace(stderr)
+	if code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, `tier "remote"`) || !strings.Contains(msg, srv.Endpoint()) ||
+		!strings.Contains(msg, "maxmemory 4 MiB") || !strings.Contains(msg, "noeviction") {
+		t.Errorf("status %d, stderr %q", code, stderr)
+	}
+	if n := srv.Keys(t); n != 0 {
+		t.Errorf("%d keys written", n)
+	}
+}

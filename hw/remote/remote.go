@@ -48,6 +48,10 @@ type Options struct {
 	Endpoint string // redis://HOST:PORT[/DB] or valkey://HOST:PORT[/DB]
 	Tier     string // the tier's name, part of every key
 	Conns    int    // connections at most (the tier's lanes); default 1
+	// Capacity is the tier's bytes: a server whose maxmemory leaves less
+	// room and which refuses writes when full (noeviction) is refused; one
+	// that evicts instead gets a note (Note). 0: not checked.
+	Capacity int64
 	// Timeouts: connecting, and each command's reply (a 4 MiB value over
 	// 1 Gbit/s takes 34 ms). Defaults 2 s and 10 s.
 	DialTimeout, IOTimeout time.Duration
@@ -109,6 +113,7 @@ type Store struct {
 	db        int
 	cx        context.Context // the commands' context: Close bounds it
 	left      *Left
+	note      string
 }
 
 // CleanupTimeout bounds Close's deletion of this run's keys: a server that
@@ -188,8 +193,29 @@ func Open(o Options) (*Store, error) {
 		name, ver = "valkey", v
 	}
 	s.backend = fmt.Sprintf("%s %s at %s", name, ver, addr)
+	if o.Capacity > 0 {
+		mem, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("remote store %s does not answer: %w", o.Endpoint, err)
+		}
+		maxm, _ := strconv.ParseInt(field(mem, "maxmemory"), 10, 64)
+		used, _ := strconv.ParseInt(field(mem, "used_memory"), 10, 64)
+		if free := maxm - used; maxm > 0 && free < o.Capacity {
+			what := fmt.Sprintf("%s: its maxmemory %s leaves %s free (%s used), less than the tier's %s",
+				o.Endpoint, hostmem.FormatBytes(maxm), hostmem.FormatBytes(max(free, 0)), hostmem.FormatBytes(used), hostmem.FormatBytes(o.Capacity))
+			if pol := field(mem, "maxmemory_policy"); pol == "noeviction" || pol == "" {
+				c.Close()
+				return nil, fmt.Errorf("%s, and it refuses writes when full (maxmemory-policy noeviction): raise its maxmemory or lower the tier's capacity", what)
+			}
+			s.note = what + ": it will evict this run's keys (maxmemory-policy " + field(mem, "maxmemory_policy") + "), and those copies count as lost"
+		}
+	}
 	return s, nil
 }
+
+// Note says how the server's memory falls short of the tier, or "".
+func (s *Store) Note() string { return s.note }
 
 // field reads "key:value" from an INFO reply.
 func field(info, key string) string {

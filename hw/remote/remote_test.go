@@ -249,3 +249,42 @@ func TestStalledAtClose(t *testing.T) {
 		t.Fatalf("after the removal command: %d keys", n)
 	}
 }
+
+// TestMaxmemory: a server whose maxmemory leaves less room than the tier
+// needs is refused when it would refuse writes (noeviction), naming both
+// sizes; one that evicts instead is taken, with a note saying so; one
+// with room, or no maxmemory, gets neither.
+func TestMaxmemory(t *testing.T) {
+	for _, c := range []struct {
+		policy   string
+		capacity int64
+		err      string
+		note     bool
+	}{
+		{"noeviction", 16 << 20, "refuses writes when full", false},
+		{"allkeys-lru", 16 << 20, "", true},
+		{"noeviction", 64 << 10, "", false},
+	} {
+		srv := remotetest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", c.policy)
+		s, err := remote.Open(remote.Options{Endpoint: srv.Endpoint(), Tier: "remote", Capacity: c.capacity})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), srv.Endpoint()) || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "maxmemory 4 MiB") {
+				t.Errorf("%s, %d bytes: %v", c.policy, c.capacity, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s, %d bytes: %v", c.policy, c.capacity, err)
+		}
+		if n := s.Note(); (n != "") != c.note || (c.note && !strings.Contains(n, "will evict")) {
+			t.Errorf("%s, %d bytes: note %q", c.policy, c.capacity, n)
+		}
+		s.Close()
+	}
+	srv := remotetest.Start(t)
+	s, err := remote.Open(remote.Options{Endpoint: srv.Endpoint(), Tier: "remote", Capacity: 1 << 40})
+	if err != nil || s.Note() != "" {
+		t.Fatalf("no maxmemory: %v, note %q", err, s.Note())
+	}
+	s.Close()
+}
