@@ -29,11 +29,12 @@ type Replay struct {
 	Lost        map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
 	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
 	Errors      []string               `json:"errors,omitempty"`
+	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
+	WallSeconds float64                `json:"wall_seconds"`
+
 	// LeftOnServer: keys a remote tier could not delete from its server
 	// at the end (it stalled or went down), and how to remove them.
 	LeftOnServer []ReplayLeft `json:"left_on_server,omitempty"`
-	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
-	WallSeconds float64                `json:"wall_seconds"`
 }
 
 // ReplayLeft is what a remote tier left on its server.
