@@ -163,6 +163,13 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	if err := fitsMemory(tiers, ss.dev != nil, MemInfo("MemAvailable")); err != nil {
 		return ss, err
 	}
+	if ss.dev != nil {
+		if free, _, err := ss.dev.MemInfo(); err == nil {
+			if err := fitsDevice(tiers, free, ss.dev.Name()); err != nil {
+				return ss, err
+			}
+		}
+	}
 	for _, t := range tiers {
 		var s hostmem.Store
 		var note string
@@ -243,6 +250,25 @@ func fitsMemory(tiers []TierSpec, gpu bool, avail int64) error {
 	}
 	return fmt.Errorf("the tiers held in this machine's memory (%s) would take up to %s at this block size, more than the %s it has available: lower --block-bytes or those tiers' capacities",
 		strings.Join(names, ", "), gib(need), gib(avail))
+}
+
+// fitsDevice refuses tiers whose blocks live in GPU memory (hbm on a real
+// GPU) that would take more than the device has free (free bytes on
+// device name), before any is made: a Put past it fails mid-run.
+func fitsDevice(tiers []TierSpec, free int64, name string) error {
+	var need int64
+	var names []string
+	for _, t := range tiers {
+		if k, ok := tierKinds[t.Kind]; ok && k.gpu && (k.hostMemory == nil || !k.hostMemory(t, true)) {
+			need = satAdd(need, t.Capacity)
+			names = append(names, t.Name)
+		}
+	}
+	if need <= free {
+		return nil
+	}
+	return fmt.Errorf("the tiers held in GPU memory (%s) would take up to %s at this block size, more than the %s free on %s: lower --block-bytes or those tiers' capacities",
+		strings.Join(names, ", "), gib(need), gib(free), name)
 }
 
 func satAdd(a, b int64) int64 {

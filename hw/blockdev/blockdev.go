@@ -40,7 +40,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrNotOurs is a device that holds data kvsim did not write.
 var ErrNotOurs = errors.New("holds data kvsim did not write")
 
-// maxSlots bounds the in-memory index of a store (8 bytes a free slot).
+// maxSlots bounds a store's in-memory index (its free list alone is 4
+// bytes a slot).
 const maxSlots = 1 << 27
 
 // TooSmall is a device with fewer slots than the capacity asks for.
