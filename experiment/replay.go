@@ -39,6 +39,10 @@ type ReplayOptions struct {
 	// BeforeEnd, if set, runs after the last request, before the stores'
 	// end-of-run checks and cleanup (tests: a server that stalls there).
 	BeforeEnd func()
+	// Left, if set, hears of each remote tier's keys left on its server
+	// when the stores close, whether the replay ends or fails (the report
+	// of a replay that ends has them too).
+	Left func(results.ReplayLeft)
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
@@ -65,6 +69,15 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 		{Key: "workload format", Value: sc.Workload.Format},
 		{Key: "trace sha256", Value: hex.EncodeToString(h.Sum(nil))},
 	}, nil
+}
+
+// leftOnServer is what ss's remote stores left on their servers.
+func leftOnServer(ss *hw.Stores) []results.ReplayLeft {
+	var out []results.ReplayLeft
+	for _, l := range ss.Left {
+		out = append(out, results.ReplayLeft{Tier: l.Tier, Server: l.Server, Keys: l.Keys, Pattern: l.Pattern, Remove: l.Remove, Why: l.Err})
+	}
+	return out
 }
 
 // scaleBytes is model bytes n at real/model bytes a block, exactly (a
@@ -131,7 +144,14 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if err != nil {
 		return nil, BadInputf("replay: %v", err)
 	}
-	defer ss.Close()
+	defer func() {
+		ss.Close()
+		if o.Left != nil {
+			for _, l := range leftOnServer(ss) {
+				o.Left(l)
+			}
+		}
+	}()
 	stores := ss.List
 	pol := sc.Policies[pi]
 	cfg := SimConfig(sc, pol, nil)
@@ -222,9 +242,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		BlockBytes: o.BlockBytes, Scale: scale, Backends: backends, Notes: ss.Notes,
 		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
 		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential}
-	for _, l := range ss.Left {
-		rep.LeftOnServer = append(rep.LeftOnServer, results.ReplayLeft{Tier: l.Tier, Server: l.Server, Keys: l.Keys, Pattern: l.Pattern, Remove: l.Remove, Why: l.Err})
-	}
+	rep.LeftOnServer = leftOnServer(ss)
 	for i, t := range sc.Tiers {
 		rep.Hits[t.Name] = stats.Hits[i]
 		rep.Evictions[t.Name] = stats.Evictions[i]

@@ -114,12 +114,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rep, err := experiment.Replay(ctx, sc, pi, experiment.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
 		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
-		Engine: o.engine, Faults: replayFaults, BeforeEnd: replayBeforeEnd})
+		Engine: o.engine, Faults: replayFaults, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
+			// Said whether the replay ends or fails (SIGINT included).
+			fmt.Fprintf(stderr, "kvsim: replay: tier %q: up to %d keys %s are left on %s (%s); remove them with: %s\n", l.Tier, l.Keys, l.Pattern, l.Server, l.Why, l.Remove)
+		}})
 	if err != nil {
 		return err
-	}
-	for _, l := range rep.LeftOnServer {
-		fmt.Fprintf(stderr, "kvsim: replay: tier %q: up to %d keys %s are left on %s (%s); remove them with: %s\n", l.Tier, l.Keys, l.Pattern, l.Server, l.Why, l.Remove)
 	}
 	var lost error
 	if !o.allowLoss {
