@@ -5,11 +5,13 @@ import "fmt"
 // Check verifies internal accounting (tests call it between events).
 func (c *Core) Check() error {
 	used := make([]int64, c.nt)
+	count := make([]int, c.nt)
 	var pinned int64
 	for b, w := range c.where {
 		for t := 0; t < c.nt; t++ {
 			if w&(1<<t) != 0 {
 				used[t] += c.size[b]
+				count[t]++
 			}
 		}
 		if w&1 != 0 && c.pins[b] > 0 {
@@ -106,6 +108,12 @@ func (c *Core) Check() error {
 		}
 		if used[t] > c.capacity[t] {
 			return fmt.Errorf("tier %d: used %d over capacity %d", t, used[t], c.capacity[t])
+		}
+		if count[t] != c.count[t] {
+			return fmt.Errorf("tier %d: %d blocks counted, %d held", t, c.count[t], count[t])
+		}
+		if c.maxBlocks[t] > 0 && c.count[t] > c.maxBlocks[t] {
+			return fmt.Errorf("tier %d: %d blocks, more than its %d", t, c.count[t], c.maxBlocks[t])
 		}
 	}
 	for t, p := range c.policies {

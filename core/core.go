@@ -89,6 +89,8 @@ type Core struct {
 	nt        int             // tiers
 	capacity  []int64         // per tier, bytes
 	used      []int64         // per tier, bytes
+	maxBlocks []int           // per tier: Tier.MaxBlocks (0: no limit)
+	count     []int           // per tier, blocks held
 	pinnedHBM int64           // HBM bytes not evictable: pinned blocks + scratch
 	draining  int64           // HoldEvicted: HBM bytes of evicted blocks still being copied out
 	pinViews  []tierPins      // per tier: what its policy sees as pinned
@@ -167,6 +169,13 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 		}
 		c.policies = append(c.policies, p)
 		c.capacity = append(c.capacity, t.Capacity)
+	}
+	c.maxBlocks, c.count = make([]int, nt), make([]int, nt)
+	for i, t := range cfg.Tiers {
+		if t.MaxBlocks < 0 || (t.MaxBlocks > 0 && (i == 0 || i == c.pt)) {
+			return nil, fmt.Errorf("core: tier %q: a block limit (%d) needs a private lower tier", t.Name, t.MaxBlocks)
+		}
+		c.maxBlocks[i] = t.MaxBlocks
 	}
 	c.used = make([]int64, nt)
 	c.holder, _ = c.policies[0].(policy.Holder)

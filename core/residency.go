@@ -29,7 +29,7 @@ func (c *Core) Preload(t int, b Block, bytes int64) bool {
 		return false
 	}
 	c.growBlocks(b)
-	if c.where[b]&(1<<t) != 0 || (c.size[b] != 0 && c.size[b] != bytes) || c.used[t]+bytes > c.capacity[t] {
+	if c.where[b]&(1<<t) != 0 || (c.size[b] != 0 && c.size[b] != bytes) || c.used[t]+bytes > c.capacity[t] || c.full(t) {
 		return false
 	}
 	c.size[b] = bytes
@@ -82,6 +82,7 @@ func (c *Core) insert(now int64, t int, b Block) {
 	c.where[b] |= 1 << t
 	c.changed(b)
 	c.used[t] += c.size[b]
+	c.count[t]++
 	c.policies[t].Insert(b, c.size[b], now)
 	if t == 0 && c.pins[b] > 0 {
 		c.pinnedHBM += c.size[b]
@@ -102,7 +103,11 @@ func (c *Core) remove(t int, b Block) {
 	c.where[b] &^= 1 << t
 	c.changed(b)
 	c.used[t] -= c.size[b]
+	c.count[t]--
 }
+
+// full reports whether tier t holds as many blocks as its MaxBlocks.
+func (c *Core) full(t int) bool { return c.maxBlocks[t] > 0 && c.count[t] >= c.maxBlocks[t] }
 
 // changed tells Config.OnResidency that b's residency changed.
 func (c *Core) changed(b Block) {
@@ -121,6 +126,9 @@ func (c *Core) peak(t int) {
 	}
 	if c.used[t] > c.capacity[t] || (t == 0 && c.used[0]+c.draining > c.capacity[0]) {
 		panic(fmt.Sprintf("core: tier %d over capacity: %d (+ %d draining) > %d", t, c.used[t], c.draining, c.capacity[t]))
+	}
+	if c.maxBlocks[t] > 0 && c.count[t] > c.maxBlocks[t] {
+		panic(fmt.Sprintf("core: tier %d holds %d blocks, more than its %d", t, c.count[t], c.maxBlocks[t]))
 	}
 }
 
@@ -178,7 +186,7 @@ func (c *Core) makeRoom(now int64, t int, need int64) bool {
 	if need > c.capacity[t] {
 		return false
 	}
-	for c.capacity[t]-c.used[t] < need {
+	for c.capacity[t]-c.used[t] < need || c.full(t) {
 		v, ok := c.policies[t].Evict(now, &c.pinViews[t])
 		if !ok {
 			return false

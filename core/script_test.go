@@ -108,7 +108,7 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	}
 	switch f[0] {
 	case "config":
-		// config tiers=hbm:30,dram:100 bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt= hold=1]
+		// config tiers=hbm:30,dram:100[/MAXBLOCKS] bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt= hold=1]
 		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
 		if v, ok := a["maxrun"]; ok {
 			s.cfg.MaxRunning = int(atoi(t, v))
@@ -118,9 +118,14 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		}
 		s.cfg.HoldEvicted = a["hold"] == "1"
 
-		for _, tv := range strings.Split(a["tiers"], ",") {
+		for _, tv := range strings.Split(a["tiers"], ",") { // NAME:BYTES[/MAXBLOCKS]
 			n, c, _ := strings.Cut(tv, ":")
-			s.cfg.Tiers = append(s.cfg.Tiers, Tier{Name: n, Capacity: atoi(t, c)})
+			c, mb, _ := strings.Cut(c, "/")
+			tier := Tier{Name: n, Capacity: atoi(t, c)}
+			if mb != "" {
+				tier.MaxBlocks = int(atoi(t, mb))
+			}
+			s.cfg.Tiers = append(s.cfg.Tiers, tier)
 		}
 		evict := a["evict"]
 		s.cfg.NewPolicy = func(int, int64) (policy.Policy, error) { return policy.New(evict, policy.Config{}) }

@@ -10,6 +10,11 @@ type Block = policy.Block
 type Tier struct {
 	Name     string
 	Capacity int64
+	// MaxBlocks, if > 0, also bounds the blocks a lower tier holds,
+	// whatever their sizes: a real store of fixed slots (a block device)
+	// holds a slot per block, a short block included. Not for tier 0 or a
+	// pool.
+	MaxBlocks int
 }
 
 // Config is what the core needs; bodies add their own timing models.

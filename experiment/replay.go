@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,6 +38,13 @@ type ReplayOptions struct {
 	Engine       string // SSD I/O: auto, io_uring or pread
 	// Faults, if set, makes storage tiers fail I/O as planned (tests).
 	Faults *bucket.FaultPlan
+	// BeforeEnd, if set, runs after the last request, before the stores'
+	// end-of-run checks and cleanup (tests: a server that stalls there).
+	BeforeEnd func()
+	// Left, if set, hears of each remote tier's keys left on its server
+	// when the stores close, whether the replay ends or fails (the report
+	// of a replay that ends has them too).
+	Left func(results.ReplayLeft)
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
@@ -75,6 +83,29 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 			hw.StoreField{Key: "seed", Value: strconv.FormatInt(sc.Seed, 10)})
 	}
 	return id, nil
+}
+
+// leftOnServer is what ss's remote stores left on their servers.
+func leftOnServer(ss *hw.Stores) []results.ReplayLeft {
+	var out []results.ReplayLeft
+	for _, l := range ss.Left {
+		out = append(out, results.ReplayLeft{Tier: l.Tier, Server: l.Server, Keys: l.Keys, Pattern: l.Pattern, Remove: l.Remove, Why: l.Err})
+	}
+	return out
+}
+
+// scaleBytes is model bytes n at real/model bytes a block, exactly (a
+// float product can fall a byte short, and a store sized from it a slot).
+func scaleBytes(n int64, real int, model int64) int64 {
+	if n <= 0 || real <= 0 || model <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(real))
+	if hi >= uint64(model) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(model))
+	return int64(min(q, math.MaxInt64))
 }
 
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
@@ -120,7 +151,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 				lanes = max(lanes, l.Lanes)
 			}
 		}
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: int64(float64(t.Capacity) * scale), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: scaleBytes(t.Capacity, o.BlockBytes, modelBlock), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
 	}
 	id, err := storeIdentity(sc, o)
 	if err != nil {
@@ -132,8 +163,15 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if err != nil {
 		return nil, BadInputf("replay: %v", err)
 	}
-	defer ss.Close()
-	stores, notes := ss.List, ss.Notes
+	defer func() {
+		ss.Close()
+		if o.Left != nil {
+			for _, l := range leftOnServer(ss) {
+				o.Left(l)
+			}
+		}
+	}()
+	stores := ss.List
 	pol := sc.Policies[pi]
 	cfg := SimConfig(sc, pol, nil)
 	if pol.Offline() {
@@ -142,6 +180,13 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			return nil, wrapTrace(sc, err)
 		}
 		cfg = SimConfig(sc, pol, f)
+	}
+	for i, st := range stores {
+		// A store of fixed slots holds a slot per block, a short one too:
+		// the core must not hold more blocks there than it has slots.
+		if sl, ok := st.(interface{ Slots() int }); ok && i > 0 {
+			cfg.Core.Tiers[i].MaxBlocks = sl.Slots()
+		}
 	}
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, Verify: o.Verify,
@@ -198,16 +243,26 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		}
 		stats = res.Stats
 	}
+	if o.BeforeEnd != nil {
+		o.BeforeEnd()
+	}
 	body.Finish()
 	if o.Verify {
 		body.VerifyStores(src.Distinct())
 	}
+	backends := map[string]string{}
+	for i, t := range sc.Tiers {
+		backends[t.Name] = stores[i].Backend()
+	}
+	// Closed here, not deferred: what a remote store could not delete
+	// goes into the report.
+	ss.Close()
 	rep := &results.Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
-		BlockBytes: o.BlockBytes, Scale: scale, Backends: map[string]string{}, Notes: notes,
+		BlockBytes: o.BlockBytes, Scale: scale, Backends: backends, Notes: ss.Notes,
 		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
 		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential}
+	rep.LeftOnServer = leftOnServer(ss)
 	for i, t := range sc.Tiers {
-		rep.Backends[t.Name] = stores[i].Backend()
 		rep.Hits[t.Name] = stats.Hits[i]
 		rep.Evictions[t.Name] = stats.Evictions[i]
 		rep.Lost[t.Name] = body.Lost[i]

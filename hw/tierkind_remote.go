@@ -24,11 +24,15 @@ func init() {
 		if strings.HasPrefix(t.Endpoint, "rdma:") {
 			return rdmaTier(ss, t, o)
 		}
-		s, err := remote.Open(remote.Options{Endpoint: t.Endpoint, Tier: t.Name, Conns: t.Lanes})
+		s, err := remote.Open(remote.Options{Endpoint: t.Endpoint, Tier: t.Name, Conns: t.Lanes, Capacity: t.Capacity})
 		if err != nil {
 			return nil, "", err
 		}
-		ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: blocks are keys kvsim:{%s:%s:BLOCK}:kv_bytes and :metadata in %s, deleted at the end", t.Name, s.Run(), t.Name, s.Backend()))
+		if n := s.Note(); n != "" {
+			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: %s", t.Name, n))
+		}
+		// Whether they were deleted is said at Close: the server may stall.
+		ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: blocks are keys kvsim:{%s:%s:BLOCK}:kv_bytes and :metadata in %s", t.Name, s.Run(), t.Name, s.Backend()))
 		return s, "", nil
 	}})
 }

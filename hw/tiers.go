@@ -9,6 +9,7 @@ import (
 	"kvsim/hw/bucket"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/remote"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -73,24 +74,52 @@ type Stores struct {
 	List   []hostmem.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
+	// Left, after Close, is what remote stores could not delete.
+	Left   []LeftKeys
+	names  []string // per store, its tier
+	closed bool
 	dev    accel.Device
 	pool   *accel.PinnedBufferPool
 }
 
+// LeftKeys is what a remote tier's store left on its server at Close.
+type LeftKeys struct {
+	Tier string
+	remote.Left
+}
+
 // Close releases the pinned pool (unregistering DRAM while it is still
-// mapped), then every store, then the device.
+// mapped), then every store, then the device; a second call does nothing.
+// A remote store left keys: Left and a note say which, and how to remove
+// them; one that deleted its keys adds a note saying so.
 func (s *Stores) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var first error
 	if s.pool != nil {
 		s.pool.Close()
+		s.pool = nil
 	}
-	for _, st := range s.List {
+	for i, st := range s.List {
 		if err := st.Close(); err != nil && first == nil {
 			first = err
+		}
+		r, ok := st.(*remote.Store)
+		if !ok {
+			continue
+		}
+		if l := r.Left(); l != nil {
+			s.Left = append(s.Left, LeftKeys{Tier: s.names[i], Left: *l})
+			s.Notes = append(s.Notes, fmt.Sprintf("tier %q: up to %d keys %s are LEFT on %s (%s); remove them with: %s", s.names[i], l.Keys, l.Pattern, l.Server, l.Err, l.Remove))
+		} else {
+			s.Notes = append(s.Notes, fmt.Sprintf("tier %q: its keys were deleted from %s at the end", s.names[i], r.Backend()))
 		}
 	}
 	if s.dev != nil {
 		s.dev.Close()
+		s.dev = nil
 	}
 	return first
 }
@@ -134,6 +163,13 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 	if err := fitsMemory(tiers, ss.dev != nil, MemInfo("MemAvailable")); err != nil {
 		return ss, err
 	}
+	if ss.dev != nil {
+		if free, _, err := ss.dev.MemInfo(); err == nil {
+			if err := fitsDevice(tiers, free, ss.dev.Name()); err != nil {
+				return ss, err
+			}
+		}
+	}
 	for _, t := range tiers {
 		var s hostmem.Store
 		var note string
@@ -145,7 +181,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		if err != nil {
 			return ss, fmt.Errorf("tier %q: %w", t.Name, err)
 		}
-		ss.List = append(ss.List, s)
+		ss.List, ss.names = append(ss.List, s), append(ss.names, t.Name)
 		if note != "" {
 			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: %s", t.Name, note))
 		}
@@ -214,6 +250,25 @@ func fitsMemory(tiers []TierSpec, gpu bool, avail int64) error {
 	}
 	return fmt.Errorf("the tiers held in this machine's memory (%s) would take up to %s at this block size, more than the %s it has available: lower --block-bytes or those tiers' capacities",
 		strings.Join(names, ", "), gib(need), gib(avail))
+}
+
+// fitsDevice refuses tiers whose blocks live in GPU memory (hbm on a real
+// GPU) that would take more than the device has free (free bytes on
+// device name), before any is made: a Put past it fails mid-run.
+func fitsDevice(tiers []TierSpec, free int64, name string) error {
+	var need int64
+	var names []string
+	for _, t := range tiers {
+		if k, ok := tierKinds[t.Kind]; ok && k.gpu && (k.hostMemory == nil || !k.hostMemory(t, true)) {
+			need = satAdd(need, t.Capacity)
+			names = append(names, t.Name)
+		}
+	}
+	if need <= free {
+		return nil
+	}
+	return fmt.Errorf("the tiers held in GPU memory (%s) would take up to %s at this block size, more than the %s free on %s: lower --block-bytes or those tiers' capacities",
+		strings.Join(names, ", "), gib(need), gib(free), name)
 }
 
 func satAdd(a, b int64) int64 {

@@ -356,7 +356,7 @@ func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 		return nil, "", fmt.Errorf("device %w", err)
 	}
 	desc, _ := DescribeNamespace("", t.Device, s.Kind == "block device")
-	note := fmt.Sprintf("%s, %d slots of %d bytes, %s", desc, s.Slots(), s.SlotBytes(), s.Backend())
+	note := fmt.Sprintf("%s, %d slots of %d bytes (the tier holds at most that many blocks), %s", desc, s.Slots(), s.SlotBytes(), s.Backend())
 	if s.Claimed {
 		note += "; claimed now (it was blank)"
 	}

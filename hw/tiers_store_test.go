@@ -284,6 +284,20 @@ func TestFitsMemory(t *testing.T) {
 	}
 }
 
+// TestFitsDevice: tiers kept in GPU memory (hbm on a real GPU, not
+// pinned host buffers) that would take more than the device has free are
+// refused before any is made, naming them, the device and both sizes.
+func TestFitsDevice(t *testing.T) {
+	tiers := []TierSpec{{Name: "hbm", Kind: "hbm", Capacity: 12 << 30}, {Name: "pin", Kind: "pinned", Capacity: 1 << 50}, {Name: "dram", Kind: "dram", Capacity: 1 << 50}}
+	if err := fitsDevice(tiers, 16<<30, "Fake H200"); err != nil {
+		t.Errorf("12 GiB in 16 GiB free refused: %v", err)
+	}
+	err := fitsDevice(tiers, 10<<30, "Fake H200")
+	if err == nil || !strings.Contains(err.Error(), "(hbm)") || !strings.Contains(err.Error(), "12.0 GiB") || !strings.Contains(err.Error(), "10.0 GiB free on Fake H200") {
+		t.Errorf("12 GiB in 10 GiB free: %v", err)
+	}
+}
+
 // TestMemInfo: the figures fitsMemory and iobench read are there and
 // ordered (available at most total); an unknown key is 0.
 func TestMemInfo(t *testing.T) {

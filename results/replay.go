@@ -31,6 +31,20 @@ type Replay struct {
 	Errors      []string               `json:"errors,omitempty"`
 	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
 	WallSeconds float64                `json:"wall_seconds"`
+
+	// LeftOnServer: keys a remote tier could not delete from its server
+	// at the end (it stalled or went down), and how to remove them.
+	LeftOnServer []ReplayLeft `json:"left_on_server,omitempty"`
+}
+
+// ReplayLeft is what a remote tier left on its server.
+type ReplayLeft struct {
+	Tier    string `json:"tier"`
+	Server  string `json:"server"`  // host:port
+	Keys    int    `json:"keys"`    // at most this many
+	Pattern string `json:"pattern"` // the keys' glob (SCAN MATCH)
+	Remove  string `json:"remove"`  // a shell command that deletes them
+	Why     string `json:"why"`
 }
 
 // ReplayLink is one entry of replay.json's links.

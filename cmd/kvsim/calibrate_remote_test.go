@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,9 +47,14 @@ func TestCalibrateRemote(t *testing.T) {
 	if got == nil || pinned == nil {
 		t.Fatalf("profile lacks dram-remote_dram or pinned-dram: %+v", p.Links)
 	}
-	// Over TCP, a move costs more than one in host memory.
-	if got.Latency+int64(16384/got.Bandwidth*1e9) <= pinned.Latency+int64(16384/pinned.ReverseBandwidth*1e9) {
-		t.Errorf("dram->remote %+v is no slower than dram->pinned %+v: not measured over the server", got, pinned)
+	// Measured over the server: it ran the moves (each an MSET), and the
+	// link has figures of its own, not the pinned store's. Which is faster
+	// is not asserted: timings on a shared machine are not.
+	if n := commandCalls(t, srv, "mset"); n < 16 {
+		t.Errorf("the server ran %d MSETs for a calibration of 16 moves each way", n)
+	}
+	if got.Latency <= 0 || got.Bandwidth <= 0 || (got.Latency == pinned.Latency && got.Bandwidth == pinned.Bandwidth) {
+		t.Errorf("dram->remote %+v: not measured over the server (dram->pinned %+v)", got, pinned)
 	}
 	r, _, stderr, code := replayRemote(t, srv.Endpoint(), "--profile", prof)
 	if code != 0 {
@@ -83,4 +89,17 @@ func TestCalibrateRemoteBad(t *testing.T) {
 			t.Errorf("--remote %s: status %d, stderr %q; want 2 and %q", c.endpoint, code, stderr, c.want)
 		}
 	}
+}
+
+// commandCalls is how many times srv ran command (INFO commandstats).
+func commandCalls(t *testing.T, srv *remotetest.Server, command string) int {
+	t.Helper()
+	info, _ := srv.Do(t, "INFO", "commandstats").(string)
+	for l := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "cmdstat_"+command+":calls="); ok {
+			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			return n
+		}
+	}
+	return 0
 }

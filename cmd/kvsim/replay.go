@@ -17,6 +17,9 @@ import (
 // replayFaults, set by tests, makes storage tiers fail I/O as planned.
 var replayFaults *bucket.FaultPlan
 
+// replayBeforeEnd, set by tests, runs before the end-of-run checks.
+var replayBeforeEnd func()
+
 type replayOptions struct {
 	real, verify, asJSON bool
 	fresh, allowLoss     bool
@@ -125,7 +128,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rep, err := experiment.Replay(ctx, sc, pi, experiment.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
 		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
-		Engine: o.engine, Faults: replayFaults})
+		Engine: o.engine, Faults: replayFaults, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
+			// Said whether the replay ends or fails (SIGINT included).
+			fmt.Fprintf(stderr, "kvsim: replay: tier %q: up to %d keys %s are left on %s (%s); remove them with: %s\n", l.Tier, l.Keys, l.Pattern, l.Server, l.Why, l.Remove)
+		}})
 	if err != nil {
 		return err
 	}

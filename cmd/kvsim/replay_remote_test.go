@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,5 +174,63 @@ func TestReplayRemoteDownMidRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "LOST copies") || !strings.Contains(strings.Join(r.Errors, "\n"), "remote store") {
 		t.Errorf("the loss is not reported:\n%s\nerrors %q", out, r.Errors)
+	}
+}
+
+// TestReplayRemoteStalledAtEnd: a server that stalls (SIGSTOP) after the
+// last request keeps the run's keys. The replay still ends (its end-of-run
+// check and cleanup are bounded), says in replay.json and on stderr how
+// many keys it left, under which pattern, on which server, and the command
+// that removes them, and no note claims they were deleted. The command,
+// run once the server is back, removes them.
+func TestReplayRemoteStalledAtEnd(t *testing.T) {
+	srv := remotetest.Start(t)
+	replayBeforeEnd = func() { srv.Signal(t, syscall.SIGSTOP) }
+	defer func() { replayBeforeEnd = nil }()
+	t.Cleanup(func() { srv.Signal(t, syscall.SIGCONT) })
+	r, out, stderr, code := replayRemote(t, srv.Endpoint(), "--allow-loss")
+	srv.Signal(t, syscall.SIGCONT)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	if len(r.LeftOnServer) != 1 {
+		t.Fatalf("left on server: %+v\n%s", r.LeftOnServer, out)
+	}
+	l := r.LeftOnServer[0]
+	if l.Tier != "remote" || l.Server != srv.Addr || l.Keys == 0 || !strings.HasPrefix(l.Pattern, "kvsim:{") || !strings.Contains(l.Remove, l.Pattern) {
+		t.Fatalf("left %+v", l)
+	}
+	if !strings.Contains(stderr, "remove them with: "+l.Remove) || !strings.Contains(stderr, l.Pattern) || !strings.Contains(stderr, srv.Addr) {
+		t.Errorf("stderr does not say what was left: %q", stderr)
+	}
+	if strings.Contains(out, "deleted") || slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "deleted") }) {
+		t.Errorf("a note claims the keys were deleted:\n%s", out)
+	}
+	if n := srv.Keys(t); n == 0 || n > int64(l.Keys) {
+		t.Errorf("%d keys on the server, %d reported left", n, l.Keys)
+	}
+	if _, err := exec.LookPath("redis-cli"); err == nil {
+		if b, err := exec.Command("sh", "-c", l.Remove).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", l.Remove, err, b)
+		}
+		if n := srv.Keys(t); n != 0 {
+			t.Errorf("%d keys left after %s", n, l.Remove)
+		}
+	}
+}
+
+// TestReplayRemoteTooSmall: a server whose maxmemory cannot hold the tier
+// and which refuses writes when full is bad input, exit 2, one line naming
+// the tier, the endpoint and both sizes, before anything is written.
+func TestReplayRemoteTooSmall(t *testing.T) {
+	srv := remotetest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	_, _, stderr, code := replayRemote(t, srv.Endpoint())
+	msg := strings.TrimSpace(stderr)
+	if code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, `tier "remote"`) || !strings.Contains(msg, srv.Endpoint()) ||
+		!strings.Contains(msg, "maxmemory 4 MiB") || !strings.Contains(msg, "noeviction") {
+		t.Errorf("status %d, stderr %q", code, stderr)
+	}
+	if n := srv.Keys(t); n != 0 {
+		t.Errorf("%d keys written", n)
 	}
 }

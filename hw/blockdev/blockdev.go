@@ -40,11 +40,28 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrNotOurs is a device that holds data kvsim did not write.
 var ErrNotOurs = errors.New("holds data kvsim did not write")
 
+// maxSlots bounds a store's in-memory index (its free list alone is 4
+// bytes a slot).
+const maxSlots = 1 << 27
+
+// TooSmall is a device with fewer slots than the capacity asks for.
+type TooSmall struct {
+	Path             string
+	Bytes, Need      int64 // the device's size, and the size it would need
+	Slots, NeedSlots int64
+	SlotBytes        int
+}
+
+func (e *TooSmall) Error() string {
+	return fmt.Sprintf("%s is %s, too small: the tier needs %s (%d slots of %s after a %s header), it holds %d: give a larger device or a smaller capacity",
+		e.Path, hostmem.FormatBytes(e.Bytes), hostmem.FormatBytes(e.Need), e.NeedSlots, hostmem.FormatBytes(int64(e.SlotBytes)), hostmem.FormatBytes(headerBytes), e.Slots)
+}
+
 // Options open a store.
 type Options struct {
 	Path       string // a block device or a regular file on a disk filesystem
 	SlotBytes  int    // the largest block
-	Capacity   int64  // bytes of slots at most (0: the whole device)
+	Capacity   int64  // the tier's bytes: a device without a slot per SlotBytes of it is refused (0: the whole device)
 	Engine     string // auto, io_uring, pread
 	QueueDepth int
 }
@@ -106,14 +123,22 @@ func Open(o Options) (_ *Store, err error) {
 	s.DevBytes = size
 	unit := int(max(align.Offset, align.Mem, 4096))
 	s.slot = (o.SlotBytes + unit - 1) / unit * unit
-	room := size - headerBytes
-	if o.Capacity > 0 {
-		room = min(room, o.Capacity)
-	}
-	if room < int64(s.slot) {
+	have := (size - headerBytes) / int64(s.slot)
+	if size < headerBytes || have < 1 {
 		return nil, fmt.Errorf("%s: %d bytes hold no %d-byte slot after its %d-byte header", o.Path, size, s.slot, headerBytes)
 	}
-	s.slots = int(min(room/int64(s.slot), 1<<31-1))
+	if o.Capacity > 0 {
+		// A slot per full block of the capacity; the replay's core holds
+		// at most Slots() blocks, so no write the core allows is refused.
+		need := (o.Capacity + int64(o.SlotBytes) - 1) / int64(o.SlotBytes)
+		if have < need {
+			return nil, &TooSmall{Path: o.Path, Bytes: size, Need: headerBytes + need*int64(s.slot), Slots: have, NeedSlots: need, SlotBytes: s.slot}
+		}
+		// Room beyond that takes short blocks before the core must
+		// evict by count; bounded, as the index is in memory.
+		have = min(have, 2*need+64)
+	}
+	s.slots = int(min(have, maxSlots))
 	if s.arena, err = ioengine.NewArenaPages(max(s.slot, probeBytes), false); err != nil {
 		return nil, err
 	}

@@ -158,3 +158,35 @@ func TestLoopDevice(t *testing.T) {
 	}
 	exercise(t, s)
 }
+
+// TestCapacity: a device gets a slot per full block of the capacity (a
+// block size off the alignment included) and room for short blocks
+// beyond, bounded; one with fewer slots than the capacity needs is
+// refused, saying both sizes, and left blank.
+func TestCapacity(t *testing.T) {
+	p := device(t, headerBytes+8*12288)
+	s, err := Open(Options{Path: p, SlotBytes: 10000, Capacity: 8 * 10000, Engine: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Slots() != 8 {
+		t.Errorf("%d slots, want 8", s.Slots())
+	}
+	s.Close()
+	var small *TooSmall
+	if _, err := Open(Options{Path: p, SlotBytes: 10000, Capacity: 8*10000 + 1, Engine: "auto"}); !errors.As(err, &small) || small.NeedSlots != 9 || small.Slots != 8 ||
+		!strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "1.09 MiB") || !strings.Contains(err.Error(), "1.11 MiB") {
+		t.Fatalf("a device a slot short: %v", err)
+	}
+	big := device(t, headerBytes+1000*4096)
+	if s, err = Open(Options{Path: big, SlotBytes: 4096, Capacity: 10 * 4096, Engine: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Slots() != 2*10+64 {
+		t.Errorf("%d slots, want 84", s.Slots())
+	}
+	if b, _ := os.ReadFile(big); bytes.Count(b[probeBytes:], []byte{0}) != len(b)-probeBytes {
+		t.Error("opening wrote past the signature")
+	}
+}

@@ -216,7 +216,7 @@ func bucketDefaults(o *StoreOptions) error {
 		return errors.New("bucket store: no directory")
 	}
 	if o.BucketBytes <= 0 {
-		o.BucketBytes = 256 << 20
+		o.BucketBytes = DefaultBucketBytes
 	}
 	if o.MaxKeys <= 0 {
 		o.MaxKeys = 500

@@ -41,8 +41,11 @@ type StoreOptions struct {
 
 // DefaultStoreOptions are Mooncake's defaults with O_DIRECT on.
 func DefaultStoreOptions(dir string) StoreOptions {
-	return StoreOptions{Dir: dir, Direct: true}
+	return StoreOptions{Dir: dir, Direct: true, BucketBytes: DefaultBucketBytes}
 }
+
+// DefaultBucketBytes is a bucket's data file at most (Mooncake's).
+const DefaultBucketBytes = 256 << 20
 
 // OpenReport says what Open found and chose.
 type OpenReport struct {

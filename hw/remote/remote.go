@@ -18,7 +18,7 @@
 // eviction, FLUSHALL, a restart) or a server that is down makes Get fail:
 // the copy is lost, never served. Flush checks every block held and
 // reports the missing ones (Evicted). Close deletes every key this store
-// wrote.
+// wrote, within CleanupTimeout; what it could not delete, Left says.
 package remote
 
 import (
@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,6 +48,10 @@ type Options struct {
 	Endpoint string // redis://HOST:PORT[/DB] or valkey://HOST:PORT[/DB]
 	Tier     string // the tier's name, part of every key
 	Conns    int    // connections at most (the tier's lanes); default 1
+	// Capacity is the tier's bytes: a server whose maxmemory leaves less
+	// room and which refuses writes when full (noeviction) is refused; one
+	// that evicts instead gets a note (Note). 0: not checked.
+	Capacity int64
 	// Timeouts: connecting, and each command's reply (a 4 MiB value over
 	// 1 Gbit/s takes 34 ms). Defaults 2 s and 10 s.
 	DialTimeout, IOTimeout time.Duration
@@ -94,6 +99,8 @@ type Store struct {
 	backend string
 	held    []bool // per block: this store wrote it and has not deleted it
 	n       int    // blocks held
+	written []bool // per block: its keys may be on the server (no DEL of them succeeded since a write)
+	nw      int    // blocks written
 	dels    []int32
 	missing []int32 // found gone, not yet reported (Evicted)
 	meta    [metaBytes]byte
@@ -103,15 +110,35 @@ type Store struct {
 	// move its dial timeout.
 	downUntil time.Time
 	downErr   error
+	db        int
+	cx        context.Context // the commands' context: Close bounds it
+	left      *Left
+	note      string
+}
+
+// CleanupTimeout bounds Close's deletion of this run's keys: a server that
+// stalls at the end must not hang the exit.
+const CleanupTimeout = 5 * time.Second
+
+// Left is what Close could not delete from the server.
+type Left struct {
+	Server  string // host:port
+	Keys    int    // at most this many (a block's two keys each)
+	Pattern string // the keys' glob, for SCAN
+	Remove  string // a shell command that deletes them
+	Err     string // why they were left
 }
 
 // downFor is how long a server that could not be reached is taken as down.
 const downFor = time.Second
 
-// exec runs p, unless the server is taken as down.
-func (s *Store) exec(p redis.Pipeliner) error {
+// exec runs p, unless the server is taken as down. sent are the blocks
+// whose keys p deletes (queueDels): gone once it succeeds, queued again
+// if it fails.
+func (s *Store) exec(p redis.Pipeliner, sent []int32) error {
 	if time.Now().Before(s.downUntil) {
 		p.Discard()
+		s.dels = append(s.dels, sent...)
 		return fmt.Errorf("not retried for %v after: %w", downFor, s.downErr)
 	}
 	_, err := p.Exec(s.ctx())
@@ -119,7 +146,17 @@ func (s *Store) exec(p redis.Pipeliner) error {
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re) { // the connection, not a reply
 		s.downUntil, s.downErr = time.Now().Add(downFor), err
 	}
-	return err
+	if err != nil {
+		s.dels = append(s.dels, sent...)
+		return err
+	}
+	for _, b := range sent {
+		if !s.Has(b) && s.written[b] {
+			s.written[b] = false
+			s.nw--
+		}
+	}
+	return nil
 }
 
 // Open connects to o.Endpoint and checks that the server answers.
@@ -142,8 +179,8 @@ func Open(o Options) (*Store, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: max(o.Conns, 1), MaxIdleConns: max(o.Conns, 1),
 		DialTimeout: dial, ReadTimeout: io, WriteTimeout: io, PoolTimeout: dial + io,
 		// A retry would hide inside a timed move; a failed command is a lost copy.
-		MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
-	s := &Store{c: c, addr: addr, run: hex.EncodeToString(r[:]), tier: o.Tier}
+		MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+	s := &Store{c: c, addr: addr, run: hex.EncodeToString(r[:]), tier: o.Tier, db: db, cx: context.Background()}
 	ctx, cancel := context.WithTimeout(context.Background(), dial+io)
 	defer cancel()
 	info, err := c.Info(ctx, "server").Result()
@@ -156,8 +193,29 @@ func Open(o Options) (*Store, error) {
 		name, ver = "valkey", v
 	}
 	s.backend = fmt.Sprintf("%s %s at %s", name, ver, addr)
+	if o.Capacity > 0 {
+		mem, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("remote store %s does not answer: %w", o.Endpoint, err)
+		}
+		maxm, _ := strconv.ParseInt(field(mem, "maxmemory"), 10, 64)
+		used, _ := strconv.ParseInt(field(mem, "used_memory"), 10, 64)
+		if free := maxm - used; maxm > 0 && free < o.Capacity {
+			what := fmt.Sprintf("%s: its maxmemory %s leaves %s free (%s used), less than the tier's %s",
+				o.Endpoint, hostmem.FormatBytes(maxm), hostmem.FormatBytes(max(free, 0)), hostmem.FormatBytes(used), hostmem.FormatBytes(o.Capacity))
+			if pol := field(mem, "maxmemory_policy"); pol == "noeviction" || pol == "" {
+				c.Close()
+				return nil, fmt.Errorf("%s, and it refuses writes when full (maxmemory-policy noeviction): raise its maxmemory or lower the tier's capacity", what)
+			}
+			s.note = what + ": it will evict this run's keys (maxmemory-policy " + field(mem, "maxmemory_policy") + "), and those copies count as lost"
+		}
+	}
 	return s, nil
 }
+
+// Note says how the server's memory falls short of the tier, or "".
+func (s *Store) Note() string { return s.note }
 
 // field reads "key:value" from an INFO reply.
 func field(info, key string) string {
@@ -186,7 +244,9 @@ func (s *Store) setHeld(b int32, v bool) {
 		if !v {
 			return
 		}
-		s.held = append(s.held, make([]bool, max(int(b)+1, 2*len(s.held))-len(s.held))...)
+		n := max(int(b)+1, 2*len(s.held))
+		s.held = append(s.held, make([]bool, n-len(s.held))...)
+		s.written = append(s.written, make([]bool, n-len(s.written))...)
 	}
 	if s.held[b] != v {
 		s.held[b] = v
@@ -198,19 +258,22 @@ func (s *Store) setHeld(b int32, v bool) {
 	}
 }
 
-func (s *Store) ctx() context.Context { return context.Background() }
+func (s *Store) ctx() context.Context { return s.cx }
 
-// queueDels adds the queued deletes to a pipeline.
-func (s *Store) queueDels(p redis.Pipeliner) {
+// queueDels adds the queued deletes to a pipeline and returns their
+// blocks, for exec.
+func (s *Store) queueDels(p redis.Pipeliner) []int32 {
 	if len(s.dels) == 0 {
-		return
+		return nil
 	}
 	s.keys = s.keys[:0]
 	for _, b := range s.dels {
 		s.keys = append(s.keys, s.Key(b, "kv_bytes"), s.Key(b, "metadata"))
 	}
 	p.Del(s.ctx(), keyStrings(s.keys)...)
-	s.dels = s.dels[:0]
+	sent := s.dels
+	s.dels = nil
+	return sent
 }
 
 func keyStrings(ks []any) []string {
@@ -235,9 +298,14 @@ func (s *Store) Put(b int32, data []byte) error {
 	binary.LittleEndian.PutUint32(m[16:], crc32.Checksum(data, castagnoli))
 	binary.LittleEndian.PutUint32(m[20:], 0)
 	p := s.c.Pipeline()
-	s.queueDels(p)
+	sent := s.queueDels(p)
 	p.MSet(s.ctx(), s.Key(b, "kv_bytes"), data, s.Key(b, "metadata"), m)
-	if err := s.exec(p); err != nil {
+	s.setHeld(b, true) // (sized the index)
+	if !s.written[b] {
+		s.written[b] = true
+		s.nw++
+	}
+	if err := s.exec(p, sent); err != nil {
 		// The server may or may not have it: not ours to serve.
 		s.setHeld(b, false)
 		s.dels = append(s.dels, b)
@@ -253,9 +321,9 @@ func (s *Store) Get(b int32, dst []byte) (int, error) {
 		return 0, hostmem.ErrNotStored
 	}
 	p := s.c.Pipeline()
-	s.queueDels(p)
+	sent := s.queueDels(p)
 	g := p.MGet(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
-	if err := s.exec(p); err != nil {
+	if err := s.exec(p, sent); err != nil {
 		s.forget(b)
 		return 0, fmt.Errorf("remote store %s: GET: %w", s.addr, err)
 	}
@@ -308,8 +376,7 @@ func (s *Store) Delete(b int32) {
 	s.forget(b)
 	if len(s.dels) >= delBatch {
 		p := s.c.Pipeline()
-		s.queueDels(p)
-		_ = s.exec(p) // a failure leaves garbage under this run's keys, not wrong data
+		_ = s.exec(p, s.queueDels(p)) // a failure queues them again
 	}
 }
 
@@ -328,12 +395,12 @@ func (s *Store) Flush() error {
 		batch := held[:min(len(held), 512)]
 		held = held[len(batch):]
 		p := s.c.Pipeline()
-		s.queueDels(p)
+		sent := s.queueDels(p)
 		ex := make([]*redis.IntCmd, len(batch))
 		for i, b := range batch {
 			ex[i] = p.Exists(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
 		}
-		if err := s.exec(p); err != nil && !errors.Is(err, redis.Nil) {
+		if err := s.exec(p, sent); err != nil && !errors.Is(err, redis.Nil) {
 			for _, b := range append(batch, held...) {
 				s.setHeld(b, false)
 				s.missing = append(s.missing, b)
@@ -360,30 +427,62 @@ func (s *Store) Evicted() []int32 {
 // Len is the number of blocks held.
 func (s *Store) Len() int { return s.n }
 
-// Close deletes every key this store wrote, then disconnects.
+// Close deletes every key this store may have left on the server, within
+// CleanupTimeout (tried even when the server was just found down: it is
+// the last chance), then disconnects. What it could not delete, Left says.
 func (s *Store) Close() error {
-	for b, h := range s.held {
-		if h {
+	if s.c == nil {
+		return nil
+	}
+	s.dels = s.dels[:0]
+	for b, w := range s.written {
+		if w {
+			s.setHeld(int32(b), false)
 			s.dels = append(s.dels, int32(b))
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout)
+	defer cancel()
+	s.cx, s.downUntil = ctx, time.Time{}
 	var first error
 	for len(s.dels) > 0 {
 		rest := s.dels[min(len(s.dels), delBatch):]
 		s.dels = s.dels[:min(len(s.dels), delBatch)]
 		p := s.c.Pipeline()
-		s.queueDels(p)
-		if err := s.exec(p); err != nil {
-			// Down: each try would wait for the dial timeout.
+		if err := s.exec(p, s.queueDels(p)); err != nil {
 			first = fmt.Errorf("remote store %s: deleting this run's keys: %w", s.addr, err)
 			s.dels = nil
 			break
 		}
 		s.dels = rest
 	}
+	if s.nw > 0 && first != nil {
+		s.left = &Left{Server: s.addr, Keys: 2 * s.nw, Pattern: s.Pattern(), Remove: s.RemoveCommand(), Err: first.Error()}
+	}
 	s.held, s.n = nil, 0
 	if err := s.c.Close(); err != nil && first == nil {
 		first = err
 	}
+	s.c = nil
 	return first
+}
+
+// Left is what Close could not delete (nil: nothing, or not closed yet).
+func (s *Store) Left() *Left { return s.left }
+
+// Pattern matches every key of this store, and nothing else of the server.
+func (s *Store) Pattern() string { return "kvsim:{" + s.run + ":" + s.tier + ":*" }
+
+// RemoveCommand is a shell command that deletes this store's keys, run
+// where the server is reachable (docs/remote.md gives it for a crash).
+func (s *Store) RemoveCommand() string {
+	host, port, err := net.SplitHostPort(s.addr)
+	if err != nil {
+		host, port = s.addr, "6379"
+	}
+	cli := "redis-cli -h " + host + " -p " + port
+	if s.db != 0 {
+		cli += " -n " + strconv.Itoa(s.db)
+	}
+	return cli + " --scan --pattern '" + s.Pattern() + "' | xargs -r " + cli + " del"
 }

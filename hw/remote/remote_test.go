@@ -2,9 +2,12 @@ package remote_test
 
 import (
 	"errors"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
@@ -198,4 +201,90 @@ func TestServerDown(t *testing.T) {
 	if _, err := remote.Open(remote.Options{Endpoint: srv.Endpoint()}); err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Errorf("Open of a stopped server: %v", err)
 	}
+}
+
+// TestStalledAtClose: a server that stalls (SIGSTOP) before the end keeps
+// every key the store wrote. Close gives up within CleanupTimeout and
+// Left says how many keys at most, under which pattern, on which server, and the
+// command that removes them: run once the server is back, it deletes
+// exactly those, and a key of someone else's stays.
+func TestStalledAtClose(t *testing.T) {
+	srv := remotetest.Start(t)
+	srv.Do(t, "SET", "someone:else", "v")
+	s, err := remote.Open(remote.Options{Endpoint: srv.Endpoint(), Tier: "remote", IOTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range int32(50) {
+		put(t, s, b, 1000)
+	}
+	for b := range int32(5) {
+		s.Delete(b) // queued, never sent
+	}
+	srv.Signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { srv.Signal(t, syscall.SIGCONT) })
+	if err := s.Flush(); err == nil {
+		t.Fatal("Flush on a stalled server: no error")
+	}
+	if err := s.Close(); err == nil {
+		t.Fatal("Close on a stalled server: no error")
+	}
+	l := s.Left()
+	if l == nil || l.Keys != 100 || l.Server != srv.Addr || l.Pattern != "kvsim:{"+s.Run()+":remote:*" ||
+		!strings.Contains(l.Remove, l.Pattern) || !strings.Contains(l.Remove, "redis-cli -h 127.0.0.1") {
+		t.Fatalf("left %+v", l)
+	}
+	// Resumed, the server may yet run the DEL it had received: "up to".
+	srv.Signal(t, syscall.SIGCONT)
+	if n := srv.Keys(t); n > 101 || n < 1 {
+		t.Fatalf("%d keys on the server, want at most the 100 left and someone else's", n)
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return
+	}
+	if out, err := exec.Command("sh", "-c", l.Remove).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", l.Remove, err, out)
+	}
+	if n := srv.Keys(t); n != 1 || srv.Do(t, "GET", "someone:else") != "v" {
+		t.Fatalf("after the removal command: %d keys", n)
+	}
+}
+
+// TestMaxmemory: a server whose maxmemory leaves less room than the tier
+// needs is refused when it would refuse writes (noeviction), naming both
+// sizes; one that evicts instead is taken, with a note saying so; one
+// with room, or no maxmemory, gets neither.
+func TestMaxmemory(t *testing.T) {
+	for _, c := range []struct {
+		policy   string
+		capacity int64
+		err      string
+		note     bool
+	}{
+		{"noeviction", 16 << 20, "refuses writes when full", false},
+		{"allkeys-lru", 16 << 20, "", true},
+		{"noeviction", 64 << 10, "", false},
+	} {
+		srv := remotetest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", c.policy)
+		s, err := remote.Open(remote.Options{Endpoint: srv.Endpoint(), Tier: "remote", Capacity: c.capacity})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), srv.Endpoint()) || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "maxmemory 4 MiB") {
+				t.Errorf("%s, %d bytes: %v", c.policy, c.capacity, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s, %d bytes: %v", c.policy, c.capacity, err)
+		}
+		if n := s.Note(); (n != "") != c.note || (c.note && !strings.Contains(n, "will evict")) {
+			t.Errorf("%s, %d bytes: note %q", c.policy, c.capacity, n)
+		}
+		s.Close()
+	}
+	srv := remotetest.Start(t)
+	s, err := remote.Open(remote.Options{Endpoint: srv.Endpoint(), Tier: "remote", Capacity: 1 << 40})
+	if err != nil || s.Note() != "" {
+		t.Fatalf("no maxmemory: %v, note %q", err, s.Note())
+	}
+	s.Close()
 }

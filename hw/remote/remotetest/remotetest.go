@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,9 +118,19 @@ func (s *Server) Keys(t testing.TB) int64 {
 	return s.Do(t, "DBSIZE").(int64)
 }
 
+// Signal sends sig to the server (syscall.SIGSTOP stalls it: it accepts
+// connections and answers nothing; SIGCONT resumes it).
+func (s *Server) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redis-server: %v: %v", sig, err)
+	}
+}
+
 // Stop kills the server and waits for it; safe to call twice.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGCONT) // a stopped one dies only once resumed
 		s.cmd.Process.Kill()
 	}
 	<-s.done
