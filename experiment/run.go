@@ -288,13 +288,13 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	return
 }
 
-// ctxSource stops a run when the context is cancelled (checked every 4096
-// requests to keep the hot path cheap).
+// ctxSource stops a run at the next request once the context is
+// cancelled. Checked on every request: a replay's requests take
+// milliseconds each, and ctx.Err is an atomic load.
 type ctxSource struct {
 	ctx  context.Context
 	src  core.Source
 	prog Progress
-	n    int
 }
 
 // ctxSessions is a ctxSource over closed-loop sessions.
@@ -306,10 +306,8 @@ type ctxSessions struct {
 func (c *ctxSessions) Follow(seq, done int64) ([]core.Request, error) { return c.s.Follow(seq, done) }
 
 func (c *ctxSource) Next(r *core.Request) error {
-	if c.n++; c.n&4095 == 0 {
-		if err := c.ctx.Err(); err != nil {
-			return err
-		}
+	if err := c.ctx.Err(); err != nil {
+		return err
 	}
 	err := c.src.Next(r)
 	if err == nil {
