@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +12,9 @@ import (
 	"time"
 )
 
-// isTerminal reports whether w is a character device (a person watching).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a character device (a person watching);
+// a variable so that tests can stand in for a terminal.
+var isTerminal = func(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -21,8 +23,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// countLines counts newline-terminated lines fast, for progress totals.
-func countLines(path string) int64 {
+// countLines counts newline-terminated lines fast, for progress totals;
+// 0 (unknown) for what is not a regular file, which a count would drain
+// or never finish (a pipe, a device), and once ctx is cancelled.
+func countLines(ctx context.Context, path string) int64 {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return 0 // before opening: opening a named pipe waits for a writer
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
@@ -32,6 +39,9 @@ func countLines(path string) int64 {
 	buf := make([]byte, 1<<20)
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
+		if ctx.Err() != nil {
+			return 0
+		}
 		k, err := r.Read(buf)
 		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
 		if err != nil {
@@ -51,10 +61,21 @@ type progress struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	active bool
+	wall   bool // show the time elapsed, not the simulated time (replay)
 }
 
 func startProgress(w io.Writer, label string, total int64, on bool) *progress {
-	p := &progress{w: w, label: label, total: total, start: time.Now(), stop: make(chan struct{}), active: on}
+	return newProgress(w, label, total, on, false)
+}
+
+// startWallProgress is startProgress for work on the real clock: the line
+// shows the time elapsed instead of the simulated time.
+func startWallProgress(w io.Writer, label string, total int64, on bool) *progress {
+	return newProgress(w, label, total, on, true)
+}
+
+func newProgress(w io.Writer, label string, total int64, on, wall bool) *progress {
+	p := &progress{w: w, label: label, total: total, start: time.Now(), stop: make(chan struct{}), active: on, wall: wall}
 	if !on {
 		return p
 	}
@@ -84,8 +105,12 @@ func (p *progress) print() {
 	if p.total > 0 && rate > 0 {
 		eta = (time.Duration(float64(max(p.total-done, 0))/rate) * time.Second).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s: %d/%d requests, simulated %.1f s, %.0f requests/s, ETA %s",
-		p.label, done, p.total, float64(p.simNs.Load())/1e9, rate, eta)
+	clock := fmt.Sprintf("simulated %.1f s", float64(p.simNs.Load())/1e9)
+	if p.wall {
+		clock = fmt.Sprintf("%s elapsed", time.Duration(el*float64(time.Second)).Round(time.Second))
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s: %d/%d requests, %s, %.0f requests/s, ETA %s",
+		p.label, done, p.total, clock, rate, eta)
 }
 
 // Add records one replayed request at virtual time t.

@@ -155,7 +155,7 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 		if g := sc.Workload.Gen; g != nil {
 			total = int64(g.Requests)
 		} else {
-			total = countLines(sc.Workload.Trace)
+			total = countLines(ctx, sc.Workload.Trace)
 		}
 		if lim := experiment.TraceOptions(sc, o.skipBad, o.limit).Limit; lim > 0 {
 			total = min(total, int64(lim))
