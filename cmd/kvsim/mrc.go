@@ -88,7 +88,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInputf("mrc: --assets is for the --html page; add --html FILE or drop --assets")
 	}
 
-	tr, err := mrc.LoadOptions(*tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
+	tr, err := mrc.LoadContext(ctx, *tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
