@@ -135,6 +135,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 	if dir == "" {
 		return sum, nil
 	}
+	// Interrupted after the last request was read (in the events that
+	// finish the run): the earlier results stay, as at any other moment.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var parts []string
 	for _, r := range runs {
 		parts = append(parts, r.csv)

@@ -106,7 +106,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err != nil {
 				return badInput(err)
 			}
-			page, err := renderScenarioReport(d, s, *assets)
+			page, err := renderScenarioReport(ctx, d, s, *assets)
 			if err != nil {
 				return err
 			}
@@ -160,7 +160,9 @@ func pageOptions(dir, assets string) (report.Options, error) {
 // results are in dir (its requests.csv, when there, gives the TTFT CDF).
 // assets is the --assets value or "".
 func writeScenarioReport(dir string, s *results.Summary, assets string) error {
-	page, err := renderScenarioReport(dir, s, assets)
+	// Not interrupted: the run's requests.csv and summary.json are in
+	// place already, and the page completes the set.
+	page, err := renderScenarioReport(context.Background(), dir, s, assets)
 	if err != nil {
 		return err
 	}
@@ -169,13 +171,16 @@ func writeScenarioReport(dir string, s *results.Summary, assets string) error {
 
 // renderScenarioReport renders dir/report.html into memory; it fails only
 // on bad input (requests.csv unreadable, or from another run than s).
-func renderScenarioReport(dir string, s *results.Summary, assets string) ([]byte, error) {
+func renderScenarioReport(ctx context.Context, dir string, s *results.Summary, assets string) ([]byte, error) {
 	var o report.Options
 	if assets != "" {
 		o.AssetsHost = "assets/"
 	}
 	var b bytes.Buffer
-	if err := report.ScenarioWithRequests(&b, s, filepath.Join(dir, "requests.csv"), o); err != nil {
+	if err := report.ScenarioWithRequestsContext(ctx, &b, s, filepath.Join(dir, "requests.csv"), o); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, badInput(err)
 	}
 	return b.Bytes(), nil

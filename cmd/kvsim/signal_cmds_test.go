@@ -36,6 +36,8 @@ func TestCommandsInterrupted(t *testing.T) {
 		atWork func(dir string) bool
 		// allowed lists the names dir may hold afterwards.
 		allowed []string
+		// setup, if set, prepares dir.
+		setup func(t *testing.T, dir string)
 	}{
 		{name: "gen --out", sig: syscall.SIGINT,
 			args: func(dir string) []string {
@@ -72,12 +74,20 @@ func TestCommandsInterrupted(t *testing.T) {
 			args: func(string) []string {
 				return []string{"mrc", "--trace", big, "--policies", "lru,fifo,s3fifo,arc", "--sizes", "1000,10000,100000,1000000", "--bench"}
 			}},
+		{name: "report", sig: syscall.SIGTERM,
+			setup: bigResults,
+			args:  func(dir string) []string { return []string{"report", filepath.Join(dir, "quickstart")} },
+			allowed: []string{"quickstart", "quickstart/.kvsim.lock", "quickstart/summary.json", "quickstart/requests.csv",
+				"quickstart/report.html"}},
 		{name: "calibrate", sig: syscall.SIGINT,
 			args:    func(dir string) []string { return []string{"calibrate", "--dir", dir} },
 			allowed: []string{"tier-ssd", "tier-ssd/kvsim-store"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := replayDir(t) // on disk, not tmpfs: calibrate and iobench use O_DIRECT
+			if c.setup != nil {
+				c.setup(t, dir)
+			}
 			var stderr bytes.Buffer
 			cmd := startMain(t, &stderr, c.args(dir)...)
 			start := time.Now()
@@ -112,5 +122,24 @@ func TestCommandsInterrupted(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// bigResults leaves in dir/quickstart the results of a short run whose
+// requests.csv is then made 200 MB long (its rows repeated), which takes
+// kvsim report seconds to read.
+func bigResults(t *testing.T, dir string) {
+	if _, stderr, code := runKvsim("run", "--quiet", "--out", dir, "--limit", "300", "../../scenarios/quickstart.toml"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	p := filepath.Join(dir, "quickstart", "requests.csv")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rows, _ := bytes.Cut(b, []byte("\n"))
+	big := append(append(head, '\n'), bytes.Repeat(rows, (200<<20)/len(rows)+1)...)
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
