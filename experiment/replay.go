@@ -175,7 +175,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if o.Progress == nil {
 		o.Progress = noProgress{}
 	}
-	in := &ctxSource{ctx: ctx, src: src, prog: o.Progress}
+	in := &ctxSource{ctx: ctx, src: src, prog: o.Progress} // mask 0: every request
 	t0 := time.Now()
 	var stats core.Stats
 	if o.Sequential {
