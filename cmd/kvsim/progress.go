@@ -50,6 +50,9 @@ func countLines(ctx context.Context, path string) int64 {
 	}
 }
 
+// progressEvery is how often the progress line is redrawn (tests shorten it).
+var progressEvery = 250 * time.Millisecond
+
 // progress prints one self-overwriting status line while policies run.
 type progress struct {
 	w      io.Writer
@@ -82,7 +85,7 @@ func newProgress(w io.Writer, label string, total int64, on, wall bool) *progres
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
+		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		for {
 			select {
