@@ -66,6 +66,8 @@ func TestCommandsInterrupted(t *testing.T) {
 			args: func(string) []string { return []string{"trace", "stats", big} }},
 		{name: "trace fit", sig: syscall.SIGTERM,
 			args: func(string) []string { return []string{"trace", "fit", "--trace", big} }},
+		{name: "trace convert", sig: syscall.SIGINT,
+			args: func(dir string) []string { return []string{"trace", "convert", big, filepath.Join(dir, "b.kvtc")} }},
 		{name: "mrc --html", sig: syscall.SIGINT,
 			args: func(dir string) []string {
 				return []string{"mrc", "--trace", big, "--policies", "lru,fifo,s3fifo,arc", "--sizes", "1000,10000,100000,1000000", "--html", filepath.Join(dir, "m.html")}

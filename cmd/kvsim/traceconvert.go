@@ -16,7 +16,7 @@ import (
 // (.kvtc), which run, sweep and mrc read in place of the trace, with no
 // parsing. The automatic cache makes the same file beside a large trace;
 // convert makes it on demand, anywhere, for any size.
-func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runTraceConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("trace convert", "kvsim trace convert [--format F] IN OUT", stderr)
 	format := fs.String("format", "mooncake", "format `F` of IN: "+strings.Join(trace.Formats(), ", "))
 	force := fs.Bool("force", false, "replace OUT if it exists and is a binary trace")
@@ -53,7 +53,7 @@ func runTraceConvert(_ context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	// The block size is chosen when the binary trace is read: any will do.
-	if err := trace.Convert(in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
+	if err := trace.ConvertContext(ctx, in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
 		var pe *os.PathError
 		var le *trace.LineError
 		if errors.As(err, &pe) || errors.As(err, &le) {
