@@ -174,3 +174,30 @@ func TestSyntheticTimeLimit(t *testing.T) {
 		t.Fatalf("limit 2: %v", err)
 	}
 }
+
+// TestRunInterruptedAtTheEnd cancels a run in the events after its last
+// request was read (when the last request finishes): Run returns ctx's
+// error and writes nothing, as at any earlier moment.
+func TestRunInterruptedAtTheEnd(t *testing.T) {
+	sc := load(t, "../scenarios/hbm_dram.toml")
+	sc.Policies = sc.Policies[:1]
+	var n int
+	if _, err := Run(context.Background(), sc, Options{Limit: 200, OnRecord: func(int, *core.Record) { n++ }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, seen := t.TempDir(), 0
+	_, err := Run(ctx, sc, Options{Out: out, Limit: 200, OnRecord: func(int, *core.Record) {
+		if seen++; seen == n {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want %v", err, context.Canceled)
+	}
+	ents, _ := os.ReadDir(filepath.Join(out, sc.Name))
+	for _, e := range ents {
+		t.Errorf("wrote %s", e.Name())
+	}
+}

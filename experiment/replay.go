@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -45,13 +44,15 @@ type ReplayOptions struct {
 	// when the stores close, whether the replay ends or fails (the report
 	// of a replay that ends has them too).
 	Left func(results.ReplayLeft)
+	// Progress, if set, hears of every request read.
+	Progress Progress
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
 // block of the same trace gets the same key (dense ids in order of first
 // appearance) and size only when all of it is the same. Nil without
 // storage tiers.
-func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
+func storeIdentity(ctx context.Context, sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
 	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
 		return nil, nil
 	}
@@ -61,7 +62,10 @@ func storeIdentity(sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
 	}
 	id := []hw.StoreField{
@@ -108,6 +112,20 @@ func scaleBytes(n int64, real int, model int64) int64 {
 	return int64(min(q, math.MaxInt64))
 }
 
+// ctxReader stops a long read (hashing a trace of gigabytes) once ctx is
+// cancelled, between reads.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to
 // block_tokens tokens); a real size two model sizes share is not inverted.
 func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (int64, bool) {
@@ -131,6 +149,10 @@ func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (i
 // and storage (the hw body): in the simulator's order, or, with
 // Sequential, one request at a time on the real clock. Errors are as Run's;
 // copies lost to I/O errors are not an error here (see CheckLoss).
+//
+// Once ctx is cancelled the replay stops at its next move or request and
+// returns ctx's error; its stores are closed as after a complete run (a
+// bucket store seals what it buffered), so the next replay reopens them.
 func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions) (*results.Replay, error) {
 	release, err := SpoolScenarios(ctx, sc) // read more than once: a piped trace is copied
 	if err != nil {
@@ -153,7 +175,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		}
 		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: scaleBytes(t.Capacity, o.BlockBytes, modelBlock), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
 	}
-	id, err := storeIdentity(sc, o)
+	id, err := storeIdentity(ctx, sc, o)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +213,8 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, Verify: o.Verify,
 		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
-		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc)})
+		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc),
+		Stopped: func() bool { return ctx.Err() != nil }})
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +236,10 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if err != nil {
 		return nil, err
 	}
-	in := &ctxSource{ctx: ctx, src: src, prog: noProgress{}}
+	if o.Progress == nil {
+		o.Progress = noProgress{}
+	}
+	in := &ctxSource{ctx: ctx, src: src, prog: o.Progress} // mask 0: every request
 	t0 := time.Now()
 	var stats core.Stats
 	if o.Sequential {
@@ -222,6 +248,9 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		cc := cfg.Core
 		cc.Cost = s
 		c, err := body.RunSequential(cc, in, nil)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err != nil {
 			return nil, wrapTrace(sc, err)
 		}
@@ -235,10 +264,10 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			}
 		})
 		res, err := s.Run(in)
+		if err := ctx.Err(); err != nil { // also in the events after the last arrival
+			return nil, err
+		}
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil, err
-			}
 			return nil, wrapTrace(sc, err)
 		}
 		stats = res.Stats
@@ -249,6 +278,9 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	body.Finish()
 	if o.Verify {
 		body.VerifyStores(src.Distinct())
+	}
+	if err := ctx.Err(); err != nil { // the sweep of --verify ended early
+		return nil, err
 	}
 	backends := map[string]string{}
 	for i, t := range sc.Tiers {

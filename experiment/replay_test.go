@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -30,11 +31,11 @@ func TestStoreIdentityOnDisk(t *testing.T) {
 	}
 	sc := &scenario.Scenario{Tiers: []scenario.Tier{{Kind: "hbm"}, {Kind: "dram"}, {Kind: "remote_dram"}}}
 	sc.Workload.Trace = "no such trace" // not read: no tier needs an identity
-	if f, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096}); f != nil || err != nil {
+	if f, err := storeIdentity(context.Background(), sc, ReplayOptions{BlockBytes: 4096}); f != nil || err != nil {
 		t.Errorf("memory tiers only: %v, %v", f, err)
 	}
 	sc.Tiers = append(sc.Tiers, scenario.Tier{Kind: "nvmeof"})
-	if _, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096}); err == nil {
+	if _, err := storeIdentity(context.Background(), sc, ReplayOptions{BlockBytes: 4096}); err == nil {
 		t.Error("an nvmeof tier: the missing trace was not read")
 	}
 }
@@ -72,7 +73,7 @@ func TestStoreIdentityInject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := storeIdentity(sc, ReplayOptions{BlockBytes: 4096})
+		f, err := storeIdentity(context.Background(), sc, ReplayOptions{BlockBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,6 +147,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 	if dir == "" {
 		return sum, nil
 	}
+	// Interrupted after the last request was read (in the events that
+	// finish the run): the earlier results stay, as at any other moment.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var parts []string
 	for _, r := range runs {
 		parts = append(parts, r.csv)
@@ -258,7 +263,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		pr.err = err
 		return
 	}
-	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress}
+	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress, mask: simCheck}
 	if sc.Workload.Closed {
 		cl, cerr := workload.NewClosed(src)
 		if cerr != nil {
@@ -266,7 +271,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 			pr.err = wrapTrace(sc, cerr)
 			return
 		}
-		csrc = &ctxSessions{ctxSource{ctx: ctx, src: cl, prog: o.Progress}, cl}
+		csrc = &ctxSessions{ctxSource{ctx: ctx, src: cl, prog: o.Progress, mask: simCheck}, cl}
 	}
 	if sc.Cluster.Instances > 0 {
 		var ccfg cluster.Config
@@ -312,14 +317,20 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	return
 }
 
-// ctxSource stops a run when the context is cancelled (checked every 4096
-// requests to keep the hot path cheap).
+// ctxSource stops a run once the context is cancelled, checked every
+// mask+1 requests: every 4096 in the simulator (microseconds each, and the
+// check costs as much as a cheap request), every one in a replay
+// (milliseconds each).
 type ctxSource struct {
 	ctx  context.Context
 	src  core.Source
 	prog Progress
+	mask int
 	n    int
 }
+
+// simCheck is ctxSource's mask in simulations.
+const simCheck = 4095
 
 // ctxSessions is a ctxSource over closed-loop sessions.
 type ctxSessions struct {
@@ -330,7 +341,7 @@ type ctxSessions struct {
 func (c *ctxSessions) Follow(seq, done int64) ([]core.Request, error) { return c.s.Follow(seq, done) }
 
 func (c *ctxSource) Next(r *core.Request) error {
-	if c.n++; c.n&4095 == 0 {
+	if c.n++; c.n&c.mask == 0 {
 		if err := c.ctx.Err(); err != nil {
 			return err
 		}

@@ -71,6 +71,11 @@ type BodyOptions struct {
 	ModelBytes func(realBytes int) (modelBytes int64, ok bool)
 	// TierNames, if set, name the tiers in Errors (else their index).
 	TierNames []string
+	// Stopped, if set and true, abandons the run (an interrupt): the body
+	// moves, deletes and checks nothing more, so that its driver reaches its next
+	// check at once; every store stays as its last operation left it.
+	// Called before every move, so it must be cheap (an atomic load).
+	Stopped func() bool
 }
 
 // Warmed is what Warm did with one tier's recovered blocks.
@@ -252,6 +257,9 @@ func (b *Body) TakeLost() []LostCopy {
 
 // Move implements core.Mover.
 func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from, to int, kind core.MoveKind) {
+	if b.stopped() {
+		return
+	}
 	n := b.o.RealBytes(bytes)
 	buf := b.buf[:n]
 	t0 := time.Now()
@@ -329,6 +337,9 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	b.link(from, to).add(int64(n), d, pred, b.o.Predict != nil)
 }
 
+// stopped reports whether the run is abandoned (BodyOptions.Stopped).
+func (b *Body) stopped() bool { return b.o.Stopped != nil && b.o.Stopped() }
+
 // Finish flushes the stores that buffer writes, reports the copies a
 // failed flush lost, and settles the moves into them: kept copies enter
 // their link's figures, lost ones count as failed. Call it once, after the
@@ -386,6 +397,9 @@ func (b *Body) Warm(c *core.Core) {
 
 // Drop implements core.Mover.
 func (b *Body) Drop(now int64, blk core.Block, tier int) {
+	if b.stopped() {
+		return
+	}
 	b.o.Stores[tier].Delete(blk)
 	b.settle(blk, tier)
 }
@@ -393,6 +407,9 @@ func (b *Body) Drop(now int64, blk core.Block, tier int) {
 // Prefill implements core.Mover: the KV of every block of the request that
 // HBM does not hold yet is "computed", i.e. its payload is written.
 func (b *Body) Prefill(now int64, req core.ReqID, cached, compute int) {
+	if b.stopped() {
+		return
+	}
 	if b.own {
 		defer func() { b.events = append(b.events, completion{kind: donePrefill, req: req}) }()
 	}
@@ -444,13 +461,17 @@ func (b *Body) Links() []*LinkStat {
 }
 
 // VerifyStores reads back every block each store holds and checks it
-// (the end-of-replay sweep of --verify).
+// (the end-of-replay sweep of --verify). It ends early, the sweep
+// incomplete, once the run is abandoned (BodyOptions.Stopped).
 func (b *Body) VerifyStores(blocks int) {
 	blocks = max(blocks, int(b.maxBlock)+1) // recovered blocks the trace did not reach
 	for t, s := range b.o.Stores {
 		for blk := core.Block(0); int(blk) < blocks; blk++ {
 			if !s.Has(blk) {
 				continue
+			}
+			if b.stopped() {
+				return
 			}
 			n := b.o.RealBytes(b.core.BlockBytes(blk))
 			got, err := s.Get(blk, b.buf[:n])

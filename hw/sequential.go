@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -19,6 +20,9 @@ func growOutput(c *core.Core, now int64, id core.ReqID) bool {
 	return true
 }
 
+// ErrStopped is RunSequential's error once BodyOptions.Stopped says so.
+var ErrStopped = errors.New("hw: replay stopped")
+
 // RunSequential drives a core of its own on the real clock, without the
 // simulator: requests are replayed one at a time, each running to
 // completion (its moves really done, its KV written, its decode
@@ -28,6 +32,7 @@ func growOutput(c *core.Core, now int64, id core.ReqID) bool {
 // same policies can be checked against the simulator by their decisions,
 // not only their timings; compute time is not emulated. The core starts
 // warm with what the stores kept (Warm, when BodyOptions.ModelBytes is set).
+// Once BodyOptions.Stopped says so it returns ErrStopped, between events.
 func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer) (*core.Core, error) {
 	c, err := core.New(cfg, b, obs)
 	if err != nil {
@@ -46,6 +51,9 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 	}
 	var r core.Request
 	for {
+		if b.stopped() {
+			return c, ErrStopped
+		}
 		err := src.Next(&r)
 		if err == io.EOF {
 			return c, nil
@@ -56,6 +64,11 @@ func (b *Body) RunSequential(cfg core.Config, src core.Source, obs core.Observer
 		c.Arrive(now(), &r)
 		lost()
 		for len(b.events) > 0 {
+			if b.stopped() {
+				// The moves it skipped never complete: a request waiting
+				// on them would be asked about forever.
+				return c, ErrStopped
+			}
 			e := b.events[0]
 			b.events = b.events[1:]
 			switch e.kind {

@@ -1,6 +1,7 @@
 package mrc
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -62,13 +63,19 @@ func Load(path string) (*Trace, error) { return LoadOptions(path, trace.Options{
 // LoadOptions is Load for a trace in any format (opt.Format), through the
 // binary trace cache (trace.OpenCached).
 func LoadOptions(path string, opt trace.Options) (*Trace, error) {
+	return LoadContext(context.Background(), path, opt)
+}
+
+// LoadContext is LoadOptions that stops reading once ctx is cancelled
+// (checked every 4096 requests) and returns ctx's error.
+func LoadContext(ctx context.Context, path string, opt trace.Options) (*Trace, error) {
 	opt.DenseOnly = true // FromReader takes a binary trace's dense ids
 	r, err := trace.OpenCached(path, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return FromReader(r)
+	return fromReader(ctx, r)
 }
 
 // Read is Load from a reader; name labels errors.
@@ -77,7 +84,9 @@ func Read(rd io.Reader, name string) (*Trace, error) {
 }
 
 // FromReader reads r (a file or a generated trace) to the end.
-func FromReader(r *trace.Reader) (*Trace, error) {
+func FromReader(r *trace.Reader) (*Trace, error) { return fromReader(context.Background(), r) }
+
+func fromReader(ctx context.Context, r *trace.Reader) (*Trace, error) {
 	d := trace.NewDict()
 	reqs, refs := r.SizeHint()
 	t := &Trace{Starts: make([]int32, 1, reqs+1), Blocks: make([]int32, 0, refs)}
@@ -89,7 +98,10 @@ func FromReader(r *trace.Reader) (*Trace, error) {
 		req trace.Request
 		ren []int32 // a binary trace's dense ids -> ours (the lines read may skip some)
 	)
-	for {
+	for i := 1; ; i++ {
+		if i&4095 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		err := r.Next(&req)
 		if err == io.EOF {
 			break

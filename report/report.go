@@ -7,6 +7,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -59,7 +60,14 @@ func ScenarioFromDir(w io.Writer, dir string, o Options) error {
 // ScenarioWithRequests writes s's report with the TTFT and TPOT CDFs
 // drawn from requestsCSV; a missing file only leaves the CDFs out.
 func ScenarioWithRequests(w io.Writer, s *results.Summary, requestsCSV string, o Options) error {
-	lat, err := readLatencies(requestsCSV, s)
+	return ScenarioWithRequestsContext(context.Background(), w, s, requestsCSV, o)
+}
+
+// ScenarioWithRequestsContext is ScenarioWithRequests that stops reading
+// requestsCSV (gigabytes for a long run) once ctx is cancelled, checked
+// every 4096 rows, and returns ctx's error with nothing written to w.
+func ScenarioWithRequestsContext(ctx context.Context, w io.Writer, s *results.Summary, requestsCSV string, o Options) error {
+	lat, err := readLatencies(ctx, requestsCSV, s)
 	if err != nil {
 		return err
 	}
@@ -116,7 +124,7 @@ type latencies struct {
 // readLatencies loads requests.csv; nil when the file does not exist. Its
 // rows' run_id must be the summary's (both absent in results of older
 // kvsims).
-func readLatencies(path string, s *results.Summary) (*latencies, error) {
+func readLatencies(ctx context.Context, path string, s *results.Summary) (*latencies, error) {
 	rr, err := results.OpenRequests(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -145,7 +153,10 @@ func readLatencies(path string, s *results.Summary) (*latencies, error) {
 	}
 	out := &latencies{TTFT: map[string][]float64{}, TPOT: map[string][]float64{}, HasTPOT: rr.HasTPOT}
 	var q results.Request
-	for {
+	for i := 1; ; i++ {
+		if i&4095 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		err := rr.Next(&q)
 		if err == io.EOF {
 			break

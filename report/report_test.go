@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ func load(t *testing.T, name string) *results.Summary {
 
 func lats(t *testing.T, name string, s *results.Summary) *latencies {
 	t.Helper()
-	m, err := readLatencies(filepath.Join("testdata", name, "requests.csv"), s)
+	m, err := readLatencies(context.Background(), filepath.Join("testdata", name, "requests.csv"), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -547,7 +548,7 @@ func convert(src io.Reader, size int64, name string, kind int, w io.WriteSeeker)
 // through a temporary file renamed into place. It returns the source's bad
 // line, if any (then dst holds only a marker when mark is set, else
 // nothing is written).
-func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
+func writeBinary(ctx context.Context, path, dst string, kind int, mark bool) (bad error, err error) {
 	rp := resolve(path) // Spool's copy of a pipe
 	src, err := os.Open(rp)
 	if err != nil {
@@ -569,7 +570,7 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	_, bad, err = convert(src, st.Size(), path, kind, tmp)
+	_, bad, err = convert(ctxReader{ctx, src}, st.Size(), path, kind, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -602,6 +603,12 @@ func writeBinary(path, dst string, kind int, mark bool) (bad error, err error) {
 // out, through a temporary file renamed into place. A bad line in the
 // source is its *LineError and nothing is written.
 func Convert(path, out string, opt Options) error {
+	return ConvertContext(context.Background(), path, out, opt)
+}
+
+// ConvertContext is Convert that stops once ctx is cancelled, returning
+// ctx's error with nothing written.
+func ConvertContext(ctx context.Context, path, out string, opt Options) error {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
 	}
@@ -609,7 +616,10 @@ func Convert(path, out string, opt Options) error {
 	if err != nil {
 		return errors.New("trace: " + path + ": " + err.Error())
 	}
-	bad, err := writeBinary(path, out, kind, false)
+	bad, err := writeBinary(ctx, path, out, kind, false)
+	if ctx.Err() != nil {
+		return ctx.Err() // the reader gives it as a line's read error
+	}
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -746,7 +756,7 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	if build == "" {
 		return Open(path, opt)
 	}
-	if _, err := writeBinary(path, build, kind, true); err != nil {
+	if _, err := writeBinary(context.Background(), path, build, kind, true); err != nil {
 		return Open(path, opt)
 	}
 	if r, err := openBinaryReader(build, path, opt, true); err == nil {

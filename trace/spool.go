@@ -65,6 +65,10 @@ func resolve(path string) string {
 	return path
 }
 
+// Resolve is the file that holds the trace at path: its spooled copy if
+// Spool made one, else path itself.
+func Resolve(path string) string { return resolve(path) }
+
 // OpenFile opens the file holding the trace at path, for a reader of its
 // bytes (a content hash): its spooled copy if Spool made one.
 func OpenFile(path string) (*os.File, error) { return os.Open(resolve(path)) }

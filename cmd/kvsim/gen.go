@@ -59,7 +59,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// past the simulated-time limit (a --rate so low that conversations
 	// start centuries apart): bad input, told apart from a failed write.
 	gen := func(w io.Writer) error {
-		ew := &errWriter{w: w}
+		ew := &errWriter{w: w, ctx: ctx}
 		err := generate(ew, c)
 		if err != nil && ew.err == nil {
 			return badInputf("gen: --rate %g: %v", c.RatePerSec, err)
@@ -79,13 +79,21 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return writeAtomic(*out, gen)
 }
 
-// errWriter records the first error of the writer it wraps.
+// errWriter records the first error of the writer it wraps; once ctx
+// is cancelled it fails every write, which ends the generator.
 type errWriter struct {
 	w   io.Writer
+	ctx context.Context
 	err error
 }
 
 func (e *errWriter) Write(p []byte) (int, error) {
+	if err := e.ctx.Err(); err != nil {
+		if e.err == nil {
+			e.err = err
+		}
+		return 0, err
+	}
 	n, err := e.w.Write(p)
 	if err != nil && e.err == nil {
 		e.err = err

@@ -87,10 +87,14 @@ func runIobench(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	o.Stop = func() bool { return ctx.Err() != nil }
 	r, err := ioengine.IOBench(o)
 	if err != nil {
-		if created { // leave nothing behind from a failed run
+		if created { // leave nothing behind from a failed or interrupted run
 			os.Remove(o.File)
+		}
+		if errors.Is(err, ioengine.ErrStopped) && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		// A tmpfs file or a misaligned --bs/--size is the user's to fix;
 		// so are buffers or a file larger than this machine can give.

@@ -97,7 +97,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInputf("mrc: --trace: %v", err)
 	}
 	defer release()
-	tr, err := mrc.LoadOptions(*tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
+	tr, err := mrc.LoadContext(ctx, *tracePath, trace.Options{Format: *format, BlockTokens: *blockTokens})
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -52,5 +54,51 @@ func TestProgress(t *testing.T) {
 	q.finish()
 	if quiet.String() != "" || isTerminal(&quiet) {
 		t.Errorf("inactive progress wrote %q", quiet.String())
+	}
+}
+
+// asTerminal makes stderr count as a terminal for the test's duration.
+func asTerminal(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(io.Writer) bool { return true }
+	t.Cleanup(func() { isTerminal = old })
+}
+
+// TestReplayProgress: on a terminal, replay --real shows the requests
+// done out of the trace's, the time elapsed (not simulated), the rate and
+// the ETA, and clears the line before the summary; --quiet prints nothing,
+// neither the line nor the summary.
+func TestReplayProgress(t *testing.T) {
+	asTerminal(t)
+	every := progressEvery
+	progressEvery = 5 * time.Millisecond // a line however fast this machine replays
+	t.Cleanup(func() { progressEvery = every })
+	args := []string{"replay", "--real", "--dir", replayDir(t), "--fresh", "--block-bytes", "16384",
+		"--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "300", "../../traces/synthetic.jsonl"}
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	out := stderr.String()
+	for _, want := range []string{"replay: ", "/300 requests, ", "s elapsed, ", "requests/s, ETA "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress %q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "simulated") || !strings.HasSuffix(out, "\r\033[K") {
+		t.Errorf("progress %q: simulated time shown, or the line not cleared", out)
+	}
+	if !strings.Contains(stdout.String(), "wrote ") {
+		t.Errorf("no summary: %q", stdout.String())
+	}
+
+	stdout.Reset()
+	var quiet lockedBuffer
+	if err := run(context.Background(), append([]string{args[0], "--quiet"}, args[1:]...), &stdout, &quiet); err != nil {
+		t.Fatal(err)
+	}
+	if quiet.String() != "" || stdout.String() != "" {
+		t.Errorf("--quiet printed %q on stdout, %q on stderr", stdout.String(), quiet.String())
 	}
 }

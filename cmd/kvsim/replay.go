@@ -28,13 +28,13 @@ type replayOptions struct {
 	policy               string
 	blockBytes, limit    int
 	hugepages, hugeSize  string
-	sequential           bool
+	sequential, quiet    bool
 	engine               string
 	sets                 setFlags
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--fresh] [--block-bytes N] [--limit N] [--verify] [--allow-loss] [--json] [--profile FILE] [--sequential] TRACE", stderr)
+	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--fresh] [--block-bytes N] [--limit N] [--verify] [--allow-loss] [--json] [--quiet] [--profile FILE] [--sequential] TRACE", stderr)
 	var o replayOptions
 	fs.BoolVar(&o.real, "real", false, "move real bytes through real memory and storage (required)")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario `FILE` giving the hierarchy and policy (default: HBM, DRAM, SSD with LRU)")
@@ -48,6 +48,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.BoolVar(&o.verify, "verify", false, "check every block read back, and every block left in a tier at the end")
 	fs.BoolVar(&o.asJSON, "json", false, "print replay.json to stdout")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no summary, no progress; --json still prints)")
 	fs.BoolVar(&o.sequential, "sequential", false, "no simulator: the real body runs the core on its own clock, one request at a time")
 	fs.StringVar(&o.hugepages, "hugepages", "try", "DRAM pool hugepages: off, try or require")
 	fs.StringVar(&o.hugeSize, "hugepage-size", "2MB", "hugepage size: 2MB or 1GB")
@@ -126,12 +127,24 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}
+	// Progress on a terminal only: the requests done of the trace's lines
+	// (a line is a request) on the real clock.
+	prog := startWallProgress(stderr, "replay", 0, false)
+	if !o.quiet && isTerminal(stderr) {
+		total := countLines(ctx, tracePath)
+		if o.limit > 0 {
+			total = min(total, int64(o.limit))
+		}
+		prog = startWallProgress(stderr, "replay", total, true)
+	}
 	rep, err := experiment.Replay(ctx, sc, pi, experiment.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
 		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
-		Engine: o.engine, Faults: replayFaults, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
+		Engine: o.engine, Faults: replayFaults, Progress: prog, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
 			// Said whether the replay ends or fails (SIGINT included).
+			prog.finish()
 			fmt.Fprintf(stderr, "kvsim: replay: tier %q: up to %d keys %s are left on %s (%s); remove them with: %s\n", l.Tier, l.Keys, l.Pattern, l.Server, l.Why, l.Remove)
 		}})
+	prog.finish()
 	if err != nil {
 		return err
 	}
@@ -149,7 +162,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return lost
 	}
-	printReplay(stdout, rep, filepath.Join(o.dir, "replay.json"))
+	if !o.quiet {
+		printReplay(stdout, rep, filepath.Join(o.dir, "replay.json"))
+	}
 	return lost
 }
 

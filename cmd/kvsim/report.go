@@ -119,7 +119,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return badInputf("report: %s: run_id %s, but summary.json's is %s: %v; move it away to render a new one, or run kvsim run again",
 					p, orNone(results.PageRunID(p)), orNone(s.RunID), report.ErrMixedRun)
 			}
-			page, err := renderScenarioReport(filepath.Join(d, "requests.csv"), s, *assets)
+			page, err := renderScenarioReport(ctx, filepath.Join(d, "requests.csv"), s, *assets)
 			if err != nil {
 				return err
 			}
@@ -171,14 +171,17 @@ func pageOptions(dir, assets string) (report.Options, error) {
 
 // renderScenarioReport renders the report.html of s, whose requests are
 // in requestsCSV, into memory; it fails only on bad input (requests.csv
-// unreadable, or from another run than s).
-func renderScenarioReport(requestsCSV string, s *results.Summary, assets string) ([]byte, error) {
+// unreadable, or from another run than s), or with ctx's error.
+func renderScenarioReport(ctx context.Context, requestsCSV string, s *results.Summary, assets string) ([]byte, error) {
 	var o report.Options
 	if assets != "" {
 		o.AssetsHost = "assets/"
 	}
 	var b bytes.Buffer
-	if err := report.ScenarioWithRequests(&b, s, requestsCSV, o); err != nil {
+	if err := report.ScenarioWithRequestsContext(ctx, &b, s, requestsCSV, o); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, badInput(err)
 	}
 	return b.Bytes(), nil

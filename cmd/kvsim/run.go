@@ -192,7 +192,7 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 		if g := sc.Workload.Gen; g != nil {
 			total = int64(g.Requests)
 		} else {
-			total = countLines(sc.Workload.Trace)
+			total = countLines(ctx, sc.Workload.Trace)
 		}
 		if lim := experiment.TraceOptions(sc, o.skipBad, o.limit).Limit; lim > 0 {
 			total = min(total, int64(lim))
@@ -236,7 +236,9 @@ func resultsPage(out, assets string) func(*results.Summary, string) ([]byte, err
 		if _, err := pageOptions(filepath.Join(out, sum.Scenario), assets); err != nil {
 			return nil, err
 		}
-		return renderScenarioReport(requestsCSV, sum, assets)
+		// Rendered before any file of the set is renamed in: stopping
+		// here would leave the old set whole, but the run is done, so finish.
+		return renderScenarioReport(context.Background(), requestsCSV, sum, assets)
 	}
 }
 

@@ -66,7 +66,7 @@ func runTraceConvert(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	defer release()
 	// The block size is chosen when the binary trace is read: any will do.
-	if err := trace.Convert(in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
+	if err := trace.ConvertContext(ctx, in, out, trace.Options{Format: *format, BlockTokens: 16}); err != nil {
 		var pe *os.PathError
 		var le *trace.LineError
 		if errors.As(err, &pe) || errors.As(err, &le) {

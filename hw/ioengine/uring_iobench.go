@@ -16,7 +16,14 @@ type IOBenchOptions struct {
 	Engine     string // "auto" (default), "io_uring" or "pread"
 	Direct     bool   // O_DIRECT (the zero value is buffered I/O)
 	Hugepages  bool   // buffers on 2 MiB pages where possible (false: 4 KiB pages)
+	// Stop, if set, is asked before each op (an interrupt): once true no
+	// more ops are issued, those in flight complete, and IOBench returns
+	// ErrStopped. It must be cheap (an atomic load).
+	Stop func() bool
 }
+
+// ErrStopped is IOBench's error once IOBenchOptions.Stop says so.
+var ErrStopped = errors.New("iobench: stopped")
 
 // IOBenchResult is what IOBench measured.
 type IOBenchResult struct {

@@ -129,9 +129,13 @@ func benchPass(eng Engine, fd int, mem []byte, o IOBenchOptions, write bool, fro
 		free[i] = i
 	}
 	base := uintptr(unsafe.Pointer(&mem[0]))
+	stopped := false
 	start := time.Now()
 	err := Stream(eng, n,
 		func(i int) Op {
+			if stopped = stopped || (o.Stop != nil && o.Stop()); stopped {
+				return Op{} // no buffer: completes at once, with no I/O
+			}
 			b := free[len(free)-1]
 			free = free[:len(free)-1]
 			off := from + int64(i)*bs
@@ -139,7 +143,12 @@ func benchPass(eng Engine, fd int, mem []byte, o IOBenchOptions, write bool, fro
 			return Op{Write: write, FD: fd, Off: off, Buf: mem[b*o.BlockSize : b*o.BlockSize+ln]}
 		},
 		func(i int, op *Op) {
-			free = append(free, int((uintptr(unsafe.Pointer(&op.Buf[0]))-base)/uintptr(o.BlockSize)))
+			if len(op.Buf) > 0 {
+				free = append(free, int((uintptr(unsafe.Pointer(&op.Buf[0]))-base)/uintptr(o.BlockSize)))
+			}
 		})
+	if err == nil && stopped {
+		err = ErrStopped
+	}
 	return time.Since(start), err
 }
