@@ -139,5 +139,5 @@ func OpenTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*
 		return trace.Generated(ctx, *g, sc.Workload.Trace, opt), nil
 	}
 	opt.Format = sc.Workload.Format
-	return trace.OpenCached(sc.Workload.Trace, opt)
+	return trace.OpenCachedContext(ctx, sc.Workload.Trace, opt)
 }

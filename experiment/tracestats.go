@@ -40,7 +40,7 @@ func ReadTraceData(ctx context.Context, path string, opt trace.Options, in *work
 		return nil, err
 	}
 	defer release()
-	r, err := trace.OpenCached(path, opt)
+	r, err := trace.OpenCachedContext(ctx, path, opt)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

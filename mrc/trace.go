@@ -70,7 +70,7 @@ func LoadOptions(path string, opt trace.Options) (*Trace, error) {
 // (checked every 4096 requests) and returns ctx's error.
 func LoadContext(ctx context.Context, path string, opt trace.Options) (*Trace, error) {
 	opt.DenseOnly = true // FromReader takes a binary trace's dense ids
-	r, err := trace.OpenCached(path, opt)
+	r, err := trace.OpenCachedContext(ctx, path, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -678,14 +678,14 @@ func ours(p string) (exists, mine bool) {
 // hashFile is the SHA-256 of the whole file at path: what keys a cache to
 // its source (a cheaper sample of the file let an edit between the
 // samples pass).
-func hashFile(path string) (sum [sha256.Size]byte, err error) {
+func hashFile(ctx context.Context, path string) (sum [sha256.Size]byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return sum, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
 		return sum, err
 	}
 	h.Sum(sum[:0])
@@ -701,6 +701,13 @@ func hashFile(path string) (sum [sha256.Size]byte, err error) {
 // off when $KVSIM_TRACE_CACHE is "off"; any failure to use it falls back
 // to parsing the source.
 func OpenCached(path string, opt Options) (*Reader, error) {
+	return OpenCachedContext(context.Background(), path, opt)
+}
+
+// OpenCachedContext is OpenCached whose hashing of the source and first
+// conversion (seconds for a trace of gigabytes) end with ctx's error once
+// ctx is cancelled.
+func OpenCachedContext(ctx context.Context, path string, opt Options) (*Reader, error) {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
 	}
@@ -734,7 +741,10 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 			h, err := readHeader(p)
 			if err == nil && h.format == kind && h.srcSize == st.Size() {
 				if !hashed {
-					if sum, err = hashFile(path); err != nil {
+					if sum, err = hashFile(ctx, path); err != nil {
+						if ctx.Err() != nil {
+							return nil, ctx.Err()
+						}
 						return Open(path, opt)
 					}
 					hashed = true
@@ -756,7 +766,10 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 	if build == "" {
 		return Open(path, opt)
 	}
-	if _, err := writeBinary(context.Background(), path, build, kind, true); err != nil {
+	if _, err := writeBinary(ctx, path, build, kind, true); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return Open(path, opt)
 	}
 	if r, err := openBinaryReader(build, path, opt, true); err == nil {

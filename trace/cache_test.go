@@ -2,7 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -536,4 +538,38 @@ func writeTemp(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestCacheCancelled: a cancelled context ends the first conversion of a
+// large trace (and the hash of a cached one) with ctx's error, leaving no
+// cache and no temporary behind.
+func TestCacheCancelled(t *testing.T) {
+	cacheEnv(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "t.jsonl")
+	var b bytes.Buffer
+	if err := Generate(&b, DefaultGenConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := OpenCachedContext(ctx, src, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("conversion under a cancelled context: %v, want context.Canceled", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("left beside the trace: %v", ents)
+	}
+	// Built, then hashed again under a cancelled context.
+	r, err := OpenCachedContext(context.Background(), src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if _, err := OpenCachedContext(ctx, src, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("hash under a cancelled context: %v, want context.Canceled", err)
+	}
 }
