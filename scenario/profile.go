@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"kvsim/internal/tomlguard"
 	"kvsim/results"
 )
 
@@ -34,6 +35,9 @@ func LoadProfile(path string) (*Profile, error) {
 	if err != nil {
 		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
 			return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
+		}
+		if ge := (*tomlguard.Error)(nil); errors.As(err, &ge) {
+			return nil, &Error{Path: path, Line: ge.Line, Msg: "profile: " + ge.Msg, Err: err}
 		}
 		return nil, &Error{Path: path, Msg: "profile: " + err.Error()}
 	}

@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"kvsim/internal/endpoint"
-
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +14,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"kvsim/core"
+	"kvsim/internal/endpoint"
+	"kvsim/internal/tomlguard"
 	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/trace"
@@ -323,8 +323,10 @@ func LoadWith(path string, sets []string) (*Scenario, error) {
 
 // readFile reads a scenario file; an error names the path once (not the
 // path inside the os error as well).
+// At most tomlguard.MaxBytes are read: a device or a huge file is refused,
+// not read whole.
 func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlguard.ReadFile(path)
 	if err != nil {
 		msg := err.Error()
 		var pe *os.PathError
@@ -389,6 +391,10 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 
 // decode reads data as TOML and indexes its lines for messages.
 func (p *parser) decode(data []byte) (map[string]any, error) {
+	// The TOML library's cost is quadratic in nesting: bound it first.
+	if e := tomlguard.Check(data); e != nil {
+		return nil, &Error{Path: p.path, Line: e.Line, Msg: e.Msg, Err: e}
+	}
 	src := string(data)
 	var root map[string]any
 	if _, err := toml.Decode(src, &root); err != nil {
