@@ -119,10 +119,36 @@ func (s *Scenario) ApplyProfile(p *Profile) {
 	}
 }
 
-// resolve makes a profile path relative to the scenario file.
-func resolve(scenarioPath, p string) string {
-	if filepath.IsAbs(p) || scenarioPath == "" {
-		return p
+// filePath anchors a relative path read from key of table: one written in
+// the file is relative to the file's folder (a scenario moves with its
+// trace), one given by --set relative to the working directory (as the
+// shell completed it).
+func (p *parser) filePath(table, key, v string) string {
+	if filepath.IsAbs(v) || p.file == "" || p.lines[keyPos{table, 0, key}] == setLine {
+		return v
 	}
-	return filepath.Join(filepath.Dir(scenarioPath), p)
+	return filepath.Join(filepath.Dir(p.file), v)
+}
+
+// CheckTrace reports a trace file that is not there, naming the scenario
+// file, the key's line (or --set) and the absolute path looked at, with
+// the rule that anchored it.
+func (s *Scenario) CheckTrace() error {
+	w := &s.Workload
+	if w.Gen != nil {
+		return nil
+	}
+	_, err := os.Stat(w.Trace)
+	if err == nil {
+		return nil
+	}
+	abs, aerr := filepath.Abs(w.Trace)
+	if aerr != nil {
+		abs = w.Trace
+	}
+	rule := "a trace path written in the scenario is relative to its folder"
+	if w.TraceLine == setLine {
+		rule = "a trace path given by --set is relative to the working directory"
+	}
+	return &Error{Path: s.Path, Line: w.TraceLine, Msg: fmt.Sprintf("workload: trace: %s: %s (%s)", abs, errText(err), rule), Err: err}
 }

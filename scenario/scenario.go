@@ -205,7 +205,11 @@ type Link struct {
 
 // Workload names the trace to replay.
 type Workload struct {
-	Trace        string  // absolute, or joined to the scenario file's directory
+	// Trace is absolute, joined to the scenario file's directory when
+	// written in the file, or as given when set by --set (relative to the
+	// working directory, as the shell completes it).
+	Trace        string
+	TraceLine    int     `json:"-"` // the key's line in the file; -1: --set; 0: none (CheckTrace's message)
 	Format       string  // "mooncake" (default), "bailian", "azure", "burstgpt" or "synthetic"
 	Limit        int     // requests to read; 0 = all
 	SkipBadLines bool    // key skip_bad_lines
@@ -608,7 +612,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		if err != nil {
 			return err
 		}
-		if p.profile, err = LoadProfile(resolve(p.file, name)); err != nil {
+		if p.profile, err = LoadProfile(p.filePath("", "profile", name)); err != nil {
 			return &Error{Path: p.path, Line: top.line("profile"), Msg: err.Error()}
 		}
 		s.Profile = p.profile.Path
@@ -1222,9 +1226,8 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		if w.Format == "bailian" && blockTokens%16 != 0 {
 			return w, t.errf("format", "bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got %d", blockTokens)
 		}
-		if !filepath.IsAbs(w.Trace) {
-			w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
-		}
+		w.Trace = t.p.filePath(t.name, "trace", w.Trace)
+		w.TraceLine = t.line("trace")
 	}
 	limit, err := t.integer("limit")
 	if err != nil {
