@@ -19,3 +19,8 @@ func lookedAt(path string, err error) string {
 	}
 	return abs + ": " + err.Error()
 }
+
+// maxCalibrateCount bounds calibrate --count: the median of a link's
+// moves settles within thousands, and 15 link pairs x 4 x count slot ids
+// must stay within int32 (--count 1e8 held 17 GB within seconds).
+const maxCalibrateCount = 1 << 16

@@ -92,3 +92,24 @@ func TestSetTraceRelativeToWorkingDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Flags that allocate per unit are bounded before any work: calibrate
+// --count 1e8 held 17 GB within seconds.
+func TestFlagRanges(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cal")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--dir", dir, "--count", "100000000"}, "kvsim: calibrate: --count 100000000: must be in 8..65536\n"},
+		{[]string{"calibrate", "--dir", dir, "--block-bytes", "2147483648"}, "kvsim: calibrate: --block-bytes 2147483648: must be a multiple of 4096, 8192 to 1073741824 (1 GiB)\n"},
+	} {
+		_, stderr, code := runKvsim(tc.args...)
+		if code != 2 || stderr != tc.want {
+			t.Errorf("%v: exit %d, %q; want 2, %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%v: made %s", tc.args, dir)
+		}
+	}
+}
