@@ -83,7 +83,8 @@
 //	                              # (vLLM's offloading keeps GPU blocks until their store completes);
 //	                              # "evict": at once (optimistic); landed | evict; default "landed"
 //
-//	[[tier]]                      # required, one or more; the first tier must be the one hbm tier
+//	[[tier]]                      # required, one or more; the first tier must be the one hbm tier;
+//	                              # at most 8
 //	name = "hbm"                  # unique; letters, digits, '.', '_', '-'; default the kind
 //	kind = "hbm"                  # hbm | pinned | dram | ssd | nvmeof | remote_dram; required
 //	capacity = "60GiB"            # or an integer byte count; > 0; default per kind
@@ -176,7 +177,7 @@
 //	session_gap = 0               # mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause);
 //	                              # 0..1073741824; default 0
 //
-//	[[policy]]                    # required, one or more
+//	[[policy]]                    # required, one or more; one simulation each; at most 64
 //	name = "lru"                  # label in results; unique; default the eviction name
 //	eviction = "lru"              # a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };
 //	                              # a "default" entry covers the tiers not named; required

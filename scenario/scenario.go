@@ -1259,6 +1259,9 @@ func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "policy"), Msg: "missing [[policy]]: at least one policy is required"}
 	}
+	if len(ts) > MaxPolicies {
+		return nil, ts[MaxPolicies].errf("", "too many policies: at most %d", MaxPolicies)
+	}
 	out := make([]Policy, len(ts))
 	seen := map[string]int{}
 	for i, t := range ts {

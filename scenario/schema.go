@@ -162,7 +162,7 @@ var schema = []*section{
 			doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
 				`(vLLM's offloading keeps GPU blocks until their store completes); "evict": at once (optimistic)`},
 	}},
-	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier", fields: []field{
+	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: []field{
 		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},
 		{key: "kind", typ: tString, required: true, need: "one of %s", enum: Kinds, example: `"hbm"`},
 		{key: "capacity", typ: tBytes, defDoc: "per kind", min: above0, example: `"60GiB"`, doc: "or an integer byte count"},
@@ -232,7 +232,7 @@ var schema = []*section{
 		{key: "session_gap", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 30, example: "0",
 			doc: "mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause)"},
 	}},
-	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
+	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, doc: "one simulation each; at most 64", params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
 		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
 		{key: "eviction", typ: tString, required: true, example: `"lru"`,
 			doc: `a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };` + "\n" + `a "default" entry covers the tiers not named`},
@@ -305,6 +305,10 @@ const (
 	// 1M-token context is the longest common model window, and a
 	// context's blocks are generated, held and simulated one by one.
 	MaxSyntheticTokens = 1 << 20
+	// MaxPolicies bounds [[policy]] entries: a comparison is of a few to
+	// tens of policies, and each is a whole simulation whose records the
+	// run keeps (2,000 policies took 0.9 GB on 100 requests).
+	MaxPolicies = 64
 )
 
 // Scopes lists the values of [[tier]] scope.
