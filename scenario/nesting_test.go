@@ -54,9 +54,10 @@ func FuzzNesting(f *testing.F) {
 	f.Add("", "{a = ", deep, "1", "}", true)
 	f.Add("", "a.", deep, "b", "", true)
 	f.Add("x = '''", "{a = ", deep, "1", "}", false) // in a string: no nesting
-	f.Add("x = \"", "[", 600_000, "", "]", false)    // longer than the size limit
+	f.Add("x = \"", "[", 1_200_000, "", "]", false)  // longer than the size limit
 	f.Fuzz(func(t *testing.T, head, open string, n int, mid, close string, asSet bool) {
-		if n < 0 || n > 1<<20 || len(open)+len(close) > 64 || len(head)+len(mid) > 1<<10 {
+		// Up to twice the size limit: past it, the refusal's cost is checked.
+		if n < 0 || n > 1<<21 || len(head)+len(mid) > 1<<10 || (len(open)+len(close))*n > 2*tomlguard.MaxBytes {
 			t.Skip()
 		}
 		src := nested(head, open, n, mid, close)
