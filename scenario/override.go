@@ -19,6 +19,10 @@ import (
 // value (true, 3, 1.5, "x"), or taken as a string when it is not one
 // (64GiB, 3GB/s, lru).
 func applySets(p *parser, root map[string]any, sets []string) error {
+	// blameSet reparses once per override to find the one at fault.
+	if len(sets) > MaxSets {
+		return &Error{Path: p.path, Msg: fmt.Sprintf("%d --set overrides: at most %d", len(sets), MaxSets)}
+	}
 	for _, set := range sets {
 		key, text, ok := strings.Cut(set, "=")
 		key = strings.TrimSpace(key)
@@ -123,6 +127,11 @@ func blameSet(data []byte, path string, sets []string, err error) error {
 	}
 	return &Error{Path: e.Path, Line: setLine, Msg: fmt.Sprintf("%s (%safter %s)", e.Msg, at, sets[k-1]), Err: e.Err}
 }
+
+// MaxSets bounds the --set overrides of one load: a few are typical, and
+// finding the one behind an error reparses once per override (20,000
+// overrides ran for minutes).
+const MaxSets = 256
 
 // setLine stands for "given on the command line" in a lineIndex.
 const setLine = -1

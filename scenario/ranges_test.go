@@ -67,3 +67,19 @@ func TestPolicyCount(t *testing.T) {
 		t.Errorf("%d policies: %v, want %s", MaxPolicies+1, err, want)
 	}
 }
+
+// At most MaxSets overrides: finding the one behind an error reparses the
+// file once per override, so 20,000 of them ran for minutes.
+func TestSetCount(t *testing.T) {
+	sets := make([]string, MaxSets+1)
+	for i := range sets {
+		sets[i] = "seed=1"
+	}
+	if _, err := ParseWith([]byte(doc("")), path, sets[:MaxSets]); err != nil {
+		t.Errorf("%d overrides: %v", MaxSets, err)
+	}
+	want := fmt.Sprintf("%s: %d --set overrides: at most %d", path, MaxSets+1, MaxSets)
+	if _, err := ParseWith([]byte(doc("")), path, sets); err == nil || err.Error() != want {
+		t.Errorf("%d overrides: %v, want %s", MaxSets+1, err, want)
+	}
+}
