@@ -143,10 +143,10 @@
 //	speedup = 1.0                 # arrival times divided by it: 2 = twice the request rate; > 0;
 //	                              # default 1
 //	requests = 2000               # 0..1000000; only with format = "synthetic"; default 2000
-//	rate = 3.5                    # new conversations per second; only with format = "synthetic";
+//	rate = 3.5                    # new conversations per second; > 0; only with format = "synthetic";
 //	                              # default 3.5
-//	turns = 2.5                   # mean turns per conversation; only with format = "synthetic";
-//	                              # default 2.5
+//	turns = 2.5                   # mean turns per conversation; 1..10000;
+//	                              # only with format = "synthetic"; default 2.5
 //	system_tokens = 1024          # shared system prompt; 0..1048576; only with format = "synthetic";
 //	                              # default 1024
 //	user_tokens = 3000            # mean per turn; 0..1048576; only with format = "synthetic";

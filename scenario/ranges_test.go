@@ -28,6 +28,7 @@ func TestCountRanges(t *testing.T) {
 		{synth, "user_tokens", MaxSyntheticTokens, 3, "workload: user_tokens: must be in 0..1048576"},
 		{synth, "output_tokens", MaxSyntheticTokens, 3, "workload: output_tokens: must be in 0..1048576"},
 		{synth, "max_context", MaxSyntheticTokens, 3, "workload: max_context: must be in 0..1048576"},
+		{synth, "turns", 10000, 3, "workload: turns: must be <= 10000"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			at := func(v int64) string { return doc(fmt.Sprintf("%s%s = %d\n", tc.head, tc.key, v)) }

@@ -206,8 +206,10 @@ var schema = []*section{
 		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
 			example: "1.0", doc: "arrival times divided by it: 2 = twice the request rate"},
 		{key: "requests", typ: tInt, min: atLeast0, max: MaxSyntheticRequests, msg: "must be in 0..1000000", only: synthetic},
-		{key: "rate", typ: tNumber, only: synthetic, doc: "new conversations per second"},
-		{key: "turns", typ: tNumber, only: synthetic, doc: "mean turns per conversation"},
+		{key: "rate", typ: tNumber, min: above0, only: synthetic, doc: "new conversations per second"},
+		// The generator draws a turn count in about mean steps; max_context
+		// ends conversations long before 10000 turns.
+		{key: "turns", typ: tNumber, min: atLeast1, fmax: 10000, only: synthetic, doc: "mean turns per conversation"},
 		{key: "system_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
 			doc: "shared system prompt"},
 		{key: "user_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
