@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // MaxBytes bounds a TOML file kvsim reads: its largest files (a scenario,
@@ -39,8 +40,10 @@ func (e *Error) Error() string {
 
 // ReadFile reads at most MaxBytes of the file at path; a longer file (or a
 // device that never ends) is a *Error, an unreadable one the os error.
+// The open does not wait for a named pipe's writer (it would wait
+// forever, deaf to SIGINT): a pipe nobody writes reads as empty.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +54,11 @@ func ReadFile(path string) ([]byte, error) {
 	}
 	if len(data) > MaxBytes {
 		return nil, tooLong
+	}
+	if len(data) == 0 {
+		if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+			return nil, &Error{Msg: "not a regular file, and nothing was written to it"}
+		}
 	}
 	return data, nil
 }
