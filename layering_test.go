@@ -24,8 +24,8 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"results":  {},
-	"scenario": {"core", "policy", "trace", "results", "internal/endpoint"},
+	"results":  {"internal/tomlguard"},
+	"scenario": {"core", "policy", "trace", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "policy", "sim"},
@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
+	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
 	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }

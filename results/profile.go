@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"kvsim/internal/tomlguard"
 )
 
 // Profile is a hardware profile (profile.toml) as `kvsim calibrate` writes
@@ -74,12 +76,15 @@ func ReadProfile(path string) (*Profile, error) {
 	// could block or never end).
 	if fi, err := os.Stat(path); err != nil {
 		return nil, err
-	} else if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+	} else if !fi.Mode().IsRegular() || fi.Size() > tomlguard.MaxBytes {
 		return nil, errors.New("not a regular file of at most 1 MiB")
 	}
-	data, err := os.ReadFile(path)
+	data, err := tomlguard.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if e := tomlguard.Check(data); e != nil { // before the TOML library: its cost is quadratic in nesting
+		return nil, e
 	}
 	var f struct {
 		Machine      string         `toml:"machine"`

@@ -83,7 +83,8 @@
 //	                              # (vLLM's offloading keeps GPU blocks until their store completes);
 //	                              # "evict": at once (optimistic); landed | evict; default "landed"
 //
-//	[[tier]]                      # required, one or more; the first tier must be the one hbm tier
+//	[[tier]]                      # required, one or more; the first tier must be the one hbm tier;
+//	                              # at most 8
 //	name = "hbm"                  # unique; letters, digits, '.', '_', '-'; default the kind
 //	kind = "hbm"                  # hbm | pinned | dram | ssd | nvmeof | remote_dram; required
 //	capacity = "60GiB"            # or an integer byte count; > 0; default per kind
@@ -119,8 +120,9 @@
 //	reverse_bandwidth = "25GB/s"  # to -> from; > 0; default bandwidth
 //	latency = "100ns"             # from -> to; >= 0; default the larger tier's
 //	reverse_latency = "100ns"     # to -> from; >= 0; default latency
-//	lanes = 1                     # transfers in flight per direction: they hide latency, not add bandwidth;
-//	                              # 1..2147483647; default 1
+//	lanes = 1                     # transfers in flight per direction: they hide latency, not add bandwidth
+//	                              # (replay --real: a remote tier's connections or queue pairs); 1..1024;
+//	                              # default 1
 //
 //	[workload]                    # required
 //	trace = "../traces/conversation_trace.jsonl"  # absolute, or relative to this file's directory;
@@ -140,20 +142,20 @@
 //	skip_bad_lines = false        # default false
 //	speedup = 1.0                 # arrival times divided by it: 2 = twice the request rate; > 0;
 //	                              # default 1
-//	requests = 2000               # 0..2147483647; only with format = "synthetic"; default 2000
-//	rate = 3.5                    # new conversations per second; only with format = "synthetic";
+//	requests = 2000               # 0..1000000; only with format = "synthetic"; default 2000
+//	rate = 3.5                    # new conversations per second; > 0; only with format = "synthetic";
 //	                              # default 3.5
-//	turns = 2.5                   # mean turns per conversation; only with format = "synthetic";
-//	                              # default 2.5
-//	system_tokens = 1024          # shared system prompt; 0..2147483647; only with format = "synthetic";
+//	turns = 2.5                   # mean turns per conversation; 1..10000;
+//	                              # only with format = "synthetic"; default 2.5
+//	system_tokens = 1024          # shared system prompt; 0..1048576; only with format = "synthetic";
 //	                              # default 1024
-//	user_tokens = 3000            # mean per turn; 0..2147483647; only with format = "synthetic";
+//	user_tokens = 3000            # mean per turn; 0..1048576; only with format = "synthetic";
 //	                              # default 3000
-//	output_tokens = 400           # mean per turn; 0..2147483647; only with format = "synthetic";
+//	output_tokens = 400           # mean per turn; 0..1048576; only with format = "synthetic";
 //	                              # default 400
 //	think = "20s"                 # mean pause between turns; only with format = "synthetic";
 //	                              # default "20s"
-//	max_context = 32768           # a conversation ends before its context passes this; 0..2147483647;
+//	max_context = 32768           # a conversation ends before its context passes this; 0..1048576;
 //	                              # only with format = "synthetic"; default 32768
 //
 //	[workload.inject]             # optional;
@@ -175,7 +177,7 @@
 //	session_gap = 0               # mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause);
 //	                              # 0..1073741824; default 0
 //
-//	[[policy]]                    # required, one or more
+//	[[policy]]                    # required, one or more; one simulation each; at most 64
 //	name = "lru"                  # label in results; unique; default the eviction name
 //	eviction = "lru"              # a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };
 //	                              # a "default" entry covers the tiers not named; required
@@ -203,11 +205,11 @@
 //	[cluster]                     # optional;
 //	                              # optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)
 //	instances = 4                 # each with its own engine, HBM and copy of every node-scoped tier;
-//	                              # 1..4096; default none: this, or the two below
+//	                              # 1..256; default none: this, or the two below
 //	prefill_instances = 1         # with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;
 //	                              # its KV then crosses the NICs to a decode one);
-//	                              # instances, if given, must be their sum; 1..4096; default none
-//	decode_instances = 3          # instances = prefill_instances + decode_instances; 1..4096;
+//	                              # instances, if given, must be their sum; 1..256; default none
+//	decode_instances = 3          # instances = prefill_instances + decode_instances; 1..256;
 //	                              # default none
 //	router = "cache_aware"        # chooses each request's instance (docs/routers.md);
 //	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;
@@ -229,7 +231,7 @@
 //	                              # > 0; default "25GB/s"
 //	nic_latency = "5us"           # one way, per transfer; >= 0; default "5us"
 //	nic_lanes = 8                 # transfers a NIC has in flight per direction: they hide latency, not add bandwidth;
-//	                              # 1..2147483647; default 8
+//	                              # 1..1024; default 8
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
 //

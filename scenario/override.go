@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"kvsim/internal/tomlguard"
 )
 
 // An override is "KEY=VALUE". KEY is a top-level key (seed), SECTION.KEY
@@ -17,15 +19,22 @@ import (
 // value (true, 3, 1.5, "x"), or taken as a string when it is not one
 // (64GiB, 3GB/s, lru).
 func applySets(p *parser, root map[string]any, sets []string) error {
+	// blameSet reparses once per override to find the one at fault.
+	if len(sets) > MaxSets {
+		return &Error{Path: p.path, Msg: fmt.Sprintf("%d --set overrides: at most %d", len(sets), MaxSets)}
+	}
 	for _, set := range sets {
 		key, text, ok := strings.Cut(set, "=")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
 			return &Error{Path: p.path, Msg: fmt.Sprintf("--set %q: want KEY=VALUE, e.g. tier.ssd.capacity=4TB", set)}
 		}
-		val := setValue(strings.TrimSpace(text))
 		bad := func(format string, args ...any) error {
 			return &Error{Path: p.path, Msg: fmt.Sprintf("--set %s: ", key) + fmt.Sprintf(format, args...)}
+		}
+		val, err := setValue(strings.TrimSpace(text))
+		if err != nil {
+			return bad("%v", err)
 		}
 		parts := strings.Split(key, ".")
 		switch len(parts) {
@@ -119,17 +128,28 @@ func blameSet(data []byte, path string, sets []string, err error) error {
 	return &Error{Path: e.Path, Line: setLine, Msg: fmt.Sprintf("%s (%safter %s)", e.Msg, at, sets[k-1]), Err: e.Err}
 }
 
+// MaxSets bounds the --set overrides of one load: a few are typical, and
+// finding the one behind an error reparses once per override (20,000
+// overrides ran for minutes).
+const MaxSets = 256
+
 // setLine stands for "given on the command line" in a lineIndex.
 const setLine = -1
 
-func setValue(text string) any {
+// setValue reads an override's VALUE; one nested past tomlguard's limits
+// is refused before the TOML library sees it.
+func setValue(text string) (any, error) {
+	src := "v = " + text
+	if e := tomlguard.Check([]byte(src)); e != nil {
+		return nil, errors.New(e.Msg)
+	}
 	var m map[string]any
-	if _, err := toml.Decode("v = "+text, &m); err == nil {
+	if _, err := toml.Decode(src, &m); err == nil {
 		if v, ok := m["v"]; ok {
-			return v
+			return v, nil
 		}
 	}
-	return text
+	return text, nil
 }
 
 // asTables reads an array of tables, written [[name]] or name = [{...}].

@@ -102,7 +102,7 @@ func TestDisaggregation(t *testing.T) {
 		{"[cluster]\ndecode_instances = 3\n", "x.toml:2: cluster: decode_instances: needs prefill_instances too"},
 		{"[cluster]\nprefill_instances = 0\ndecode_instances = 3\n", "x.toml:2: cluster: prefill_instances: must be >= 1"},
 		{"[cluster]\nprefill_instances = 2\ndecode_instances = \"3\"\n", "x.toml:3: cluster: decode_instances: must be an integer"},
-		{"[cluster]\nprefill_instances = 2048\ndecode_instances = 2049\n", "x.toml:3: cluster: decode_instances: 2048 prefill + 2049 decode instances: at most 4096 in all"},
+		{"[cluster]\nprefill_instances = 128\ndecode_instances = 129\n", "x.toml:3: cluster: decode_instances: 128 prefill + 129 decode instances: at most 256 in all"},
 		{"[cluster]\ninstances = 2\nnic_lanes = 0\n", "x.toml:3: cluster: nic_lanes: must be >= 1"},
 		{"[cluster]\ninstances = 2\nnic_bandwidth = 0\n", "x.toml:3: cluster: nic_bandwidth: must be > 0"},
 		{"[cluster]\ninstances = 2\nnic_bandwidth = \"fast\"\n", "x.toml:3: cluster: nic_bandwidth: "},

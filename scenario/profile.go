@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"kvsim/internal/tomlguard"
 	"kvsim/results"
 )
 
@@ -34,6 +35,9 @@ func LoadProfile(path string) (*Profile, error) {
 	if err != nil {
 		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
 			return nil, &Error{Path: path, Msg: "profile: " + errText(err), Err: err}
+		}
+		if ge := (*tomlguard.Error)(nil); errors.As(err, &ge) {
+			return nil, &Error{Path: path, Line: ge.Line, Msg: "profile: " + ge.Msg, Err: err}
 		}
 		return nil, &Error{Path: path, Msg: "profile: " + err.Error()}
 	}
@@ -115,10 +119,36 @@ func (s *Scenario) ApplyProfile(p *Profile) {
 	}
 }
 
-// resolve makes a profile path relative to the scenario file.
-func resolve(scenarioPath, p string) string {
-	if filepath.IsAbs(p) || scenarioPath == "" {
-		return p
+// filePath anchors a relative path read from key of table: one written in
+// the file is relative to the file's folder (a scenario moves with its
+// trace), one given by --set relative to the working directory (as the
+// shell completed it).
+func (p *parser) filePath(table, key, v string) string {
+	if filepath.IsAbs(v) || p.file == "" || p.lines[keyPos{table, 0, key}] == setLine {
+		return v
 	}
-	return filepath.Join(filepath.Dir(scenarioPath), p)
+	return filepath.Join(filepath.Dir(p.file), v)
+}
+
+// CheckTrace reports a trace file that is not there, naming the scenario
+// file, the key's line (or --set) and the absolute path looked at, with
+// the rule that anchored it.
+func (s *Scenario) CheckTrace() error {
+	w := &s.Workload
+	if w.Gen != nil {
+		return nil
+	}
+	_, err := os.Stat(w.Trace)
+	if err == nil {
+		return nil
+	}
+	abs, aerr := filepath.Abs(w.Trace)
+	if aerr != nil {
+		abs = w.Trace
+	}
+	rule := "a trace path written in the scenario is relative to its folder"
+	if w.TraceLine == setLine {
+		rule = "a trace path given by --set is relative to the working directory"
+	}
+	return &Error{Path: s.Path, Line: w.TraceLine, Msg: fmt.Sprintf("workload: trace: %s: %s (%s)", abs, errText(err), rule), Err: err}
 }

@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"kvsim/internal/endpoint"
-
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +14,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"kvsim/core"
+	"kvsim/internal/endpoint"
+	"kvsim/internal/tomlguard"
 	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/trace"
@@ -205,7 +205,11 @@ type Link struct {
 
 // Workload names the trace to replay.
 type Workload struct {
-	Trace        string  // absolute, or joined to the scenario file's directory
+	// Trace is absolute, joined to the scenario file's directory when
+	// written in the file, or as given when set by --set (relative to the
+	// working directory, as the shell completes it).
+	Trace        string
+	TraceLine    int     `json:"-"` // the key's line in the file; -1: --set; 0: none (CheckTrace's message)
 	Format       string  // "mooncake" (default), "bailian", "azure", "burstgpt" or "synthetic"
 	Limit        int     // requests to read; 0 = all
 	SkipBadLines bool    // key skip_bad_lines
@@ -323,8 +327,10 @@ func LoadWith(path string, sets []string) (*Scenario, error) {
 
 // readFile reads a scenario file; an error names the path once (not the
 // path inside the os error as well).
+// At most tomlguard.MaxBytes are read: a device or a huge file is refused,
+// not read whole.
 func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlguard.ReadFile(path)
 	if err != nil {
 		msg := err.Error()
 		var pe *os.PathError
@@ -389,6 +395,10 @@ func ParseWith(data []byte, path string, sets []string) (*Scenario, error) {
 
 // decode reads data as TOML and indexes its lines for messages.
 func (p *parser) decode(data []byte) (map[string]any, error) {
+	// The TOML library's cost is quadratic in nesting: bound it first.
+	if e := tomlguard.Check(data); e != nil {
+		return nil, &Error{Path: p.path, Line: e.Line, Msg: e.Msg, Err: e}
+	}
 	src := string(data)
 	var root map[string]any
 	if _, err := toml.Decode(src, &root); err != nil {
@@ -602,7 +612,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 		if err != nil {
 			return err
 		}
-		if p.profile, err = LoadProfile(resolve(p.file, name)); err != nil {
+		if p.profile, err = LoadProfile(p.filePath("", "profile", name)); err != nil {
 			return &Error{Path: p.path, Line: top.line("profile"), Msg: err.Error()}
 		}
 		s.Profile = p.profile.Path
@@ -1216,9 +1226,8 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		if w.Format == "bailian" && blockTokens%16 != 0 {
 			return w, t.errf("format", "bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got %d", blockTokens)
 		}
-		if !filepath.IsAbs(w.Trace) {
-			w.Trace = filepath.Join(filepath.Dir(t.p.file), w.Trace)
-		}
+		w.Trace = t.p.filePath(t.name, "trace", w.Trace)
+		w.TraceLine = t.line("trace")
 	}
 	limit, err := t.integer("limit")
 	if err != nil {
@@ -1249,6 +1258,9 @@ func (t *table) extraKeys() []string {
 func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "policy"), Msg: "missing [[policy]]: at least one policy is required"}
+	}
+	if len(ts) > MaxPolicies {
+		return nil, ts[MaxPolicies].errf("", "too many policies: at most %d", MaxPolicies)
 	}
 	out := make([]Policy, len(ts))
 	seen := map[string]int{}

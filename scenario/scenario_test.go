@@ -74,7 +74,7 @@ func TestMinimalDefaults(t *testing.T) {
 			{Name: "dram", Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5, Scope: "node"},
 		},
 		Links:    []Link{{From: 0, To: 1, Bandwidth: 1e9, ReverseBandwidth: 1e9, Latency: 100, ReverseLatency: 100, Lanes: 1}},
-		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), Format: "mooncake", Speedup: 1},
+		Workload: Workload{Trace: filepath.Join("scenarios", "trace.jsonl"), TraceLine: 10, Format: "mooncake", Speedup: 1},
 		Policies: []Policy{{Name: "lru", Eviction: "lru", Evictions: []string{"lru", "lru"}, Params: map[string]float64{}}},
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -187,7 +187,7 @@ func TestFull(t *testing.T) {
 			{From: 2, To: 1, Bandwidth: 5e6, ReverseBandwidth: 5e6, Latency: 500_000, ReverseLatency: 500_000, Lanes: 1},
 			{From: 1, To: 3, Bandwidth: 25e9, ReverseBandwidth: 25e9, Latency: 5000, ReverseLatency: 5000, Lanes: 1},
 		},
-		Workload: Workload{Trace: "/data/t.jsonl", Format: "mooncake", Limit: 1000, SkipBadLines: true, Speedup: 2.5},
+		Workload: Workload{Trace: "/data/t.jsonl", TraceLine: 58, Format: "mooncake", Limit: 1000, SkipBadLines: true, Speedup: 2.5},
 		Policies: []Policy{
 			{Name: "lru", Eviction: "lru", Evictions: []string{"lru", "lru", "lru", "lru"}, Params: map[string]float64{}, Admission: "after:2", PrefetchTimeout: 2e6,
 				Strategy: core.Strategy{AdmitAfter: 2, PrefetchTimeout: 2e6}},

@@ -162,7 +162,7 @@ var schema = []*section{
 			doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
 				`(vLLM's offloading keeps GPU blocks until their store completes); "evict": at once (optimistic)`},
 	}},
-	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier", fields: []field{
+	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: []field{
 		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},
 		{key: "kind", typ: tString, required: true, need: "one of %s", enum: Kinds, example: `"hbm"`},
 		{key: "capacity", typ: tBytes, defDoc: "per kind", min: above0, example: `"60GiB"`, doc: "or an integer byte count"},
@@ -188,7 +188,8 @@ var schema = []*section{
 		{key: "reverse_bandwidth", typ: tBandwidth, defDoc: "bandwidth", min: above0, example: `"25GB/s"`, doc: "to -> from"},
 		{key: "latency", typ: tDuration, defDoc: "the larger tier's", min: atLeast0, example: `"100ns"`, doc: "from -> to"},
 		{key: "reverse_latency", typ: tDuration, defDoc: "latency", min: atLeast0, example: `"100ns"`, doc: "to -> from"},
-		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: maxInt32, example: "1", doc: "transfers in flight per direction: they hide latency, not add bandwidth"},
+		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: MaxLanes, example: "1",
+			doc: "transfers in flight per direction: they hide latency, not add bandwidth\n(replay --real: a remote tier's connections or queue pairs)"},
 	}},
 	{name: "workload", required: true, fields: []field{
 		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
@@ -204,17 +205,19 @@ var schema = []*section{
 		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
 		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
 			example: "1.0", doc: "arrival times divided by it: 2 = twice the request rate"},
-		{key: "requests", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic},
-		{key: "rate", typ: tNumber, only: synthetic, doc: "new conversations per second"},
-		{key: "turns", typ: tNumber, only: synthetic, doc: "mean turns per conversation"},
-		{key: "system_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+		{key: "requests", typ: tInt, min: atLeast0, max: MaxSyntheticRequests, msg: "must be in 0..1000000", only: synthetic},
+		{key: "rate", typ: tNumber, min: above0, only: synthetic, doc: "new conversations per second"},
+		// The generator draws a turn count in about mean steps; max_context
+		// ends conversations long before 10000 turns.
+		{key: "turns", typ: tNumber, min: atLeast1, fmax: 10000, only: synthetic, doc: "mean turns per conversation"},
+		{key: "system_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
 			doc: "shared system prompt"},
-		{key: "user_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+		{key: "user_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
 			doc: "mean per turn"},
-		{key: "output_tokens", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+		{key: "output_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
 			doc: "mean per turn"},
 		{key: "think", typ: tDuration, only: synthetic, doc: "mean pause between turns"},
-		{key: "max_context", typ: tInt, min: atLeast0, max: maxInt32, msg: "must be in 0..2147483647", only: synthetic,
+		{key: "max_context", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
 			doc: "a conversation ends before its context passes this"},
 	}},
 	{name: "workload.inject", doc: "block ids for a trace without them (docs/workloads.md): system prompt -> tenant prefix\n-> session history -> new tokens, drawn from seed", fields: []field{
@@ -231,7 +234,7 @@ var schema = []*section{
 		{key: "session_gap", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 30, example: "0",
 			doc: "mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause)"},
 	}},
-	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
+	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, doc: "one simulation each; at most 64", params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
 		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
 		{key: "eviction", typ: tString, required: true, example: `"lru"`,
 			doc: `a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };` + "\n" + `a "default" entry covers the tiers not named`},
@@ -274,15 +277,41 @@ var schema = []*section{
 			doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
 		{key: "nic_latency", typ: tDuration, def: int64(5000), min: atLeast0, example: `"5us"`,
 			doc: "one way, per transfer"},
-		{key: "nic_lanes", typ: tInt, def: int64(8), min: atLeast1, max: maxInt32, example: "8",
+		{key: "nic_lanes", typ: tInt, def: int64(8), min: atLeast1, max: MaxLanes, example: "8",
 			doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
 		{key: "view_delay", typ: tDuration, def: int64(0), min: atLeast0, example: `"0s"`,
 			doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
 	}},
 }
 
-// MaxInstances bounds [cluster] instances.
-const MaxInstances = 4096
+// Ranges of the counts that cost memory or time per unit, each set from
+// what real systems use (a cap is a promise that the program can hold it):
+const (
+	// MaxInstances bounds [cluster] instances: a router fronts tens to a
+	// few hundred engine instances. Each simulated instance keeps its own
+	// tables of the trace's blocks, so instances cost memory times the
+	// trace's distinct blocks.
+	MaxInstances = 256
+	// MaxLanes bounds a link's lanes and a NIC's: transfers in flight per
+	// direction. Copy engines are a handful per GPU, NVMe drivers use a
+	// queue per core, RDMA and Redis clients tens to hundreds of
+	// connections. The simulator keeps and scans a slot per lane on every
+	// transfer, and replay --real opens a connection per lane of a remote
+	// tier.
+	MaxLanes = 1024
+	// MaxSyntheticRequests bounds [workload] requests of format =
+	// "synthetic": far past a cache's steady state; each request's
+	// record costs about 2 KB.
+	MaxSyntheticRequests = 1_000_000
+	// MaxSyntheticTokens bounds the synthetic workload's token counts: a
+	// 1M-token context is the longest common model window, and a
+	// context's blocks are generated, held and simulated one by one.
+	MaxSyntheticTokens = 1 << 20
+	// MaxPolicies bounds [[policy]] entries: a comparison is of a few to
+	// tens of policies, and each is a whole simulation whose records the
+	// run keeps (2,000 policies took 0.9 GB on 100 requests).
+	MaxPolicies = 64
+)
 
 // Scopes lists the values of [[tier]] scope.
 func Scopes() []string { return []string{"node", "cluster"} }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"kvsim/experiment"
+	"kvsim/hw"
 	"kvsim/hw/accel"
 	"kvsim/hw/doctor"
 	"kvsim/results"
@@ -44,11 +45,17 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *blockBytes < 8192 || *blockBytes%4096 != 0 {
-		return badInputf("calibrate: --block-bytes %d: must be a multiple of 4096, at least 8192", *blockBytes)
+	if *blockBytes < 8192 || *blockBytes%4096 != 0 || *blockBytes > 1<<30 {
+		return badInputf("calibrate: --block-bytes %d: must be a multiple of 4096, 8192 to 1073741824 (1 GiB)", *blockBytes)
 	}
-	if *count < 8 {
-		return badInputf("calibrate: --count must be >= 8")
+	// A median needs thousands of moves, not millions; slot ids are int32.
+	if *count < 8 || *count > maxCalibrateCount {
+		return badInputf("calibrate: --count %d: must be in 8..%d", *count, maxCalibrateCount)
+	}
+	// A measurement holds count blocks in each of two stores at once.
+	if need, mem := 2*int64(*count)*int64(*blockBytes), hw.MemInfo("MemAvailable"); mem > 0 && need > mem {
+		return badInputf("calibrate: --count %d x --block-bytes %d x 2 stores = %s held at once, more than the %s of memory available",
+			*count, *blockBytes, scenario.FormatBytes(need), scenario.FormatBytes(mem))
 	}
 	if *remote != "" {
 		if err := scenario.CheckEndpoint(*remote); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"kvsim/internal/golden"
+	"kvsim/internal/testenv"
 	"kvsim/scenario"
 )
 
@@ -90,11 +91,14 @@ func outputsGolden(t *testing.T, file, name, goldenPath string) {
 	// Outputs do not depend on --parallel: use the machine's cores.
 	args := []string{"run", "--parallel", strconv.Itoa(max(2, runtime.GOMAXPROCS(0)))}
 	if slices.Contains(sharedTraceScenarios, name) {
-		abs := needSharedTrace(t)
+		// The shared copy only: outputs hold the path as given, so the
+		// goldens pin this one.
+		abs := testenv.Shared(t, "traces", "conversation_trace.jsonl")
 		if testing.Short() {
 			t.Skipf("%s: the full conversation trace is slow under -short", name)
 		}
-		dir, err := filepath.Abs(filepath.Dir(file))
+		// A --set path is relative to the working directory.
+		dir, err := os.Getwd()
 		if err != nil {
 			t.Fatal(err)
 		}

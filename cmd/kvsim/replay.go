@@ -71,7 +71,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	tracePath := pos[0]
 	if _, err := os.Stat(tracePath); err != nil {
-		return badInputf("replay: %v", err)
+		return badInputf("replay: trace: %s", lookedAt(tracePath, err))
 	}
 	var sc *scenario.Scenario
 	if o.scenario == "" {

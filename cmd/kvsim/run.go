@@ -70,8 +70,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		if err != nil {
 			return badInput(err)
 		}
-		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
-			return badInputf("%s: workload: trace: %v", sc.Path, err)
+		if err := sc.CheckTrace(); err != nil {
+			return badInput(err)
 		}
 		if prev, dup := seen[sc.Name]; dup {
 			return badInputf("%s: scenario name %q already used by %s (results would collide)", p, sc.Name, prev)

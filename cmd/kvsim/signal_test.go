@@ -28,7 +28,7 @@ func TestInterrupted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"run", "--quiet", "--out", out, "--set", "workload.requests=3000000", sc}
+			args := []string{"run", "--quiet", "--out", out, "--set", "workload.requests=1000000", sc}
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"))
 			var stderr bytes.Buffer

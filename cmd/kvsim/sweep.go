@@ -94,11 +94,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Every point's trace (--vary workload.trace gives each its own) and
 	// --assets are checked before any folder is made.
 	for i, sc := range scs {
-		if _, err := os.Stat(sc.Workload.Trace); sc.Workload.Gen == nil && err != nil {
+		if err := sc.CheckTrace(); err != nil {
 			if len(scs) > 1 && sc.Workload.Trace != base.Workload.Trace {
-				return badInputf("%s: workload: trace (value %q): %v", base.Path, labels[i], err)
+				return badInputf("%v (--vary value %q)", err, labels[i])
 			}
-			return badInputf("%s: workload: trace: %v", base.Path, err)
+			return badInput(err)
 		}
 	}
 	if o.assets != "" {

@@ -101,8 +101,8 @@ func TestSweepInputsBeforeWork(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--vary", "workload.trace", "--values", "../traces/synthetic.jsonl," + missing},
-			`workload: trace (value "` + missing + `"): stat ` + missing},
+		{[]string{"--vary", "workload.trace", "--values", "../../traces/synthetic.jsonl," + missing},
+			`workload: trace: ` + missing + `: no such file or directory (a trace path given by --set is relative to the working directory) (--vary value "` + missing + `")`},
 		{[]string{"--vary", "seed", "--values", "1,2", "--assets", filepath.Join(dir, "none")},
 			"sweep: --assets: stat " + filepath.Join(dir, "none", "echarts.min.js")},
 	} {

@@ -1,7 +1,7 @@
 // Package testenv is what kvsim's tests share about their environment:
 // whether a missing prerequisite skips or fails (KVSIM_REQUIRE_ALL, and
-// KVSIM_REQUIRE_GPU for an accelerator), where
-// the module and the shared data beside it are, and golden files.
+// KVSIM_REQUIRE_GPU for an accelerator), where the module, the shared data
+// beside it and downloaded traces (KVSIM_TRACES) are.
 //
 // Only tests import it.
 package testenv
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -111,10 +112,43 @@ func Shared(tb testing.TB, elem ...string) string {
 	return p
 }
 
-// ConversationTrace is the shared Mooncake conversation trace (Shared).
+// TraceDirs are the folders a third-party trace is looked for in, in
+// order: $KVSIM_TRACES if set, the repository's traces/ (where the README
+// says to put a download; git-ignored), and traces/ of the shared data
+// beside the repository.
+func TraceDirs(tb testing.TB) []string {
+	tb.Helper()
+	var dirs []string
+	if d := os.Getenv("KVSIM_TRACES"); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		dirs = append(dirs, d)
+	}
+	return append(dirs, Path(tb, "traces"), SharedPath(tb, "traces"))
+}
+
+// Trace is the first of TraceDirs holding the trace file name: when none
+// does, the test skips (or fails, under KVSIM_REQUIRE_ALL) naming every
+// place it looked and where the file comes from.
+func Trace(tb testing.TB, name, source string) string {
+	tb.Helper()
+	dirs := TraceDirs(tb)
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	Missing(tb, "%s not found in %s: download it from %s into one of them (or name its folder with KVSIM_TRACES)",
+		name, strings.Join(dirs, ", "), source)
+	return ""
+}
+
+// ConversationTrace is the Mooncake conversation trace (Trace).
 func ConversationTrace(tb testing.TB) string {
 	tb.Helper()
-	return Shared(tb, "traces", "conversation_trace.jsonl")
+	return Trace(tb, "conversation_trace.jsonl", "kvcache-ai/Mooncake, folder FAST25-release/traces")
 }
 
 // Reference is a shared reference result, shared/reference/NAME (Shared).

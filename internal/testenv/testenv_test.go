@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +44,29 @@ func TestSkipOrFail(t *testing.T) {
 		MissingGPU(&r, "no %s", "GPU")
 		if (r.failed != "") != c.failG || (r.skipped != "") == c.failG {
 			t.Errorf("ALL=%q GPU=%q: MissingGPU failed %q, skipped %q", c.all, c.gpu, r.failed, r.skipped)
+		}
+	}
+}
+
+// A downloaded trace is found in $KVSIM_TRACES, the repository's traces/
+// or the shared data's; when it is in none, the skip names every place
+// looked and where the file comes from (the tests used to look in the
+// shared folder only, while the README said traces/).
+func TestTrace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x_trace.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KVSIM_REQUIRE_ALL", "")
+	t.Setenv("KVSIM_TRACES", dir)
+	if got := Trace(t, "x_trace.jsonl", "nowhere"); got != filepath.Join(dir, "x_trace.jsonl") {
+		t.Errorf("in KVSIM_TRACES: %q", got)
+	}
+	var r rec
+	Trace(&r, "none_trace.jsonl", "example.org/traces")
+	for _, want := range []string{dir, Path(t, "traces"), SharedPath(t, "traces"), "example.org/traces", "KVSIM_TRACES"} {
+		if !strings.Contains(r.skipped, want) {
+			t.Errorf("skip %q does not name %s", r.skipped, want)
 		}
 	}
 }
