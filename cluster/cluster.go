@@ -85,7 +85,7 @@ func (r *Result) Total() *sim.Result {
 			t.Devices = append([]sim.DeviceStats(nil), in.Devices...)
 			t.TTFT, t.Queue, t.TPOT, t.E2E, t.LoadWait = core.Hist{}, core.Hist{}, core.Hist{}, core.Hist{}, core.Hist{}
 		} else {
-			addStats(&t.Stats, &in.Stats)
+			t.Stats.Add(&in.Stats)
 			for i := range min(len(t.Links), len(in.Links)) {
 				l := &t.Links[i]
 				l.Bytes += in.Links[i].Bytes
@@ -162,34 +162,6 @@ func cloneStats(s core.Stats) core.Stats {
 
 func statSlices(s *core.Stats) []*[]int64 {
 	return []*[]int64{&s.Hits, &s.Evictions, &s.Demotions, &s.Drops, &s.Promotions, &s.AdmissionDenied, &s.Lost, &s.PeakUsed}
-}
-
-// addStats adds o to s; peak use adds up too (the cluster's bytes, each
-// instance at its own peak: an upper bound of the cluster's peak).
-func addStats(s, o *core.Stats) {
-	s.Requests += o.Requests
-	s.Rejected += o.Rejected
-	s.BlockAccesses += o.BlockAccesses
-	s.Misses += o.Misses
-	s.BlockHits += o.BlockHits
-	s.RecomputedTokens += o.RecomputedTokens
-	s.DepWaits += o.DepWaits
-	s.WriteThroughs += o.WriteThroughs
-	s.TransientLoads += o.TransientLoads
-	s.Prefetches += o.Prefetches
-	s.PrefetchLate += o.PrefetchLate
-	s.RecomputeCuts += o.RecomputeCuts
-	s.Preemptions += o.Preemptions
-	s.ResumeTokens += o.ResumeTokens
-	s.Staged += o.Staged
-	s.PoolRemoteHits += o.PoolRemoteHits
-	s.Transferred += o.Transferred
-	ss, os := statSlices(s), statSlices(o)
-	for k := range ss {
-		for i := range min(len(*ss[k]), len(*os[k])) {
-			(*ss[k])[i] += (*os[k])[i]
-		}
-	}
 }
 
 // Run replays src over the cluster. obs (optional) sees every finished or

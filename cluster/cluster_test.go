@@ -247,6 +247,7 @@ func randomScenario(seed uint64) (sim.Config, []core.Request) {
 	cfg.Core.Tiers[1].Capacity = int64(60+rng.IntN(100)) * 4000
 	cfg.Core.MaxRunning = rng.IntN(5)
 	cfg.GPU.MaxBatchedTokens = []int{4, 8, 16, 64}[rng.IntN(4)]
+	cfg.Core.HoldEvicted = seed%3 != 0 // evicted HBM held until its copy has left, as by default
 	return cfg, coretest.Conversations(rng, 80)
 }
 
@@ -307,6 +308,22 @@ func TestClusterInvariants(t *testing.T) {
 		tot := res.Total()
 		if tot.Stats.Requests+tot.Stats.Rejected != int64(len(reqs)) {
 			t.Fatalf("seed %d: %d finished + %d rejected of %d", seed, tot.Stats.Requests, tot.Stats.Rejected, len(reqs))
+		}
+		// Every counter of the totals is the instances' sum (the drain
+		// counters were once left out).
+		var want core.Stats
+		for k, in := range res.Instances {
+			if k == 0 {
+				want = cloneStats(in.Stats)
+				continue
+			}
+			for _, f := range [...][2]*int64{{&want.PeakDraining, &in.Stats.PeakDraining}, {&want.DrainWaits, &in.Stats.DrainWaits},
+				{&want.GrowWaits, &in.Stats.GrowWaits}, {&want.Requests, &in.Stats.Requests}} {
+				*f[0] += *f[1]
+			}
+		}
+		if tot.Stats.PeakDraining != want.PeakDraining || tot.Stats.DrainWaits != want.DrainWaits || tot.Stats.GrowWaits != want.GrowWaits || tot.Stats.Requests != want.Requests {
+			t.Fatalf("seed %d: totals %+v, instances sum to %+v", seed, tot.Stats, want)
 		}
 		if res.BestPrefix > res.WithPrefix || (n > 1 && seed%2 == 1 && res.BestPrefix != res.WithPrefix) {
 			t.Fatalf("seed %d: best prefix %d of %d", seed, res.BestPrefix, res.WithPrefix)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 
 	"kvsim/policy"
 )
@@ -368,4 +369,27 @@ func sum(xs []int64) int64 {
 		n += x
 	}
 	return n
+}
+
+// Add adds o's counters to s, element by element for per-tier ones (up to
+// the shorter length); a peak adds up too (the sum of parts' peaks: an
+// upper bound of the whole's). Every field is found by reflection, so a
+// counter added to Stats cannot be left out of a cluster's totals; a field
+// of another type panics (TestStatsAdd reaches every field).
+func (s *Stats) Add(o *Stats) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()
+	for i := range sv.NumField() {
+		f, g := sv.Field(i), ov.Field(i)
+		switch f.Kind() {
+		case reflect.Int64:
+			f.SetInt(f.Int() + g.Int())
+		case reflect.Slice:
+			a, b := f.Interface().([]int64), g.Interface().([]int64)
+			for k := range min(len(a), len(b)) {
+				a[k] += b[k]
+			}
+		default:
+			panic("core: Stats.Add: field " + sv.Type().Field(i).Name + " of kind " + f.Kind().String())
+		}
+	}
 }
