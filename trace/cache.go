@@ -634,8 +634,11 @@ func ConvertContext(ctx context.Context, path, out string, opt Options) error {
 // copy of: smaller traces parse in milliseconds.
 var CacheMinBytes int64 = 4 << 20
 
-// CacheEnv names the environment variable that turns the cache off
-// ("off"; anything else leaves it on).
+// CacheEnv names the environment variable that sets where the cache goes:
+// "off" turns it off, "beside" builds it beside the trace (NAME.kvtc)
+// where that can be written; anything else, the default, in the user's
+// cache folder, so that kvsim adds no file beside a user's trace unless
+// asked.
 const CacheEnv = "KVSIM_TRACE_CACHE"
 
 // cacheDir is where a cache goes when not beside its trace.
@@ -647,8 +650,9 @@ func cacheDir() (string, error) {
 	return filepath.Join(d, "kvsim"), nil
 }
 
-// cachePaths are the places a cache of path may be: beside it, then in
-// the cache folder (named by its absolute path).
+// cachePaths are the places a cache of path may be: beside it (read if
+// kvsim wrote one, built there only when asked), then in the cache folder
+// (named by its absolute path).
 func cachePaths(path string) []string {
 	out := []string{path + ".kvtc"}
 	if d, err := cacheDir(); err == nil {
@@ -732,7 +736,8 @@ func OpenCachedContext(ctx context.Context, path string, opt Options) (*Reader, 
 	var sum [sha256.Size]byte
 	hashed := false
 	var build string
-	for _, p := range cachePaths(path) {
+	beside := os.Getenv(CacheEnv) == "beside"
+	for i, p := range cachePaths(path) {
 		exists, mine := ours(p)
 		if exists && !mine {
 			continue // not ours: never touched
@@ -759,7 +764,7 @@ func OpenCachedContext(ctx context.Context, path string, opt Options) (*Reader, 
 				}
 			}
 		}
-		if build == "" && writableDir(p) {
+		if build == "" && (i > 0 || beside) && writableDir(p) {
 			build = p
 		}
 	}

@@ -207,6 +207,7 @@ func openDump(t *testing.T, path string, opt Options) (string, bool) {
 
 func TestCacheAuto(t *testing.T) {
 	cacheEnv(t)
+	t.Setenv(CacheEnv, "beside") // a file to look at and damage
 	dir := t.TempDir()
 	src := filepath.Join(dir, "t.jsonl")
 	copyFile(t, "../traces/synthetic.jsonl", src)
@@ -312,6 +313,7 @@ func TestCacheNotOurs(t *testing.T) {
 // skipping), with a marker so that it is not converted again.
 func TestCacheBadLines(t *testing.T) {
 	cacheEnv(t)
+	t.Setenv(CacheEnv, "beside") // a file to look at and damage
 	dir := t.TempDir()
 	src := filepath.Join(dir, "b.jsonl")
 	os.WriteFile(src, []byte("{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\nnope\n{\"timestamp\": 2, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n"), 0o644)
@@ -508,6 +510,7 @@ func TestCacheEditOutsideSamples(t *testing.T) {
 // hash) is rebuilt, never read.
 func TestCacheOldVersion(t *testing.T) {
 	cacheEnv(t)
+	t.Setenv(CacheEnv, "beside") // a file to look at and damage
 	src := filepath.Join(t.TempDir(), "t.jsonl")
 	copyFile(t, "testdata/gen_tiny.jsonl", src)
 	want := dumpFile(t, src, Options{})
@@ -571,5 +574,36 @@ func TestCacheCancelled(t *testing.T) {
 	r.Close()
 	if _, err := OpenCachedContext(ctx, src, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("hash under a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// TestCacheNotBesideByDefault: unless asked (KVSIM_TRACE_CACHE=beside),
+// the cache goes to the user's cache folder and nothing is added beside
+// the trace; a cache kvsim wrote beside it earlier is still read.
+func TestCacheNotBesideByDefault(t *testing.T) {
+	home := cacheEnv(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "t.jsonl")
+	copyFile(t, "../traces/synthetic.jsonl", src)
+	want := dumpFile(t, src, Options{})
+	if got, bin := openDump(t, src, Options{}); got != want || !bin {
+		t.Fatalf("first open: binary %v, same %v", bin, got == want)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("added beside the trace: %v", ents)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "t.jsonl-*.kvtc")); len(m) != 1 {
+		t.Fatalf("no cache in the cache folder: %v", m)
+	}
+	// One written beside it when asked is read, not rebuilt elsewhere.
+	os.RemoveAll(home)
+	t.Setenv(CacheEnv, "beside")
+	openDump(t, src, Options{})
+	t.Setenv(CacheEnv, "")
+	if got, bin := openDump(t, src, Options{}); got != want || !bin {
+		t.Fatalf("beside cache: binary %v, same %v", bin, got == want)
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Errorf("rebuilt in the cache folder though one beside the trace was good")
 	}
 }
