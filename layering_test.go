@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"results":  {"internal/tomlguard"},
+	"results":  {"internal/tomlguard", "internal/atomicfile"},
 	"scenario": {"core", "policy", "trace", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
+	"internal/atomicfile":  {},                 // writing a file whole (temporary + rename), and the temporaries' names
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
 	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }
