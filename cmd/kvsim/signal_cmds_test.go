@@ -62,7 +62,7 @@ func TestCommandsInterrupted(t *testing.T) {
 		{name: "sweep", sig: syscall.SIGINT,
 			args: func(dir string) []string {
 				return []string{"sweep", "--quiet", "--tier", "hbm", "--capacities", "20GiB,40GiB", "--out", dir,
-					"--set", "workload.requests=3000000", "../../scenarios/synthetic_seed.toml"}
+					"--set", "workload.requests=1000000", "../../scenarios/synthetic_seed.toml"}
 			},
 			allowed: []string{"synthetic_seed-hbm-20GiB", "synthetic_seed-hbm-40GiB", "synthetic_seed-hbm-20GiB/.kvsim.lock", "synthetic_seed-hbm-40GiB/.kvsim.lock"}},
 		{name: "trace stats", sig: syscall.SIGINT,
