@@ -47,8 +47,8 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
-	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
+	"experiment":           {"core", "policy", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
+	"internal/testenv":     {},                                                                                                                                          // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)

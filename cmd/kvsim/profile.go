@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"kvsim/internal/atomicfile"
 	"os"
 	"runtime"
 	"runtime/pprof"
 
 	"kvsim/experiment"
+	"kvsim/internal/atomicfile"
 	"kvsim/results"
 )
 
@@ -21,7 +21,7 @@ func checkProfilePath(what, path string, others []role) error {
 	if err := checkNotInput(what, path, others); err != nil {
 		return err
 	}
-	return checkReplace(what, path, results.IsPprof, "kvsim replaces only a pprof profile; move it or give another path")
+	return experiment.CheckReplace(what, path, results.IsPprof, "kvsim replaces only a pprof profile; move it or give another path")
 }
 
 // startProfiles starts a CPU profile and arranges a heap profile, for

@@ -146,7 +146,7 @@ func Write(path string, data []byte) error {
 // Named makes a file error name path, the file the user knows, not a
 // temporary one: a *fs.PathError of op with the error's cause.
 func Named(op, path string, err error) error {
-	return &fs.PathError{Op: op, Path: path, Err: cause(err)}
+	return &fs.PathError{Op: op, Path: path, Err: Cause(err)}
 }
 
 // at is Named keeping the failed operation (a rename's is "rename"); an
@@ -163,8 +163,9 @@ func at(path string, err error) error {
 	return err
 }
 
-// cause strips a file error of its operation and path.
-func cause(err error) error {
+// Cause strips a file error of its operation and path, for a message
+// that names the file itself (or another: the file the user knows).
+func Cause(err error) error {
 	var pe *fs.PathError
 	var le *os.LinkError
 	switch {
