@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"policy":   {},
 	"core":     {"policy"},
 	"trace":    {},
-	"results":  {"internal/tomlguard"},
+	"results":  {"internal/tomlguard", "internal/atomicfile"},
 	"scenario": {"core", "policy", "trace", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
@@ -47,11 +47,12 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
-	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
+	"experiment":           {"core", "policy", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
+	"internal/testenv":     {},                                                                                                                                          // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
+	"internal/atomicfile":  {},                 // writing a file whole (temporary + rename), and the temporaries' names
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
 	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }

@@ -1,11 +1,9 @@
 package experiment
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
+	"kvsim/internal/atomicfile"
 	"kvsim/results"
 )
 
@@ -64,14 +62,4 @@ func CheckLoss(r *results.Replay) error {
 // PathErr strips the path from a file error whose message names the path
 // already (or should name another: the file the user knows, not a
 // temporary one).
-func PathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
+func PathErr(err error) error { return atomicfile.Cause(err) }

@@ -1,12 +1,16 @@
 package experiment_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"kvsim/core"
 	"kvsim/experiment"
+	"kvsim/results"
 	"kvsim/scenario"
 )
 
@@ -39,4 +43,42 @@ func Example() {
 	// s3fifo     hit 0.423  TTFT p50 46.5 ms
 	// prefix-lru hit 0.423  TTFT p50 45.5 ms
 	// records: 2000
+}
+
+// Run with Options.Out writes a complete results folder, the same as kvsim
+// run writes: locked while written, summary.json, requests.csv and
+// report.html put in place as one set. Rerender, what kvsim report does,
+// renders the same page again from the saved files, byte for byte.
+func Example_resultsFolder() {
+	out, err := os.MkdirTemp("", "kvsim-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(out)
+	sc, err := scenario.Load("../scenarios/quickstart.toml")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := experiment.Run(context.Background(), sc, experiment.Options{Out: out, Limit: 200, Workers: 2}); err != nil {
+		panic(err)
+	}
+	dir := filepath.Join(out, sc.Name)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != results.LockFile {
+			fmt.Println(filepath.Join(sc.Name, e.Name()))
+		}
+	}
+	page := filepath.Join(dir, results.PageFile)
+	ran, _ := os.ReadFile(page)
+	if err := experiment.Rerender(context.Background(), []string{dir}, experiment.Options{}, nil); err != nil {
+		panic(err)
+	}
+	again, _ := os.ReadFile(page)
+	fmt.Println("re-rendered report.html identical:", bytes.Equal(ran, again))
+	// Output:
+	// quickstart/report.html
+	// quickstart/requests.csv
+	// quickstart/summary.json
+	// re-rendered report.html identical: true
 }

@@ -22,11 +22,23 @@ import (
 // Options say how Run runs a scenario. The zero value simulates every
 // policy one after the other, writes nothing and reports no progress.
 type Options struct {
-	// Out, if set, is the results folder's parent: Run writes
-	// Out/<scenario name>/requests.csv, summary.json and, with Page,
-	// report.html, as one set (results.WriteSet); without Page an old
-	// report.html is removed, as it would describe another run.
+	// Out, if set, is the results folders' parent: Run writes
+	// Out/<scenario name>/ whole, as kvsim run does: summary.json,
+	// requests.csv and report.html, as one set (results.WriteSet), in a
+	// folder checked, made and locked first (OpenResults).
 	Out string
+	// OutFlag is what error messages call Out ("--out" if empty).
+	OutFlag string
+	// Assets, if set, is a local ECharts dist folder (holding
+	// echarts.min.js), copied beside each page so that it needs no
+	// network; pages load ECharts online otherwise.
+	Assets string
+	// Wait waits for a results folder another kvsim is writing, rather
+	// than failing at once.
+	Wait bool
+	// Warn, if set, hears what is worth telling but no error: a results
+	// folder whose files come from different runs, about to be replaced.
+	Warn func(msg string)
 	// Limit, if > 0, replays at most that many requests (overriding the
 	// scenario's [workload] limit).
 	Limit int
@@ -41,10 +53,6 @@ type Options struct {
 	// Progress, if set, hears of every request read, from every policy's
 	// goroutine.
 	Progress Progress
-	// Page, if set with Out, renders report.html from the summary and the
-	// run's requests.csv (at the path given: a temporary file until the
-	// folder's files are put in place together, results.WriteSet).
-	Page func(sum *results.Summary, requestsCSV string) ([]byte, error)
 	// OnRecord, if set, receives each finished request of policy
 	// sc.Policies[policy]: called from that policy's goroutine (policies
 	// run in parallel), r valid during the call only.
@@ -74,11 +82,29 @@ type policyRun struct {
 	cluster *cluster.Result // with [cluster]
 }
 
-// Run simulates every policy of sc over its trace and summarises them.
-// Errors are *InputError for bad input (the trace, a value the trace
-// cannot go with), ctx's error when interrupted, and others for the
-// machine (writing under Out).
+// Run simulates every policy of sc over its trace and summarises them;
+// with o.Out it writes the results folder. Errors are *InputError for bad
+// input (the trace, a value the trace cannot go with, a results folder
+// kvsim cannot write or another kvsim holds), ctx's error when
+// interrupted, and others for the machine (writing under Out).
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summary, error) {
+	if o.Out == "" {
+		return run(ctx, sc, o, nil, "")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := OpenResults(ctx, []string{sc.Name}, false, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Run(ctx, sc, o)
+}
+
+// run is Run writing into folder f (none if nil), with ECharts copied
+// from assets.
+func run(ctx context.Context, sc *scenario.Scenario, o Options, f *results.Folder, assets string) (*results.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,11 +119,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 		o.Progress = noProgress{}
 	}
 	dir := ""
-	if o.Out != "" {
-		dir = filepath.Join(o.Out, sc.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
+	if f != nil {
+		dir = f.Dir
 	}
 	opt := TraceOptions(sc, o.SkipBadLines, o.Limit)
 	id, err := runID(sc, opt, o.Sweep)
@@ -156,16 +179,16 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*results.Summar
 	for _, r := range runs {
 		parts = append(parts, r.csv)
 	}
-	var page func(string) ([]byte, error)
 	var pageErr error
-	if o.Page != nil {
-		page = func(csv string) ([]byte, error) {
-			b, err := o.Page(sum, csv)
-			pageErr = err
-			return b, err
-		}
+	page := func(csv string) ([]byte, error) {
+		// Rendered before any file of the set is renamed in: stopping
+		// here would leave the old set whole, but the run is done, so
+		// finish.
+		b, err := renderPage(context.Background(), dir, csv, sum, assets)
+		pageErr = err
+		return b, err
 	}
-	if err := results.WriteSet(dir, tierNames(sc), parts, sum, page); err != nil {
+	if err := f.WriteSet(tierNames(sc), parts, sum, page); err != nil {
 		switch {
 		case pageErr != nil:
 			return nil, pageErr
@@ -202,7 +225,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	var w *bufio.Writer
 	if dir != "" {
 		var err error
-		if tmp, err = os.CreateTemp(dir, ".requests-*.csv"); err != nil {
+		if tmp, err = results.PartTemp.Create(dir); err != nil {
 			pr.err = fmt.Errorf("run: %w", err)
 			return
 		}

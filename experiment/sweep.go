@@ -44,8 +44,22 @@ func LoadSweep(path string, sets []string, key, tag string, values []string) (*S
 
 // Run runs each point in turn (Run, with o), marking its summary with its
 // value; done, if set, is called with each point's summary before the next
-// starts, and its error stops the sweep.
+// starts, and its error stops the sweep. With o.Out, every point's folder
+// is checked, made and locked before any is simulated (OpenResults), and
+// Out/index.html compares the points at the end, as kvsim sweep writes.
 func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *results.Summary) error) ([]*results.Summary, error) {
+	var r *Results
+	if o.Out != "" {
+		var names []string
+		for _, sc := range s.Points {
+			names = append(names, sc.Name)
+		}
+		var err error
+		if r, err = OpenResults(ctx, names, true, o); err != nil {
+			return nil, err
+		}
+		defer r.Close()
+	}
 	release, err := SpoolScenarios(ctx, s.Points...) // one copy of a piped trace for every point
 	if err != nil {
 		return nil, err
@@ -54,7 +68,12 @@ func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *result
 	var sums []*results.Summary
 	for i, sc := range s.Points {
 		o.Sweep = &results.SweepPoint{Key: s.Key, Value: s.Values[i]}
-		sum, err := Run(ctx, sc, o)
+		var sum *results.Summary
+		if r != nil {
+			sum, err = r.Run(ctx, sc, o)
+		} else {
+			sum, err = Run(ctx, sc, o)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -64,6 +83,11 @@ func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *result
 			}
 		}
 		sums = append(sums, sum)
+	}
+	if r != nil {
+		if err := r.WriteIndex(ctx, sums); err != nil {
+			return nil, err
+		}
 	}
 	return sums, nil
 }

@@ -27,7 +27,7 @@ import (
 const DefaultAssetsHost = "https://go-echarts.github.io/go-echarts-assets/assets/"
 
 // EChartsFile is the script every page loads.
-const EChartsFile = "echarts.min.js"
+const EChartsFile = results.EChartsFile
 
 // Options says where a page gets ECharts from.
 type Options struct {

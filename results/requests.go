@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"kvsim/internal/atomicfile"
 )
 
 // Request is one row of requests.csv: one request under one policy. Times
@@ -130,7 +132,7 @@ func WriteRequests(path string, tiers []string, parts []string) error {
 // stageRequests writes what WriteRequests puts at path to a temporary
 // file beside it and returns its name.
 func stageRequests(path string, tiers []string, parts []string) (string, error) {
-	return stageWith(path, func(w io.Writer) error {
+	return atomicfile.Stage(path, func(w io.Writer) error {
 		if _, err := io.WriteString(w, RequestsHeader(tiers)); err != nil {
 			return err
 		}

@@ -7,13 +7,12 @@ package results
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
+
+	"kvsim/internal/atomicfile"
 )
 
 // Summary is summary.json.
@@ -317,42 +316,7 @@ type TimeSeries struct {
 
 // WriteFileAtomic writes data to path through a temporary file and a
 // rename, so a failure never leaves a half-written file behind.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		// Name the file the caller asked for, not the temporary pattern.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = &fs.PathError{Op: "create", Path: path, Err: pe.Err}
-		}
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Chmod(0o644) // CreateTemp makes 0600; results are for sharing
-	}
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		// Name the file the caller asked for, not the temporary one.
-		var pe *fs.PathError
-		if errors.As(werr, &pe) {
-			werr = &fs.PathError{Op: pe.Op, Path: path, Err: pe.Err}
-		}
-		var le *os.LinkError
-		if errors.As(werr, &le) {
-			werr = &fs.PathError{Op: "rename", Path: path, Err: le.Err}
-		}
-	}
-	return werr
-}
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // MarshalJSON indents v and leaves "->" in keys readable (encoding/json
 // escapes '>' for HTML by default); it ends with a newline.

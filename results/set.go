@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"kvsim/internal/atomicfile"
 )
 
 // A results folder (DIR/<scenario>/) holds one run's summary.json,
@@ -124,49 +125,15 @@ func WriteSet(dir string, tiers, parts []string, sum *Summary, page func(request
 // stage writes data whole to a temporary file beside path, fsync'ed, and
 // returns its name.
 func stage(path string, data []byte) (string, error) {
-	return stageWith(path, func(w io.Writer) error {
+	return atomicfile.Stage(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-// stageWith is stage of what write writes. The temporary file's name is
-// ".NAME.DIGITS", which kvsim removes from a folder it locks.
-func stageWith(path string, write func(io.Writer) error) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return "", err
-	}
-	err = f.Chmod(0o644) // CreateTemp makes 0600; results are for sharing
-	if err == nil {
-		err = write(f)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
-}
-
 // named makes err name path, the file the user knows, not a temporary
 // one.
-func named(op, path string, err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		err = pe.Err
-	case errors.As(err, &le):
-		err = le.Err
-	}
-	return &fs.PathError{Op: op, Path: path, Err: err}
-}
+func named(op, path string, err error) error { return atomicfile.Named(op, path, err) }
 
 // syncDir makes the renames and removals in dir durable where the file
 // system allows; the order of steps that a kill sees does not depend on

@@ -75,7 +75,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := checkNotInput("calibrate: --out", *out, scratch); err != nil {
 			return err
 		}
-		return checkReplace("calibrate: --out", *out, results.IsProfile,
+		return experiment.CheckReplace("calibrate: --out", *out, results.IsProfile,
 			"kvsim replaces only a profile calibrate wrote (its first line says so); move it or give another file")
 	}
 	if *out != "" {
@@ -83,7 +83,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	if err := prepareOutDir("calibrate: --dir", *dir); err != nil {
+	if err := experiment.PrepareDir("calibrate: --dir", *dir); err != nil {
 		return err
 	}
 	if err := checkCalibrateScratch(*dir); err != nil {

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"kvsim/experiment"
+	"kvsim/internal/atomicfile"
 	"kvsim/results"
 	"kvsim/trace"
 )
@@ -103,30 +102,19 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // writeAtomic writes path through a temporary file in the same directory and
 // renames it into place, so a failure never leaves a half-written trace.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return badInputf("gen: --out %s: %v", path, experiment.PathErr(err))
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
 	if err := write(f); err != nil {
+		atomicfile.Discard(f)
 		if errors.As(err, new(*inputError)) {
 			return err
 		}
 		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Commit(f, path); err != nil {
 		return fmt.Errorf("gen: write %s: %w", path, experiment.PathErr(err))
 	}
 	return nil

@@ -229,7 +229,7 @@ func checkMRCPage(path, tracePath, assets string) error {
 	if err := checkNotInput("mrc: --html", path, ins); err != nil {
 		return err
 	}
-	if err := checkReplace("mrc: --html", path, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
+	if err := experiment.CheckReplace("mrc: --html", path, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
 		return err
 	}
 	if assets == "" {
@@ -239,7 +239,7 @@ func checkMRCPage(path, tracePath, assets string) error {
 		return badInputf("mrc: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)",
 			filepath.Join(assets, report.EChartsFile))
 	}
-	return checkAssetsDir("mrc: --html "+path, filepath.Dir(path), assets)
+	return experiment.CheckAssetsDir("mrc: --html "+path, filepath.Dir(path), assets)
 }
 
 // writeMRCHTML renders the curves with the report package.
@@ -256,7 +256,7 @@ func writeMRCHTML(path, assets, title string, res []mrc.Result) error {
 		curves[i].SizeBlocks = append(curves[i].SizeBlocks, r.SizeBlocks)
 		curves[i].MissRatio = append(curves[i].MissRatio, r.MissRatio)
 	}
-	o, err := pageOptions(filepath.Dir(path), assets)
+	o, err := experiment.PageOptions(filepath.Dir(path), assets)
 	if err != nil {
 		return badInput(err)
 	}

@@ -158,7 +158,7 @@ func mkdirAll(t *testing.T, p string) string {
 func holdLock(t *testing.T, dir string) func() {
 	t.Helper()
 	mkdirAll(t, dir)
-	unlock, err := lockDirs(context.Background(), []string{dir}, false)
+	_, unlock, err := results.LockAll(context.Background(), []string{dir}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

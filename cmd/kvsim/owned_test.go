@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"kvsim/experiment"
 	"kvsim/results"
 )
 
@@ -128,7 +129,7 @@ func TestOutputsNeverReplaceForeign(t *testing.T) {
 	}
 	// A profile calibrate wrote is replaceable, by its first line.
 	writeFile(t, root, "c.toml", "# kvsim hardware profile, written by kvsim calibrate for 65536-byte blocks.\n")
-	if err := checkReplace("calibrate: --out", cal, results.IsProfile, ""); err != nil {
+	if err := experiment.CheckReplace("calibrate: --out", cal, results.IsProfile, ""); err != nil {
 		t.Errorf("calibrate's own profile refused: %v", err)
 	}
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 
 	"kvsim/experiment"
+	"kvsim/internal/atomicfile"
 	"kvsim/results"
 )
 
@@ -21,7 +21,7 @@ func checkProfilePath(what, path string, others []role) error {
 	if err := checkNotInput(what, path, others); err != nil {
 		return err
 	}
-	return checkReplace(what, path, results.IsPprof, "kvsim replaces only a pprof profile; move it or give another path")
+	return experiment.CheckReplace(what, path, results.IsPprof, "kvsim replaces only a pprof profile; move it or give another path")
 }
 
 // startProfiles starts a CPU profile and arranges a heap profile, for
@@ -34,13 +34,12 @@ func startProfiles(cpu, mem string) (stop func() error, err error) {
 	discard := func() {
 		for _, f := range []*os.File{cf, mf} {
 			if f != nil {
-				f.Close()
-				os.Remove(f.Name())
+				atomicfile.Discard(f)
 			}
 		}
 	}
 	temp := func(what, path string) (*os.File, error) {
-		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+		f, err := atomicfile.Create(path)
 		if err != nil {
 			return nil, badInputf("%s %s: %v", what, path, experiment.PathErr(err))
 		}
@@ -67,16 +66,11 @@ func startProfiles(cpu, mem string) (stop func() error, err error) {
 	// place closes f and renames it to path.
 	place := func(what string, f *os.File, path string, werr error) error {
 		if werr == nil {
-			werr = f.Chmod(0o644) // CreateTemp's 0600 is for the temporary only
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = os.Rename(f.Name(), path)
+			werr = atomicfile.Commit(f, path)
+		} else {
+			atomicfile.Discard(f)
 		}
 		if werr != nil {
-			os.Remove(f.Name())
 			return fmt.Errorf("%s %s: %w", what, path, experiment.PathErr(werr))
 		}
 		return nil

@@ -89,7 +89,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		if sc.Workload.Gen == nil {
 			ins = append(ins, role{"the trace", sc.Workload.Trace})
 		}
-		for _, f := range scenarioFiles {
+		for _, f := range results.SetFiles {
 			outs = append(outs, role{"a results file of this run,", filepath.Join(o.out, sc.Name, f)})
 		}
 	}
@@ -114,18 +114,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			}
 		}
 	}
-	dirs, err := prepareResultDirs("run: --out", o.out, names, len(scs) > 1, o.assets)
+	res, err := experiment.OpenResults(ctx, names, len(scs) > 1, o.output("run: --out", stderr))
 	if err != nil {
 		return err
 	}
-	unlock, err := lockDirs(ctx, dirs, o.wait)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := checkResultSets("run: --out", dirs, stderr); err != nil {
-		return err
-	}
+	defer res.Close()
 	// A trace through a pipe or device is read once, into a temporary
 	// copy that the trace line, the progress total and the run all read.
 	release, err := experiment.SpoolScenarios(ctx, scs...)
@@ -145,7 +138,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	var sums []*results.Summary
 	var empty []string // scenarios in which no request completed
 	for _, sc := range scs {
-		sum, err := simulateAndReport(ctx, sc, o, stderr)
+		sum, err := simulateAndReport(ctx, res, sc, o, stderr)
 		if err != nil {
 			return err
 		}
@@ -159,7 +152,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 	}
 	if len(sums) > 1 {
-		if err := writeIndex(ctx, o.out, sums, o.assets); err != nil {
+		if err := res.WriteIndex(ctx, sums); err != nil {
 			return err
 		}
 		if !o.quiet {
@@ -176,7 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 // simulateAndReport runs one scenario and writes its results folder:
 // summary.json, requests.csv and report.html.
-func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
+func simulateAndReport(ctx context.Context, res *experiment.Results, sc *scenario.Scenario, o runOptions, stderr io.Writer) (*results.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -201,8 +194,7 @@ func simulateAndReport(ctx context.Context, sc *scenario.Scenario, o runOptions,
 	} else {
 		prog = startProgress(stderr, sc.Name, 0, false)
 	}
-	sum, err := experiment.Run(ctx, sc, experiment.Options{Out: o.out, Limit: o.limit, SkipBadLines: o.skipBad,
-		Workers: o.workers, Progress: prog, Page: resultsPage(o.out, o.assets)})
+	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog})
 	prog.finish()
 	if err != nil {
 		return nil, err
@@ -229,17 +221,11 @@ func traceLine(ctx context.Context, sc *scenario.Scenario, o runOptions, stderr 
 	return nil
 }
 
-// resultsPage renders a run's report.html (experiment.Options.Page) from
-// its requests.csv, copying ECharts beside it first when assets is set.
-func resultsPage(out, assets string) func(*results.Summary, string) ([]byte, error) {
-	return func(sum *results.Summary, requestsCSV string) ([]byte, error) {
-		if _, err := pageOptions(filepath.Join(out, sum.Scenario), assets); err != nil {
-			return nil, err
-		}
-		// Rendered before any file of the set is renamed in: stopping
-		// here would leave the old set whole, but the run is done, so finish.
-		return renderScenarioReport(context.Background(), requestsCSV, sum, assets)
-	}
+// output is where and how a run or sweep writes its results folders;
+// what names --out in messages.
+func (o runOptions) output(what string, stderr io.Writer) experiment.Options {
+	return experiment.Options{Out: o.out, OutFlag: what, Assets: o.assets, Wait: o.wait,
+		Warn: func(msg string) { fmt.Fprintf(stderr, "kvsim: warning: %s\n", msg) }}
 }
 
 // warnEmpty names, on stderr, what completed no request and why: its

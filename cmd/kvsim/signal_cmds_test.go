@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"kvsim/internal/atomicfile"
 )
 
 // TestCommandsInterrupted sends SIGINT (or SIGTERM) to each long-running
@@ -43,7 +46,7 @@ func TestCommandsInterrupted(t *testing.T) {
 			args: func(dir string) []string {
 				return []string{"gen", "--requests", "100000000", "--out", filepath.Join(dir, "g.jsonl")}
 			},
-			atWork: func(dir string) bool { m, _ := filepath.Glob(filepath.Join(dir, ".g.jsonl.tmp*")); return len(m) > 0 }},
+			atWork: func(dir string) bool { return hasTemp(dir, atomicfile.For("g.jsonl")) }},
 		{name: "gen stdout", sig: syscall.SIGTERM,
 			args: func(string) []string { return []string{"gen", "--format", "azure", "--requests", "1000000000"} }},
 		{name: "iobench write", sig: syscall.SIGINT,
@@ -59,7 +62,7 @@ func TestCommandsInterrupted(t *testing.T) {
 		{name: "sweep", sig: syscall.SIGINT,
 			args: func(dir string) []string {
 				return []string{"sweep", "--quiet", "--tier", "hbm", "--capacities", "20GiB,40GiB", "--out", dir,
-					"--set", "workload.requests=3000000", "../../scenarios/synthetic_seed.toml"}
+					"--set", "workload.requests=1000000", "../../scenarios/synthetic_seed.toml"}
 			},
 			allowed: []string{"synthetic_seed-hbm-20GiB", "synthetic_seed-hbm-40GiB", "synthetic_seed-hbm-20GiB/.kvsim.lock", "synthetic_seed-hbm-40GiB/.kvsim.lock"}},
 		{name: "trace stats", sig: syscall.SIGINT,
@@ -125,6 +128,12 @@ func TestCommandsInterrupted(t *testing.T) {
 			})
 		})
 	}
+}
+
+// hasTemp says whether dir holds a temporary of kind k.
+func hasTemp(dir string, k atomicfile.Temp) bool {
+	ents, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(ents, func(e os.DirEntry) bool { return k.Match(e.Name()) })
 }
 
 // bigResults leaves in dir/quickstart the results of a short run whose

@@ -128,7 +128,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	outs := []string{filepath.Join(o.out, "index.html")}
 	for _, n := range names {
-		for _, f := range scenarioFiles {
+		for _, f := range results.SetFiles {
 			outs = append(outs, filepath.Join(o.out, n, f))
 		}
 	}
@@ -137,24 +137,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	dirs, err := prepareResultDirs("sweep: --out", o.out, names, true, o.assets)
+	so := o.output("sweep: --out", stderr)
+	so.Limit, so.Workers = o.limit, o.workers
+	sums, err := sw.Run(ctx, so, func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
 	if err != nil {
-		return err
-	}
-	unlock, err := lockDirs(ctx, dirs, o.wait)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := checkResultSets("sweep: --out", dirs, stderr); err != nil {
-		return err
-	}
-	sums, err := sw.Run(ctx, experiment.Options{Out: o.out, Limit: o.limit, Workers: o.workers, Page: resultsPage(o.out, o.assets)},
-		func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
-	if err != nil {
-		return err
-	}
-	if err := writeIndex(ctx, o.out, sums, o.assets); err != nil {
 		return err
 	}
 	if *quiet {

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package main
+package results
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// tryLockFile takes an exclusive flock on f without blocking; errBusy when
+// tryLockFile takes an exclusive flock on f without blocking; ErrBusy when
 // another process holds it. The kernel drops it when the process dies, so
 // a killed run never leaves a folder locked.
 func tryLockFile(f *os.File) error {
@@ -20,7 +20,7 @@ func tryLockFile(f *os.File) error {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			return errBusy
+			return ErrBusy
 		}
 		return err
 	}
