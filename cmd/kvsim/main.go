@@ -17,6 +17,11 @@ import (
 	"kvsim/hw/ioengine"
 )
 
+// signalsReady runs once SIGINT and SIGTERM are kvsim's to handle: tests
+// wait for it before they signal a kvsim still starting up, which the
+// signal's default action would kill instead.
+var signalsReady = func() {}
+
 func main() {
 	// hw reports what it works around (an io_uring that failed mid-run, a
 	// refused pool peer) through the program: here, one line on stderr.
@@ -24,6 +29,7 @@ func main() {
 	ioengine.SetLogf(logf)
 	hostmem.SetLogf(logf)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalsReady()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))

@@ -124,7 +124,8 @@ func TestPipedTrace(t *testing.T) {
 func kvsimProcess(t *testing.T, stdin []byte, tmp string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"), "TMPDIR="+tmp)
+	env, ready := readyFile(t)
+	cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"), "TMPDIR="+tmp, env)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin) // a pipe
 	}
@@ -133,6 +134,7 @@ func kvsimProcess(t *testing.T, stdin []byte, tmp string, args ...string) (*exec
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	ready()
 	return cmd, &stdout, &stderr
 }
 

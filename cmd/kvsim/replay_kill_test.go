@@ -18,6 +18,9 @@ import (
 // TestMain lets the test binary act as a kvsim process for the kill test.
 func TestMain(m *testing.M) {
 	if args := os.Getenv("KVSIM_TEST_MAIN_ARGS"); args != "" {
+		if p := os.Getenv(readyEnv); p != "" {
+			signalsReady = func() { os.WriteFile(p, nil, 0o644) }
+		}
 		os.Args = append([]string{"kvsim"}, strings.Split(args, "\x1f")...)
 		main() // with main's own signal handling and exit status
 	}

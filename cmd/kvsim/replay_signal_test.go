@@ -24,7 +24,8 @@ type child struct {
 func startMain(t *testing.T, stderr *bytes.Buffer, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"))
+	env, ready := readyFile(t)
+	cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"), env)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func startMain(t *testing.T, stderr *bytes.Buffer, args ...string) *child {
 	c := &child{cmd: cmd, done: make(chan error, 1)}
 	go func() { c.done <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
+	ready()
 	return c
 }
 

@@ -99,6 +99,7 @@ func TestCommandsInterrupted(t *testing.T) {
 			for atWork := false; !atWork; {
 				time.Sleep(20 * time.Millisecond)
 				if cmd.exited() {
+					cmd.wait(t, time.Minute) // its output copied whole before it is read
 					t.Fatalf("exited before the signal: %s", stderr.String())
 				}
 				if time.Since(start) > 60*time.Second {
@@ -108,7 +109,7 @@ func TestCommandsInterrupted(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 			cmd.cmd.Process.Signal(c.sig)
-			code, took := cmd.wait(t, 3*time.Second)
+			code, took := cmd.wait(t, 10*time.Second) // generous: the logged time is the figure
 			t.Logf("stopped %v after %v", took, c.sig)
 			if code != 130 {
 				t.Fatalf("exit %d after %v, want 130; stderr: %s", code, c.sig, stderr.String())

@@ -30,12 +30,14 @@ func TestInterrupted(t *testing.T) {
 			}
 			args := []string{"run", "--quiet", "--out", out, "--set", "workload.requests=1000000", sc}
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"))
+			env, ready := readyFile(t)
+			cmd.Env = append(os.Environ(), "KVSIM_TEST_MAIN_ARGS="+strings.Join(args, "\x1f"), env)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			ready()
 			time.Sleep(1500 * time.Millisecond) // well into the simulation
 			cmd.Process.Signal(sig)
 			done := make(chan error, 1)
