@@ -16,6 +16,7 @@ import (
 	"kvsim/core"
 	"kvsim/internal/endpoint"
 	"kvsim/internal/tomlguard"
+	"kvsim/param"
 	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/trace"
@@ -759,7 +760,7 @@ func parseModel(t *table) (Model, error) {
 		{"heads", &m.Heads, pre.Heads}, {"block_tokens", &m.BlockTokens, 0}} {
 		def := int64(d.def)
 		if d.key == "block_tokens" {
-			def = t.decl.field(d.key).def.(int64)
+			def = t.decl.field(d.key).Default.(int64)
 		}
 		_, given := t.m[d.key]
 		if !given && !hasPreset && d.key != "heads" && d.key != "block_tokens" {
@@ -913,8 +914,8 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 		}
 	}
 	for _, f := range t.decl.fields {
-		if f.only != "" && f.only != `step_model = "`+g.StepModel+`"` && given(f.key) {
-			return g, t.errf(f.key, "only with %s (step_model is %q)", f.only, g.StepModel)
+		if f.Only != "" && f.Only != `step_model = "`+g.StepModel+`"` && given(f.Name) {
+			return g, t.errf(f.Name, "only with %s (step_model is %q)", f.Only, g.StepModel)
 		}
 	}
 	switch g.StepModel {
@@ -1213,8 +1214,8 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		w.Trace = fmt.Sprintf("synthetic(seed=%d)", seed)
 	} else {
 		for _, f := range t.decl.fields {
-			if _, ok := t.m[f.key]; ok && f.only == synthetic {
-				return w, t.errf(f.key, "only for %s", synthetic)
+			if _, ok := t.m[f.Name]; ok && f.Only == synthetic {
+				return w, t.errf(f.Name, "only for %s", synthetic)
 			}
 		}
 		if w.Trace, err = t.str("trace"); err != nil {
@@ -1320,7 +1321,7 @@ func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 		var takes []string // the parameters of the tiers' policies
 		for _, e := range pol.Evictions {
 			spec, _ := policy.Lookup(e)
-			for _, k := range spec.Params {
+			for _, k := range param.Names(spec.Params) {
 				if !slices.Contains(takes, k) {
 					takes = append(takes, k)
 				}
@@ -1437,7 +1438,7 @@ func (p *Policy) TierParams(i int) map[string]float64 {
 	spec, _ := policy.Lookup(name)
 	out := map[string]float64{}
 	for k, v := range p.Params {
-		if slices.Contains(spec.Params, k) {
+		if param.Find(spec.Params, k) != nil {
 			out[k] = v
 		}
 	}

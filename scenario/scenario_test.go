@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/param"
 	"kvsim/policy"
 )
 
@@ -18,7 +19,7 @@ func init() {
 	policy.Register(policy.Spec{
 		Name:   "scenario_test_params",
 		Brief:  "test only",
-		Params: []string{"alpha", "window"},
+		Params: []param.Key{{Name: "alpha"}, {Name: "window"}},
 		New:    func(policy.Config) (policy.Policy, error) { return policy.NewLRU(), nil },
 	})
 }
@@ -486,7 +487,7 @@ func TestAllPolicyParams(t *testing.T) {
 		spec, _ := policy.Lookup(name)
 		var b strings.Builder
 		b.WriteString("[[policy]]\neviction = \"" + name + "\"\n")
-		for _, k := range spec.Params {
+		for _, k := range param.Names(spec.Params) {
 			if contains(policyKeys, k) {
 				t.Errorf("policy %s: parameter %q collides with a fixed [[policy]] key", name, k)
 			}
