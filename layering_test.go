@@ -27,10 +27,10 @@ var allowed = map[string][]string{
 	"core":     {"policy"},
 	"trace":    {},
 	"results":  {"internal/tomlguard"},
-	"scenario": {"core", "param", "policy", "trace", "results", "internal/endpoint", "internal/tomlguard"},
+	"scenario": {"core", "param", "policy", "trace", "cluster", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
-	"cluster":  {"core", "policy", "sim"},
+	"cluster":  {"core", "param", "policy", "sim"},
 	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
@@ -68,8 +68,8 @@ var allowed = map[string][]string{
 // which would make x's tests depend on its own users.
 var testExtra = map[string][]string{
 	"sim":          {"trace", "workload"},
-	"cluster":      {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
-	"hw/hostmem":   {"hw/payload"},                    // stores are checked with the replay's payloads
+	"cluster":      {"trace", "workload"}, // as sim
+	"hw/hostmem":   {"hw/payload"},        // stores are checked with the replay's payloads
 	"hw/remote":    {"hw/payload"},
 	"hw/rdmastore": {"hw/payload"},
 }

@@ -236,7 +236,7 @@ func TestImbalancedHelper(t *testing.T) {
 		{0, 1.5, 100, 150, false}, {0, 1.5, 100, 151, true},
 		{0, 1, 7, 7, false}, {0, 1, 7, 8, true},
 	} {
-		if got := imbalanced(Params{BalanceAbs: tc.abs, BalanceRel: tc.rel}, tc.lo, tc.hi); got != tc.want {
+		if got := imbalanced(Params{Keys: Keys{BalanceAbs: tc.abs, BalanceRel: tc.rel}}, tc.lo, tc.hi); got != tc.want {
 			t.Errorf("abs %v rel %v: imbalanced(%d, %d) = %v, want %v", tc.abs, tc.rel, tc.lo, tc.hi, got, tc.want)
 		}
 	}

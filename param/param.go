@@ -155,32 +155,22 @@ func fields(dst any) (reflect.Value, map[string]int) {
 	return v, idx
 }
 
-// SetDefaults stores each key's declared default in the field of struct
-// *dst tagged `key:"NAME"`; keys without a default or a field are skipped.
-func SetDefaults(dst any, keys []Key) {
-	v, idx := fields(dst)
-	for _, k := range keys {
-		if i, ok := idx[k.Name]; ok && k.Default != nil {
-			v.Field(i).Set(reflect.ValueOf(k.Default).Convert(v.Field(i).Type()))
-		}
-	}
-}
-
 // Get returns the value of the field of struct *src tagged `key:"name"`,
-// as a key's value: int64, float64, string or bool; nil if none.
-func Get(src any, name string) any {
+// as a key's value (int64, float64, string or bool); ok is false if there
+// is no such field.
+func Get(src any, name string) (x any, ok bool) {
 	v, idx := fields(src)
 	i, ok := idx[name]
 	if !ok {
-		return nil
+		return nil, false
 	}
 	switch f := v.Field(i); f.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		return f.Int()
+		return f.Int(), true
 	case reflect.Float64:
-		return f.Float()
+		return f.Float(), true
 	default:
-		return f.Interface()
+		return f.Interface(), true
 	}
 }
 
@@ -195,12 +185,12 @@ func Set(dst any, name string, x any) bool {
 	return ok
 }
 
-// Check reports the first key whose field in struct *src is not finite or
-// breaks its range, as "KEY: why".
-func Check(src any, keys []Key) error {
+// Check reports the first key whose value (get's) is not finite or breaks
+// its range, as "KEY: why".
+func Check(keys []Key, get func(name string) any) error {
 	for i := range keys {
 		k := &keys[i]
-		x := Get(src, k.Name)
+		x := get(k.Name)
 		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			return fmt.Errorf("%s: must be a finite number, got %v", k.Name, f)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/internal/endpoint"
 	"kvsim/internal/tomlguard"
@@ -121,10 +122,9 @@ type Cluster struct {
 	// 0: no [cluster], one GPU.
 	Instances int
 	Router    string // key router; default round_robin
-	// Router parameters, by key (each router reads its own).
-	CacheThreshold, BalanceAbs, BalanceRel float64
-	OverlapWeight, HostWeight              float64
-	SLOReject                              bool // key slo_reject: needs [slo] ttft_ms
+	// The routers' keys, each router's declared in its file (each reads
+	// its own); slo_reject needs [slo] ttft_ms.
+	cluster.Keys
 
 	// Prefill is key prefill_instances: the first Prefill instances
 	// prefill, the rest decode; 0 without disaggregation.
@@ -670,17 +670,12 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	if c.Router, err = t.str("router"); err != nil {
 		return c, err
 	}
-	for _, d := range []struct {
-		key string
-		dst *float64
-	}{{"cache_threshold", &c.CacheThreshold}, {"balance_abs", &c.BalanceAbs}, {"balance_rel", &c.BalanceRel},
-		{"overlap_weight", &c.OverlapWeight}, {"host_weight", &c.HostWeight}} {
-		if *d.dst, err = t.number(d.key); err != nil {
+	for _, k := range cluster.RouterKeys() {
+		v, err := t.value(k.Name, k.Default)
+		if err != nil {
 			return c, err
 		}
-	}
-	if c.SLOReject, err = t.boolean("slo_reject"); err != nil {
-		return c, err
+		c.Set(k.Name, v)
 	}
 	if c.SLOReject && !(slo.TTFTms > 0) {
 		return c, t.errf("slo_reject", "needs [slo] ttft_ms")
@@ -1626,18 +1621,7 @@ func (s *Scenario) Describe() string {
 		if c.Prefill > 0 || s.Pool() >= 0 {
 			fmt.Fprintf(&b, ", NICs %s each way, %s, %d lanes", FormatBandwidth(c.NICBandwidth), FormatDuration(c.NICLatency), c.NICLanes)
 		}
-		fmt.Fprintf(&b, ", router %s", c.Router)
-		switch c.Router {
-		case "cache_aware":
-			fmt.Fprintf(&b, " (cache_threshold=%g balance_abs=%g balance_rel=%g)", c.CacheThreshold, c.BalanceAbs, c.BalanceRel)
-		case "kv_cost":
-			fmt.Fprintf(&b, " (overlap_weight=%g host_weight=%g)", c.OverlapWeight, c.HostWeight)
-		case "mooncake":
-			if c.SLOReject {
-				b.WriteString(" (slo_reject)")
-			}
-		}
-		b.WriteByte('\n')
+		fmt.Fprintf(&b, ", router %s%s\n", c.Router, routerKeys(c))
 	}
 	if len(s.Sets) > 0 {
 		fmt.Fprintf(&b, "overrides: %s\n", strings.Join(s.Sets, ", "))
@@ -1714,4 +1698,31 @@ func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 		return g, t.errf("format", "synthetic: %v", err)
 	}
 	return g, nil
+}
+
+// routerKeys describes the router's own keys: " (k=v ...)", a true
+// boolean by its name, a false one left out; "" for none.
+func routerKeys(c Cluster) string {
+	var parts []string
+	for _, r := range cluster.Routers() {
+		if r.Name != c.Router {
+			continue
+		}
+		for _, k := range r.Keys {
+			switch v := c.Get(k.Name).(type) {
+			case bool:
+				if v {
+					parts = append(parts, k.Name)
+				}
+			case float64:
+				parts = append(parts, fmt.Sprintf("%s=%g", k.Name, v))
+			default:
+				parts = append(parts, fmt.Sprintf("%s=%v", k.Name, v))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, " ") + ")"
 }

@@ -3,10 +3,12 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/param"
 )
@@ -224,28 +226,16 @@ var schema = []*section{
 		{Name: "ttft_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "500", Doc: "time to first token at most, ms"},
 		{Name: "tpot_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "50", Doc: "time per output token at most, ms (requests with one output token meet it)"},
 	}},
-	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: []field{
+	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: slices.Concat([]field{
 		{Name: "instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "4", DefaultDoc: "none: this, or the two below",
 			Doc: "each with its own engine, HBM and copy of every node-scoped tier"},
 		{Name: "prefill_instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "1", DefaultDoc: "none",
 			Doc: "with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;\nits KV then crosses the NICs to a decode one); instances, if given, must be their sum"},
 		{Name: "decode_instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "3", DefaultDoc: "none",
 			Doc: "instances = prefill_instances + decode_instances"},
-		{Name: "router", Type: tString, Default: "round_robin", Enum: RouterNames, Example: `"cache_aware"`,
+		{Name: "router", Type: tString, Default: "round_robin", Enum: cluster.RouterNames, Example: `"cache_aware"`,
 			Doc: "chooses each request's instance (docs/routers.md)"},
-		{Name: "cache_threshold", Type: tNumber, Default: 0.5, Min: atLeast0, FMax: 1, Msg: "must be within 0..1, got %g", Example: "0.5",
-			Doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},
-		{Name: "balance_abs", Type: tNumber, Default: 32.0, Min: atLeast0, Example: "32",
-			Doc: "cache_aware: imbalanced when the loads differ by more than this ..."},
-		{Name: "balance_rel", Type: tNumber, Default: 1.0001, Min: atLeast1, Msg: "must be >= 1, got %g", Example: "1.0001",
-			Doc: "... and the largest exceeds the smallest times this"},
-		{Name: "overlap_weight", Type: tNumber, Default: 1.0, Min: atLeast0, Example: "1.0",
-			Doc: "kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo)"},
-		{Name: "host_weight", Type: tNumber, Default: 0.75, Min: atLeast0, FMax: 1, Example: "0.75",
-			Msg: "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g",
-			Doc: "kv_cost: the share of a hit a block found below hbm is credited (Dynamo's host_cache_hit_weight)"},
-		{Name: "slo_reject", Type: tBool, Default: false, Example: "false",
-			Doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},
+	}, cluster.RouterKeys(), []field{ // each router's, from its file (cluster/router_*.go)
 		{Name: "nic_bandwidth", Type: tBandwidth, DefaultDoc: `"25GB/s"`, Min: above0, Example: `"25GB/s"`,
 			Doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
 		{Name: "nic_latency", Type: tDuration, Default: int64(5000), Min: atLeast0, Example: `"5us"`,
@@ -254,7 +244,7 @@ var schema = []*section{
 			Doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
 		{Name: "view_delay", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"0s"`,
 			Doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
-	}},
+	})},
 }
 
 // Ranges of the counts that cost memory or time per unit, each set from
@@ -288,12 +278,6 @@ const (
 
 // Scopes lists the values of [[tier]] scope.
 func Scopes() []string { return []string{"node", "cluster"} }
-
-// RouterNames lists the routers [cluster] router accepts: the cluster
-// package's (a test there checks that each builds).
-func RouterNames() []string {
-	return []string{"round_robin", "least_loaded", "cache_aware", "kv_cost", "mooncake"}
-}
 
 // gpuDoc heads [gpu] in the reference: the two step models.
 const gpuDoc = "the time of one batched step (step_model):\n" +
