@@ -26,8 +26,9 @@ var allowed = map[string][]string{
 	"policy":   {"param"},
 	"core":     {"policy"},
 	"trace":    {},
+	"tierkind": {"param", "internal/endpoint"}, // a tier kind's spec: defaults, keys, calibrate store
 	"results":  {"internal/tomlguard"},
-	"scenario": {"core", "param", "policy", "trace", "cluster", "results", "internal/endpoint", "internal/tomlguard"},
+	"scenario": {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "param", "policy", "sim"},
@@ -49,7 +50,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
+	"experiment":           {"core", "policy", "tierkind", "trace", "results", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc"},
 	"internal/testenv":     {}, // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)

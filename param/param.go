@@ -59,6 +59,9 @@ type Key struct {
 	Example    string          // the value a reference shows; "" for the default
 	Doc        string          // one line; "\n" continues the comment
 	Only       string          // accepted only with this other setting
+	// Check, if set, is a further check of a value in range: its error
+	// follows "KEY: ".
+	Check func(v any) error
 }
 
 // Names lists the keys' names in order.

@@ -20,6 +20,7 @@ import (
 	"kvsim/param"
 	"kvsim/policy"
 	"kvsim/results"
+	"kvsim/tierkind"
 	"kvsim/trace"
 )
 
@@ -179,10 +180,10 @@ type Tier struct {
 	// Endpoint (remote_dram only) is the Redis or Valkey server replay
 	// --real keeps the tier in; "" emulates it. Left out of JSON when
 	// empty, so run ids of scenarios without it do not change.
-	Endpoint string `json:",omitempty"`
+	Endpoint string `json:",omitempty" key:"endpoint"`
 	// Device (nvmeof only) is the block device or file replay --real
 	// keeps the tier in; "" a bucket store. Left out of JSON when empty.
-	Device string `json:",omitempty"`
+	Device string `json:",omitempty" key:"device"`
 }
 
 // CheckEndpoint checks a remote_dram endpoint: redis:// or valkey://, a
@@ -251,23 +252,16 @@ type Policy struct {
 	Strategy core.Strategy `json:"-"`
 }
 
-// Kinds lists the tier kinds in hierarchy order.
-func Kinds() []string { return []string{"hbm", "pinned", "dram", "ssd", "nvmeof", "remote_dram"} }
-
-// kindDefaults follow the background document's table (section 1).
-var kindDefaults = map[string]Tier{
-	"hbm":         {Kind: "hbm", Capacity: 60 << 30, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
-	"pinned":      {Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
-	"dram":        {Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
-	"ssd":         {Kind: "ssd", Capacity: 3_840_000_000_000, Bandwidth: 7e9, Latency: 10_000, CostPerGB: 0.3},
-	"nvmeof":      {Kind: "nvmeof", Capacity: 15_360_000_000_000, Bandwidth: 6e9, Latency: 20_000, CostPerGB: 0.1},
-	"remote_dram": {Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3_000, CostPerGB: 5},
-}
+// Kinds lists the tier kinds in hierarchy order (tierkind's registry).
+func Kinds() []string { return tierkind.Names() }
 
 // KindDefaults returns the defaults of a tier kind (Name is empty).
 func KindDefaults(kind string) (Tier, bool) {
-	t, ok := kindDefaults[kind]
-	return t, ok
+	k, ok := tierkind.Lookup(kind)
+	if !ok {
+		return Tier{}, false
+	}
+	return Tier{Kind: kind, Capacity: k.Capacity, Bandwidth: k.Bandwidth, Latency: k.Latency, CostPerGB: k.CostPerGB}, true
 }
 
 // PageableBandwidth is the default hbm<->dram link rate: a D2H copy from
@@ -1009,7 +1003,7 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 		if err != nil {
 			return nil, err
 		}
-		def := kindDefaults[kind]
+		def, _ := KindDefaults(kind)
 		if !named {
 			name = kind // an unnamed tier is called by its kind
 			t.label = fmt.Sprintf("tier %q", name)
@@ -1061,26 +1055,25 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 			}
 			pool = i
 		}
-		if tier.Endpoint, err = t.str("endpoint"); err != nil {
-			return nil, err
-		}
-		if _, given := t.m["endpoint"]; given {
-			if kind != "remote_dram" {
-				return nil, t.errf("endpoint", `only a "remote_dram" tier has one (this tier is %q)`, kind)
+		for _, k := range tierkind.Keys() { // a kind's own keys, only on a tier of that kind
+			raw, given := t.m[k.Name]
+			if !given {
+				continue
 			}
-			if err := CheckEndpoint(tier.Endpoint); err != nil {
-				return nil, t.errf("endpoint", "%v", err)
+			f := t.decl.field(k.Name)
+			v, err := t.convert(f, raw, true, nil) // a type error first, then the kind's, then the value's
+			if err != nil {
+				return nil, err
 			}
-		}
-		if tier.Device, err = t.str("device"); err != nil {
-			return nil, err
-		}
-		if _, given := t.m["device"]; given {
-			switch {
-			case kind != "nvmeof":
-				return nil, t.errf("device", `only an "nvmeof" tier has one (this tier is %q)`, kind)
-			case !filepath.IsAbs(tier.Device):
-				return nil, t.errf("device", "%q: want an absolute path, e.g. /dev/nvme1n1", tier.Device)
+			if owner := tierkind.Owner(k.Name); owner != kind {
+				o, _ := tierkind.Lookup(owner)
+				return nil, t.errf(k.Name, `only %s %q tier has one (this tier is %q)`, o.Article, owner, kind)
+			}
+			if err := t.check(f, v); err != nil {
+				return nil, err
+			}
+			if !param.Set(&tier, k.Name, v) {
+				panic("scenario: Tier has no field for key " + k.Name)
 			}
 		}
 		out[i] = tier

@@ -11,6 +11,7 @@ import (
 	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/param"
+	"kvsim/tierkind"
 )
 
 // The scenario layout is declared once, here: every key with its type and
@@ -137,7 +138,7 @@ var schema = []*section{
 			Doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
 				`(vLLM's offloading keeps GPU blocks until their store completes); "evict": at once (optimistic)`},
 	}},
-	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: []field{
+	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: slices.Concat([]field{
 		{Name: "name", Type: tString, DefaultDoc: "the kind", Example: `"hbm"`, Doc: "unique; letters, digits, '.', '_', '-'"},
 		{Name: "kind", Type: tString, Required: true, Need: "one of %s", Enum: Kinds, Example: `"hbm"`},
 		{Name: "capacity", Type: tBytes, DefaultDoc: "per kind", Min: above0, Example: `"60GiB"`, Doc: "or an integer byte count"},
@@ -151,11 +152,7 @@ var schema = []*section{
 				"shared by every instance of [cluster] (a global DRAM pool,\n" +
 				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
 				"only the last tier, at most one, not hbm (docs/cluster.md)"},
-		{Name: "endpoint", Type: tString, DefaultDoc: "none: emulated in local memory", Example: `"redis://10.0.0.2:6379"`,
-			Doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB), or the\nkvsim serve --rdma whose memory it writes and reads\nby RDMA (rdma://HOST:PORT, optionally\n?device=NAME&gid_index=N; docs/rdma.md); the\nsimulator does not read it"},
-		{Name: "device", Type: tString, DefaultDoc: "none: a bucket store in replay's --dir", Example: `"/dev/nvme1n1"`,
-			Doc: "nvmeof only: the namespace (or a file) replay --real keeps the\ntier in, in fixed slots by O_DIRECT; claimed only if its first\n64 KiB are zero or kvsim's; the simulator does not read it"},
-	}},
+	}, tierkind.Keys())}, // each kind's own, from its file (tierkind/)
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{Name: "from", Type: tString, Required: true, Need: "a tier name", Example: `"hbm"`},
 		{Name: "to", Type: tString, Required: true, Need: "a tier name", Example: `"dram"`},
@@ -443,6 +440,11 @@ func (t *table) check(f *field, v any) error {
 	key := f.Name
 	if why := f.OutOfRange(v); why != "" {
 		return t.errf(key, "%s", why)
+	}
+	if f.Check != nil {
+		if err := f.Check(v); err != nil {
+			return t.errf(key, "%v", err)
+		}
 	}
 	switch n := v.(type) {
 	case int64:
