@@ -12,6 +12,7 @@ import (
 	"kvsim/core"
 	"kvsim/param"
 	"kvsim/tierkind"
+	"kvsim/trace"
 )
 
 // The scenario layout is declared once, here: every key with its type and
@@ -167,9 +168,7 @@ var schema = []*section{
 		{Name: "trace", Type: tString, DefaultDoc: `none: required unless format = "synthetic"`, Example: `"../traces/conversation_trace.jsonl"`,
 			Doc: "absolute, or relative to this file's directory"},
 		{Name: "format", Type: tString, Default: "mooncake", Enum: Formats, Example: `"mooncake"`,
-			Doc: `"mooncake" (JSONL; optional session_id and delay), "bailian" (Qwen Bailian JSONL: 16-token` + "\n" +
-				`ids chained, regrouped into block_tokens, a multiple of 16), "azure" or "burstgpt" (CSV, no hash` + "\n" +
-				`ids: [workload.inject] gives them blocks); "synthetic": no trace, generated from seed`},
+			Doc: formatDoc()},
 		{Name: "mode", Type: tString, Default: "open", Enum: func() []string { return []string{"open", "closed"} }, Example: `"open"`,
 			Doc: `"open": every request arrives at its trace time; "closed": a session's later turn arrives` + "\n" +
 				"its think time after the turn it follows finished (docs/workloads.md)"},
@@ -291,6 +290,25 @@ const (
 )
 
 const synthetic = `format = "synthetic"`
+
+// formatDoc lists the workload formats: each trace format's words from its
+// file (trace/format_*.go), formats with equal words together, then
+// "synthetic".
+func formatDoc() string {
+	var docs []string // in ID order, by a group's first format
+	names := map[string][]string{}
+	for _, f := range trace.FormatSpecs() {
+		if _, ok := names[f.Doc]; !ok {
+			docs = append(docs, f.Doc)
+		}
+		names[f.Doc] = append(names[f.Doc], strconv.Quote(f.Name))
+	}
+	parts := make([]string, len(docs))
+	for i, d := range docs {
+		parts[i] = strings.Join(names[d], " or ") + " (" + d + ")"
+	}
+	return strings.Join(parts, ", ") + `; "synthetic": no trace, generated from seed`
+}
 
 // sectionNamed returns the declaration of a table, nil if there is none.
 func sectionNamed(name string) *section {

@@ -253,3 +253,20 @@ func TestFormatErrors(t *testing.T) {
 		t.Errorf("after Rewind, an unknown format reads: %v", err)
 	}
 }
+
+// TestFormatsCovered: every registered format has a fixture, read with
+// the defaults, and a golden of the requests it parses to.
+func TestFormatsCovered(t *testing.T) {
+	for i, f := range FormatSpecs() {
+		if f.Name == "" || f.ID != i || f.Doc == "" || f.line == nil {
+			t.Errorf("format %d: incomplete spec %+v (IDs are dense from 0)", i, f)
+			continue
+		}
+		if f.Fixture == "" {
+			t.Errorf("%s: no fixture", f.Name)
+			continue
+		}
+		got := dumpFile(t, filepath.Join("testdata", f.Fixture), Options{Format: f.Name})
+		golden.Check(t, filepath.Join("testdata", strings.TrimSuffix(f.Fixture, filepath.Ext(f.Fixture))+".golden"), []byte(got))
+	}
+}
