@@ -158,6 +158,18 @@ func fields(dst any) (reflect.Value, map[string]int) {
 	return v, idx
 }
 
+// Tags lists the key tags of struct *dst's fields, in field order.
+func Tags(dst any) []string {
+	var out []string
+	ty := reflect.TypeOf(dst).Elem()
+	for i := range ty.NumField() {
+		if tag := ty.Field(i).Tag.Get("key"); tag != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
 // Get returns the value of the field of struct *src tagged `key:"name"`,
 // as a key's value (int64, float64, string or bool); ok is false if there
 // is no such field.

@@ -25,10 +25,10 @@ type Cluster struct {
 	// ns, nic_lanes). Empty in JSON: a run's ID hashes them only when a
 	// pool or disaggregation sends bytes through them (experiment's runID).
 	NICBandwidth float64 `json:",omitempty"`
-	NICLatency   int64   `json:",omitempty"`
-	NICLanes     int     `json:",omitempty"`
+	NICLatency   int64   `json:",omitempty" key:"nic_latency"`
+	NICLanes     int     `json:",omitempty" key:"nic_lanes"`
 	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
-	ViewDelay int64 `json:",omitempty"`
+	ViewDelay int64 `json:",omitempty" key:"view_delay"`
 }
 
 // Pool is the index of the cluster-scoped tier (scope = "cluster"), -1
@@ -64,18 +64,7 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	if c.NICBandwidth, err = t.numberOr("nic_bandwidth", DefaultNICBandwidth); err != nil {
 		return c, err
 	}
-	if c.NICLatency, err = t.integer("nic_latency"); err != nil {
-		return c, err
-	}
-	lanes, err := t.integer("nic_lanes")
-	if err != nil {
-		return c, err
-	}
-	c.NICLanes = int(lanes)
-	if c.ViewDelay, err = t.integer("view_delay"); err != nil {
-		return c, err
-	}
-	return c, nil
+	return c, t.bind(&c)
 }
 
 // DefaultNICBandwidth is [cluster] nic_bandwidth's default: 200 Gbit/s.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kvsim/core"
+	"kvsim/param"
 )
 
 // Reading a key's value as its declaration says: type and unit, range,
@@ -273,4 +274,25 @@ func describe(v any) string {
 		return "array"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// bind reads, in field order, each key a field of struct *dst names by its
+// tag (key:"NAME"): the key's declaration gives its type, default and
+// range, the tag its destination, so neither is written twice. An absent
+// key without a default leaves the field alone.
+func (t *table) bind(dst any) error {
+	for _, name := range param.Tags(dst) {
+		f := t.decl.field(name)
+		if f == nil {
+			panic("scenario: a field is bound to undeclared key " + t.decl.name + "." + name)
+		}
+		v, err := t.value(name, f.Default)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			param.Set(dst, name, v)
+		}
+	}
+	return nil
 }

@@ -20,11 +20,7 @@ import (
 
 // The key declaration is param's; these short names keep the schema
 // below readable.
-type (
-	typ   = param.Type
-	bound = param.Bound
-	field = param.Key
-)
+type field = param.Key
 
 const (
 	tString       = param.String

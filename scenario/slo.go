@@ -2,8 +2,8 @@ package scenario
 
 // SLO is the [slo] table: targets a request meets or misses; 0 = unset.
 type SLO struct {
-	TTFTms float64 // key ttft_ms
-	TPOTms float64 // key tpot_ms
+	TTFTms float64 `key:"ttft_ms"`
+	TPOTms float64 `key:"tpot_ms"`
 }
 
 // Set reports whether any target is set.
@@ -11,10 +11,5 @@ func (s SLO) Set() bool { return s.TTFTms > 0 || s.TPOTms > 0 }
 
 func parseSLO(t *table) (SLO, error) {
 	var s SLO
-	var err error
-	if s.TTFTms, err = t.optNumber("ttft_ms", 0); err != nil {
-		return s, err
-	}
-	s.TPOTms, err = t.optNumber("tpot_ms", 0)
-	return s, err
+	return s, t.bind(&s)
 }

@@ -15,9 +15,9 @@ type Workload struct {
 	Trace        string
 	TraceLine    int     `json:"-"` // the key's line in the file; -1: --set; 0: none (CheckTrace's message)
 	Format       string  // "mooncake" (default), "bailian", "azure", "burstgpt" or "synthetic"
-	Limit        int     // requests to read; 0 = all
-	SkipBadLines bool    // key skip_bad_lines
-	Speedup      float64 // arrival times are divided by it; default 1
+	Limit        int     `key:"limit"`          // requests to read; 0 = all
+	SkipBadLines bool    `key:"skip_bad_lines"` // count and skip malformed lines
+	Speedup      float64 `key:"speedup"`        // arrival times are divided by it; default 1
 	// Closed is key mode = "closed": closed-loop sessions (empty in JSON
 	// when open, so open runs keep their run IDs).
 	Closed bool `json:",omitempty"`
@@ -72,18 +72,7 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		w.Trace = t.p.filePath(t.name, "trace", w.Trace)
 		w.TraceLine = t.line("trace")
 	}
-	limit, err := t.integer("limit")
-	if err != nil {
-		return w, err
-	}
-	w.Limit = int(limit)
-	if w.SkipBadLines, err = t.boolean("skip_bad_lines"); err != nil {
-		return w, err
-	}
-	if w.Speedup, err = t.number("speedup"); err != nil {
-		return w, err
-	}
-	return w, nil
+	return w, t.bind(&w)
 }
 
 // genKeys are the synthetic workload's integer keys and where they go.
