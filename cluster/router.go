@@ -31,8 +31,9 @@ type Params struct {
 
 // Keys holds the values of the routers' keys. A key whose router file
 // declares a field here (tag key:"NAME") is that field; any other is in
-// Extra. The fields are the keys routers had before the registry: a
-// scenario's run_id hashes them by these names, so they stay.
+// Extra when it differs from its default. The fields are the keys routers
+// had before the registry: a scenario's run_id hashes them by these names,
+// so they stay; and a new router's defaults add nothing to it.
 type Keys struct {
 	CacheThreshold float64 `key:"cache_threshold"`
 	BalanceAbs     float64 `key:"balance_abs"`
@@ -40,7 +41,8 @@ type Keys struct {
 	OverlapWeight  float64 `key:"overlap_weight"`
 	HostWeight     float64 `key:"host_weight"`
 	SLOReject      bool    `key:"slo_reject"`
-	// Extra holds the keys of routers without a field: a new router's.
+	// Extra holds the keys of routers without a field (a new router's)
+	// whose values are not the declared defaults.
 	Extra map[string]any `json:",omitempty"`
 }
 
@@ -49,12 +51,22 @@ func (k *Keys) Get(name string) any {
 	if x, ok := param.Get(k, name); ok {
 		return x
 	}
-	return k.Extra[name]
+	if x, ok := k.Extra[name]; ok {
+		return x
+	}
+	if d := param.Find(RouterKeys(), name); d != nil {
+		return d.Default
+	}
+	return nil
 }
 
 // Set stores x, a value of key name.
 func (k *Keys) Set(name string, x any) {
 	if param.Set(k, name, x) {
+		return
+	}
+	if d := param.Find(RouterKeys(), name); d != nil && d.Default == x {
+		delete(k.Extra, name)
 		return
 	}
 	if k.Extra == nil {

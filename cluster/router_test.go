@@ -61,8 +61,8 @@ func route(t *testing.T, r Router, q *core.Request, v View) int {
 
 func TestRouterNamesConstructAndNameThemselves(t *testing.T) {
 	names := RouterNames()
-	if want := []string{"round_robin", "least_loaded", "cache_aware", "kv_cost", "mooncake"}; !slices.Equal(names, want) {
-		t.Fatalf("RouterNames = %v, want %v", names, want)
+	if len(names) == 0 || names[0] != "round_robin" {
+		t.Fatalf("RouterNames = %v, want round_robin (the default) first", names)
 	}
 	names[0] = "mutated"
 	if RouterNames()[0] != "round_robin" {
