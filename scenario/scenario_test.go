@@ -419,7 +419,7 @@ func TestErrors(t *testing.T) {
 		{"missing workload", doc("", "[workload]"), `scenarios/x.toml: missing [workload] table`},
 		{"trace required", doc("[workload]\nlimit = 1\n"), `scenarios/x.toml:1: workload: trace: required (path of the trace file)`},
 		{"trace type", doc("[workload]\ntrace = 3\n"), `scenarios/x.toml:2: workload: trace: must be a string, got integer 3`},
-		{"format", doc("[workload]\ntrace = \"t\"\nformat = \"parquet\"\n"), `scenarios/x.toml:3: workload: format: unknown format "parquet" (known: mooncake, bailian, azure, burstgpt, synthetic)`},
+		{"format", doc("[workload]\ntrace = \"t\"\nformat = \"parquet\"\n"), `scenarios/x.toml:3: workload: format: unknown format "parquet" (known: ` + strings.Join(Formats(), ", ") + ")"},
 		{"bailian blocks", doc("[workload]\ntrace = \"t\"\nformat = \"bailian\"\n[model]\nlayers = 1\nkv_heads = 8\nhead_dim = 128\nblock_tokens = 24\n"),
 			`scenarios/x.toml:3: workload: format: bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got 24`},
 		{"limit", doc("[workload]\ntrace = \"t\"\nlimit = -1\n"), `scenarios/x.toml:3: workload: limit: must be >= 0`},

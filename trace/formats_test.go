@@ -234,7 +234,7 @@ func TestFormatErrors(t *testing.T) {
 	if got := dumpFile(t, p, Options{Format: "azure", SkipBadLines: true}); !strings.Contains(got, "t.csv:1: azure trace: no column") {
 		t.Errorf("skipped a bad header: %s", got)
 	}
-	if _, err := Open(p, Options{Format: "csv"}); err == nil || !strings.Contains(err.Error(), `unknown trace format "csv" (known: mooncake, bailian, azure, burstgpt)`) {
+	if _, err := Open(p, Options{Format: "csv"}); err == nil || !strings.Contains(err.Error(), `unknown trace format "csv" (known: `+strings.Join(Formats(), ", ")+")") {
 		t.Errorf("unknown format: %v", err)
 	}
 	if _, err := Open(p, Options{Format: "bailian", BlockTokens: 24}); err == nil || !strings.Contains(err.Error(), "block_tokens must be a multiple of 16, got 24") {
