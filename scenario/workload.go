@@ -66,8 +66,10 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 		if w.Trace == "" {
 			return w, t.errf("trace", "required (path of the trace file)")
 		}
-		if w.Format == "bailian" && blockTokens%16 != 0 {
-			return w, t.errf("format", "bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got %d", blockTokens)
+		if f, ok := trace.LookupFormat(w.Format); ok {
+			if err := f.CheckBlockTokens(blockTokens, "model.block_tokens"); err != nil {
+				return w, t.errf("format", "%v", err)
+			}
 		}
 		w.Trace = t.p.filePath(t.name, "trace", w.Trace)
 		w.TraceLine = t.line("trace")

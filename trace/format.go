@@ -22,8 +22,9 @@ type FormatSpec struct {
 	Fixture string
 	// line parses one non-blank line into v (raw's contract).
 	line func(r *Reader, line []byte, v *values) (ids []int64, reason string, empty bool, err error)
-	// check, if set, reports an option the format cannot honour.
-	check func(opt Options) error
+	// HashBlock, if not 0, is the tokens each hash id of the format
+	// covers: block_tokens must be a multiple of it.
+	HashBlock int
 }
 
 // formats holds the registered formats by ID.
@@ -71,10 +72,26 @@ func checkOptions(opt Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c := formats[k].check; c != nil {
-		if err := c(opt); err != nil {
-			return 0, err
-		}
+	if err := formats[k].CheckBlockTokens(opt.BlockTokens, "block_tokens"); err != nil {
+		return 0, err
 	}
 	return k, nil
+}
+
+// CheckBlockTokens reports a block size (named as key) the format cannot
+// regroup its hash ids into.
+func (f *FormatSpec) CheckBlockTokens(blockTokens int, key string) error {
+	if h := f.HashBlock; h > 0 && blockTokens%h != 0 {
+		return fmt.Errorf("%s traces hash %d-token blocks: %s must be a multiple of %d, got %d", f.Name, h, key, h, blockTokens)
+	}
+	return nil
+}
+
+// LookupFormat returns the spec of the format named name.
+func LookupFormat(name string) (FormatSpec, bool) {
+	k, err := formatKind(name)
+	if err != nil || name == "" {
+		return FormatSpec{}, false
+	}
+	return formats[k], true
 }

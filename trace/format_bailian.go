@@ -1,7 +1,5 @@
 package trace
 
-import "fmt"
-
 // fmtBailian is Qwen Bailian's JSONL (parse.go, bailian.go).
 const fmtBailian = 1
 
@@ -15,11 +13,5 @@ func init() {
 			}
 			return r.bailian(), "", false, nil
 		},
-		check: func(opt Options) error {
-			if opt.BlockTokens%bailianBlock != 0 {
-				return fmt.Errorf("bailian traces hash %d-token blocks: block_tokens must be a multiple of %d, got %d",
-					bailianBlock, bailianBlock, opt.BlockTokens)
-			}
-			return nil
-		}})
+		HashBlock: bailianBlock})
 }
