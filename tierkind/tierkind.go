@@ -3,6 +3,9 @@
 // keeps blocks on disk, and the keys only a tier of that kind takes. The
 // scenario loader and reference, kvsim calibrate's profile and the replay
 // read it; the real store of each kind is registered in hw (tierkind_*.go).
+// A new kind is its spec here, its store there (experiment's
+// TestTierKindsMatch pairs them) and its row in the tier defaults tables of
+// scenario/doc.go and the README (TestKindDefaultsDocumented).
 package tierkind
 
 import (
