@@ -13,7 +13,8 @@ import (
 )
 
 // allowed lists, per package directory, the project packages it may
-// import; policy may import nothing of ours and no third-party code at all.
+// import; policy may import only param (the key declaration, itself
+// standard library only) and no third-party code at all.
 // sim and hw never see each other: the core is the one brain, they are its
 // bodies; experiment is the one place that wires them. Every package is
 // listed: a new one fails the test until it is placed here. An entry also
@@ -21,14 +22,16 @@ import (
 // needs its own row. Every directory under cmd is a command and uses the
 // cmd row.
 var allowed = map[string][]string{
-	"policy":   {},
+	"param":    {}, // the one declaration of a configuration key
+	"policy":   {"param"},
 	"core":     {"policy"},
 	"trace":    {},
+	"tierkind": {"param", "internal/endpoint"}, // a tier kind's spec: defaults, keys, calibrate store
 	"results":  {"internal/tomlguard", "internal/atomicfile"},
-	"scenario": {"core", "policy", "trace", "results", "internal/endpoint", "internal/tomlguard"},
+	"scenario": {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
-	"cluster":  {"core", "policy", "sim"},
+	"cluster":  {"core", "param", "policy", "sim"},
 	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
@@ -45,10 +48,10 @@ var allowed = map[string][]string{
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
 	"hw/internal/sys":      {},
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
-	"mrc":                  {"policy", "trace"},
+	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
-	"internal/testenv":     {},                                                                                                                                          // test helpers for _test.go files (testHelpers); no package lists them
+	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
+	"internal/testenv":     {},                                                                                                                                                      // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
@@ -67,8 +70,8 @@ var allowed = map[string][]string{
 // which would make x's tests depend on its own users.
 var testExtra = map[string][]string{
 	"sim":          {"trace", "workload"},
-	"cluster":      {"trace", "workload", "scenario"}, // as sim; router names against scenario's list
-	"hw/hostmem":   {"hw/payload"},                    // stores are checked with the replay's payloads
+	"cluster":      {"trace", "workload"}, // as sim
+	"hw/hostmem":   {"hw/payload"},        // stores are checked with the replay's payloads
 	"hw/remote":    {"hw/payload"},
 	"hw/rdmastore": {"hw/payload"},
 }
@@ -178,8 +181,8 @@ func TestLayering(t *testing.T) {
 				} else {
 					t.Errorf("%s imports %s: %s may only import %v of kvsim", path, p, dir, ok)
 				}
-			case pkg == "policy" && strings.Contains(strings.Split(p, "/")[0], "."):
-				t.Errorf("%s imports %s: policy is standard library only", path, p)
+			case (pkg == "policy" || pkg == "param") && strings.Contains(strings.Split(p, "/")[0], "."):
+				t.Errorf("%s imports %s: %s is standard library only", path, p, pkg)
 			}
 		}
 	})

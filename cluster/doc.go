@@ -12,4 +12,10 @@
 // router sees the cluster late (lag.go). Coupled instances are stepped in
 // one global event order (sim.Group). docs/cluster.md states the model and
 // what it leaves out; docs/routers.md the routers.
+//
+// A router is one file, router_NAME.go, that registers a RouterSpec: its
+// name, brief, rank in lists, its [cluster] keys (param.Key: type, range,
+// default, doc) and a constructor. The scenario loader, --set and the
+// scenario reference follow the registry; TestRouterRegistry asks for its
+// row and section in docs/routers.md.
 package cluster

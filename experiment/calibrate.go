@@ -5,10 +5,10 @@ import (
 	"math"
 	"strconv"
 
-	"kvsim/hw"
 	"kvsim/hw/doctor"
 	"kvsim/results"
 	"kvsim/scenario"
+	"kvsim/tierkind"
 )
 
 // Profile is the hardware profile of a calibration, in the form scenario.LoadProfile
@@ -22,13 +22,15 @@ func Profile(c *doctor.Calibration) *results.Profile {
 			Latency: scenario.FormatDuration(fwd.Latency), ReverseLatency: scenario.FormatDuration(rev.Latency)})
 	}
 	// Each pair of kinds gets the moves between the stores the replay
-	// implements them with (hw.CalibratedAs; Calibration.Link gives an
+	// implements them with (tierkind's Calibrated; Calibration.Link gives an
 	// emulated remote DRAM tier the pinned store's figures); a disk's
 	// moves were measured from DRAM, and two disks never meet in one move.
-	kinds := scenario.Kinds()
+	kinds := tierkind.Names()
 	for i, a := range kinds {
 		for _, b := range kinds[i+1:] {
-			ca, cb := hw.CalibratedAs(a), hw.CalibratedAs(b)
+			ka, _ := tierkind.Lookup(a)
+			kb, _ := tierkind.Lookup(b)
+			ca, cb := ka.Calibrated, kb.Calibrated
 			switch {
 			case ca == "" || cb == "" || ca == "ssd" && cb == "ssd":
 			case cb == "ssd":

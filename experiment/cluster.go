@@ -13,9 +13,7 @@ import (
 func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 	c := sc.Cluster
 	p := cluster.DefaultParams()
-	p.CacheThreshold, p.BalanceAbs, p.BalanceRel = c.CacheThreshold, c.BalanceAbs, c.BalanceRel
-	p.OverlapWeight, p.HostWeight = c.OverlapWeight, c.HostWeight
-	p.SLOReject = c.SLOReject
+	p.Keys = c.Keys
 	if sc.SLO.TTFTms > 0 {
 		p.SLOTTFT = int64(sc.SLO.TTFTms * 1e6)
 	}

@@ -21,6 +21,7 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
+	"kvsim/tierkind"
 	"kvsim/trace"
 )
 
@@ -53,7 +54,7 @@ type ReplayOptions struct {
 // appearance) and size only when all of it is the same. Nil without
 // storage tiers.
 func storeIdentity(ctx context.Context, sc *scenario.Scenario, o ReplayOptions) ([]hw.StoreField, error) {
-	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { return hw.OnDisk(t.Kind) }) {
+	if !slices.ContainsFunc(sc.Tiers, func(t scenario.Tier) bool { k, _ := tierkind.Lookup(t.Kind); return k.OnDisk }) {
 		return nil, nil
 	}
 	f, err := trace.OpenFile(sc.Workload.Trace)

@@ -9,12 +9,13 @@ import (
 
 	"kvsim/hw"
 	"kvsim/scenario"
+	"kvsim/tierkind"
 )
 
 // Every tier kind a scenario accepts has a real store registered in hw
-// (and none more): a new kind is a scenario default plus one hw file.
+// (and none more): a new kind is a spec (tierkind) plus one hw file.
 func TestTierKindsMatch(t *testing.T) {
-	kinds := slices.Sorted(slices.Values(scenario.Kinds()))
+	kinds := slices.Sorted(slices.Values(tierkind.Names()))
 	if got := hw.TierKinds(); !slices.Equal(got, kinds) {
 		t.Errorf("hw registers tier kinds %v, scenario accepts %v", got, kinds)
 	}
@@ -23,13 +24,13 @@ func TestTierKindsMatch(t *testing.T) {
 // The store identity (a trace hash) is computed only for a scenario with a
 // tier whose kind keeps its blocks on disk, as its registration says.
 func TestStoreIdentityOnDisk(t *testing.T) {
-	for _, k := range scenario.Kinds() {
-		want := k == "ssd" || k == "nvmeof"
-		if hw.OnDisk(k) != want {
-			t.Errorf("hw.OnDisk(%q) = %v, want %v", k, !want, want)
+	var mem []scenario.Tier
+	for _, k := range tierkind.Names() {
+		if s, _ := tierkind.Lookup(k); !s.OnDisk {
+			mem = append(mem, scenario.Tier{Kind: k})
 		}
 	}
-	sc := &scenario.Scenario{Tiers: []scenario.Tier{{Kind: "hbm"}, {Kind: "dram"}, {Kind: "remote_dram"}}}
+	sc := &scenario.Scenario{Tiers: mem}
 	sc.Workload.Trace = "no such trace" // not read: no tier needs an identity
 	if f, err := storeIdentity(context.Background(), sc, ReplayOptions{BlockBytes: 4096}); f != nil || err != nil {
 		t.Errorf("memory tiers only: %v, %v", f, err)

@@ -6,16 +6,11 @@ import (
 	"kvsim/hw/hostmem"
 )
 
-// A tier kind is registered by the one file that implements it
-// (tierkind_*.go): adding a kind to the real body is adding such a file.
+// A tier kind's store is registered by the one file that implements it
+// (tierkind_*.go): adding a kind to the real body is adding such a file
+// beside the kind's spec (kvsim/tierkind, which says what it is).
 type tierKind struct {
 	gpu bool // uses the accelerator device when there is one
-	// calibrated is the calibrate store whose moves stand for this kind's
-	// ("hbm", "pinned", "dram" or "ssd"): the same store implementation.
-	calibrated string
-	// onDisk: the tier keeps its blocks in replay's --dir across runs, so
-	// they are keyed by what they depend on (the store identity).
-	onDisk bool
 	// hostMemory says whether the tier keeps its blocks in this
 	// machine's memory (gpu: a GPU runtime was found), for the check that
 	// the tiers fit it before any is made.
@@ -43,12 +38,3 @@ func TierKinds() []string {
 	slices.Sort(names)
 	return names
 }
-
-// CalibratedAs is the store kvsim calibrate measures for tier kind k: a
-// profile gives k the figures measured for that store ("" for an unknown
-// kind).
-func CalibratedAs(k string) string { return tierKinds[k].calibrated }
-
-// OnDisk reports whether tier kind k keeps its blocks in replay's --dir
-// across runs (false for an unknown kind).
-func OnDisk(k string) bool { return tierKinds[k].onDisk }

@@ -10,7 +10,7 @@ import (
 // a fabric namespace).
 func init() {
 	for _, kind := range []string{"ssd", "nvmeof"} {
-		registerTierKind(kind, tierKind{calibrated: "ssd", onDisk: true, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+		registerTierKind(kind, tierKind{open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 			if t.Device != "" {
 				return deviceStore(t, o)
 			}

@@ -6,7 +6,7 @@ import (
 
 // dram is a memfd pool (remote_dram: tierkind_remote.go).
 func init() {
-	registerTierKind("dram", tierKind{calibrated: "dram", hostMemory: always, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+	registerTierKind("dram", tierKind{hostMemory: always, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 		return dramStore(t, o, ss.pool)
 	}})
 }

@@ -9,7 +9,7 @@ import (
 // memory (OpenStores notes why).
 func init() {
 	for _, kind := range []string{"hbm", "pinned"} {
-		registerTierKind(kind, tierKind{gpu: true, calibrated: kind, hostMemory: gpuHostMemory, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+		registerTierKind(kind, tierKind{gpu: true, hostMemory: gpuHostMemory, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 			if ss.dev != nil {
 				return accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool), "", nil
 			}

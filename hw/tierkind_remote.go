@@ -16,7 +16,7 @@ import (
 // kvsim calibrate --remote measures the server's moves as "remote"; without
 // it the profile gives the emulated tier's figures.
 func init() {
-	registerTierKind("remote_dram", tierKind{calibrated: "remote", hostMemory: func(t TierSpec, _ bool) bool { return t.Endpoint == "" }, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+	registerTierKind("remote_dram", tierKind{hostMemory: func(t TierSpec, _ bool) bool { return t.Endpoint == "" }, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
 		if t.Endpoint == "" {
 			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s; give the tier an endpoint = \"redis://HOST:PORT\", or \"rdma://HOST:PORT\" of a kvsim serve --rdma, to use a real store)", t.Name, rdmaState("")))
 			return emulatedStore("emulated (no RDMA)", o), "", nil

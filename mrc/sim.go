@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kvsim/param"
 	"kvsim/policy"
 )
 
@@ -55,8 +56,8 @@ func ParseSpec(s string) (Spec, error) {
 		if !found {
 			return sp, fmt.Errorf("policy %q: parameter %q is not key=value", sp.Name, kv)
 		}
-		if !contains(ps.Params, k) {
-			return sp, fmt.Errorf("policy %q has no parameter %q (known: %s)", sp.Name, k, strings.Join(ps.Params, ", "))
+		if param.Find(ps.Params, k) == nil {
+			return sp, fmt.Errorf("policy %q has no parameter %q (known: %s)", sp.Name, k, strings.Join(param.Names(ps.Params), ", "))
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -68,15 +69,6 @@ func ParseSpec(s string) (Spec, error) {
 		sp.Params[k] = x
 	}
 	return sp, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Check builds the policy once, so bad parameter values surface before a

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
+
+	"kvsim/param"
 )
 
 // GDSF is GreedyDual-Size-Frequency (Cherkasova, HP Labs TR 1998): each
@@ -66,9 +68,9 @@ func (p *GDSF) Evict(_ int64, pinned Pinned) (Block, bool) {
 
 func init() {
 	Register(Spec{Name: "gdsf", Brief: "GreedyDual-Size-Frequency, cost = size^cost_exponent",
-		Params: []string{"cost_exponent"},
+		Params: []param.Key{{Name: "cost_exponent", Type: param.Number, Default: 1.0, Doc: "cost = size^cost_exponent; 0 is GreedyDual-Frequency"}},
 		New: func(c Config) (Policy, error) {
-			e := c.Params.Get("cost_exponent", 1.0)
+			e := c.Params["cost_exponent"]
 			if e < 0 || math.IsNaN(e) || math.IsInf(e, 0) {
 				return nil, fmt.Errorf("gdsf: cost_exponent must be >= 0, got %g", e)
 			}

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
+
+	"kvsim/param"
 )
 
 // Mooncake models Mooncake Store's memory eviction (kvcache-ai/Mooncake,
@@ -130,10 +132,12 @@ func (p *Mooncake) selectBatch(pinned Pinned) {
 
 func init() {
 	Register(Spec{Name: "mooncake", Brief: "Mooncake Store: LRU evicted in batches (5% of objects) above a 0.90 high watermark or when full",
-		Params: []string{"evict_fraction", "high_watermark"},
+		Params: []param.Key{
+			{Name: "evict_fraction", Type: param.Number, Default: MooncakeEvictRatio, Doc: "share of the objects one batch evicts"},
+			{Name: "high_watermark", Type: param.Number, Default: MooncakeHighWatermark, Doc: "share of the capacity past which a batch goes ahead of need"},
+		},
 		New: func(c Config) (Policy, error) {
-			f := c.Params.Get("evict_fraction", MooncakeEvictRatio)
-			hi := c.Params.Get("high_watermark", MooncakeHighWatermark)
+			f, hi := c.Params["evict_fraction"], c.Params["high_watermark"]
 			if f <= 0 || f > 1 || hi < 0 || hi > 1 {
 				return nil, fmt.Errorf("mooncake: need 0 < evict_fraction <= 1 and 0 <= high_watermark <= 1 (got %g, %g)", f, hi)
 			}

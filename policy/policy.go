@@ -2,9 +2,12 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
+
+	"kvsim/param"
 )
 
 // Block is a dense block index.
@@ -112,7 +115,7 @@ type Future interface {
 	NextUse(b Block, at int64) int64
 }
 
-// Get returns p[key] or def.
+// Get returns p[key] or def: for a parameter declared without a default.
 func (p Params) Get(key string, def float64) float64 {
 	if v, ok := p[key]; ok {
 		return v
@@ -127,7 +130,7 @@ type Factory func(c Config) (Policy, error)
 type Spec struct {
 	Name   string
 	Brief  string
-	Params []string // accepted parameter keys
+	Params []param.Key // accepted parameters: numbers; New fills in their defaults
 	New    Factory
 	// Offline policies need the trace's future (Config.Future): callers
 	// read the whole trace first for them.
@@ -173,21 +176,26 @@ func New(name string, c Config) (Policy, error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("policy %q: parameter %s must be a finite number, got %g", name, k, v)
 		}
-		if !contains(s.Params, k) {
+		if param.Find(s.Params, k) == nil {
 			if len(s.Params) == 0 {
 				return nil, fmt.Errorf("policy %q takes no parameter %q", name, k)
 			}
-			return nil, fmt.Errorf("policy %q has no parameter %q (known: %s)", name, k, strings.Join(s.Params, ", "))
+			return nil, fmt.Errorf("policy %q has no parameter %q (known: %s)", name, k, strings.Join(param.Names(s.Params), ", "))
 		}
 	}
+	c.Params = withDefaults(s.Params, c.Params)
 	return s.New(c)
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
+// withDefaults is p with each declared default where p has no value; p
+// itself is left alone (callers share it).
+func withDefaults(keys []param.Key, p Params) Params {
+	out := Params{}
+	for _, k := range keys {
+		if d, ok := k.Default.(float64); ok {
+			out[k.Name] = d
 		}
 	}
-	return false
+	maps.Copy(out, p)
+	return out
 }

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvsim/param"
+)
 
 // S3FIFO is S3-FIFO (Yang et al., "FIFO queues are all you need for cache
 // eviction", SOSP'23), as in the paper and libCacheSim's S3FIFO of 2023: a
@@ -143,10 +147,14 @@ func (p *S3FIFO) secondChance(b Block) bool {
 
 func init() {
 	Register(Spec{Name: "s3fifo", Brief: "S3-FIFO (SOSP'23): small FIFO, main CLOCK, ghost FIFO",
-		Params: []string{"small_fraction", "move_threshold", "ghost_fraction"},
+		Params: []param.Key{
+			{Name: "small_fraction", Type: param.Number, Default: 0.10, Doc: "the small FIFO's share of the capacity"},
+			{Name: "move_threshold", Type: param.Number, Default: 2.0, Doc: "hits in the small FIFO that move a block to main"},
+			{Name: "ghost_fraction", Type: param.Number, DefaultDoc: "as large as the main FIFO", Doc: "the ghost FIFO's share of the capacity"},
+		},
 		New: func(c Config) (Policy, error) {
-			f, t := c.Params.Get("small_fraction", 0.10), c.Params.Get("move_threshold", 2)
-			g := c.Params.Get("ghost_fraction", -1)
+			f, t := c.Params["small_fraction"], c.Params["move_threshold"]
+			g := c.Params.Get("ghost_fraction", -1) // -1: as large as main
 			if _, set := c.Params["ghost_fraction"]; set && !(g >= 0 && g <= 1) {
 				return nil, fmt.Errorf("s3fifo: ghost_fraction must be in [0,1], got %g", g)
 			}

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvsim/param"
+)
 
 // TwoQ is the full 2Q of Johnson and Shasha (VLDB'94). New blocks enter
 // A1in, a FIFO holding about kin of the capacity; blocks pushed out of A1in
@@ -79,9 +83,12 @@ func (p *TwoQ) evictIn(pinned Pinned) (Block, bool) {
 
 func init() {
 	Register(Spec{Name: "2q", Brief: "2Q (VLDB'94): FIFO probation, ghost queue, LRU main",
-		Params: []string{"kin", "kout"},
+		Params: []param.Key{
+			{Name: "kin", Type: param.Number, Default: 0.25, Doc: "the probation FIFO's share of the capacity"},
+			{Name: "kout", Type: param.Number, Default: 0.50, Doc: "the ghost queue's size, a share of the capacity"},
+		},
 		New: func(c Config) (Policy, error) {
-			kin, kout := c.Params.Get("kin", 0.25), c.Params.Get("kout", 0.50)
+			kin, kout := c.Params["kin"], c.Params["kout"]
 			if kin <= 0 || kin >= 1 || kout < 0 {
 				return nil, fmt.Errorf("2q: kin must be in (0,1) and kout >= 0 (got kin=%g kout=%g)", kin, kout)
 			}

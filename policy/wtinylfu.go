@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvsim/param"
+)
 
 // WTinyLFU is W-TinyLFU (Einziger, Friedman and Manes, ACM TOS 2017; the
 // policy of Caffeine): new blocks enter a small LRU window (param window,
@@ -135,9 +139,13 @@ func (p *WTinyLFU) toProbation(b Block) {
 
 func init() {
 	Register(Spec{Name: "wtinylfu", Brief: "W-TinyLFU (Caffeine): LRU window, SLRU main, count-min admission",
-		Params: []string{"window", "protected", "doorkeeper"},
+		Params: []param.Key{
+			{Name: "window", Type: param.Number, Default: 0.01, Doc: "the LRU window's share of the capacity"},
+			{Name: "protected", Type: param.Number, Default: 0.80, Doc: "the protected segment's share of the main SLRU"},
+			{Name: "doorkeeper", Type: param.Number, Default: 0.0, Doc: "1: a Bloom filter in front of the sketch"},
+		},
 		New: func(c Config) (Policy, error) {
-			w, pr, d := c.Params.Get("window", 0.01), c.Params.Get("protected", 0.80), c.Params.Get("doorkeeper", 0)
+			w, pr, d := c.Params["window"], c.Params["protected"], c.Params["doorkeeper"]
 			if w < 0 || w >= 1 || pr < 0 || pr > 1 || (d != 0 && d != 1) {
 				return nil, fmt.Errorf("wtinylfu: need window in [0,1), protected in [0,1], doorkeeper 0 or 1 (got %g, %g, %g)", w, pr, d)
 			}

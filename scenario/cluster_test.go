@@ -1,8 +1,11 @@
 package scenario
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"kvsim/cluster"
 )
 
 // TestCluster: [cluster] is absent by default, takes the routers' defaults,
@@ -19,9 +22,10 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Cluster{Instances: 4, Router: "round_robin", CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, OverlapWeight: 1, HostWeight: 0.75,
+	want := Cluster{Instances: 4, Router: "round_robin",
+		Keys:         cluster.Keys{CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, OverlapWeight: 1, HostWeight: 0.75},
 		NICBandwidth: 25e9, NICLatency: 5000, NICLanes: 8}
-	if s.Cluster != want {
+	if !reflect.DeepEqual(s.Cluster, want) {
 		t.Fatalf("defaults %+v, want %+v", s.Cluster, want)
 	}
 	if !strings.Contains(s.Describe(), "cluster: 4 instances, router round_robin\n") {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/param"
 	"kvsim/policy"
 )
 
@@ -144,7 +145,7 @@ func checkValid(t *testing.T, s *Scenario) {
 			if !ok {
 				bad("tier eviction", p)
 			}
-			takes = append(takes, spec.Params...)
+			takes = append(takes, param.Names(spec.Params)...)
 			if _, err := policy.New(p.TierEviction(i), policy.Config{Capacity: s.Tiers[i].Capacity, Params: p.TierParams(i)}); err != nil && !spec.Offline {
 				bad("tier policy: "+err.Error(), p)
 			}

@@ -36,11 +36,11 @@ func Reference() string {
 		}
 		for i := range s.fields {
 			f := &s.fields[i]
-			ex := f.example
+			ex := f.Example
 			if ex == "" {
-				ex = f.defaultText()
+				ex = defaultText(f)
 			}
-			line(&b, f.key+" = "+ex, f.comment())
+			line(&b, f.Name+" = "+ex, comment(f))
 		}
 		if s.params != "" {
 			b.WriteString("# " + s.params + "\n")
@@ -91,49 +91,34 @@ func line(b *strings.Builder, text, comment string) {
 }
 
 // comment is a key's doc line, accepted values and default.
-func (f *field) comment() string {
+func comment(f *field) string {
 	var parts []string
-	if f.doc != "" {
-		parts = append(parts, f.doc)
+	if f.Doc != "" {
+		parts = append(parts, f.Doc)
 	}
-	if f.enum != nil {
-		parts = append(parts, strings.Join(f.enum(), " | "))
+	if f.Enum != nil {
+		parts = append(parts, strings.Join(f.Enum(), " | "))
 	}
-	if r := f.rangeText(); r != "" {
+	if r := f.RangeText(); r != "" {
 		parts = append(parts, r)
 	}
-	if f.only != "" {
-		parts = append(parts, "only with "+f.only)
+	if f.Only != "" {
+		parts = append(parts, "only with "+f.Only)
 	}
 	switch {
-	case f.required:
+	case f.Required:
 		parts = append(parts, "required")
 	default:
-		parts = append(parts, "default "+f.defaultText())
+		parts = append(parts, "default "+defaultText(f))
 	}
 	return strings.Join(parts, "; ")
 }
 
-// rangeText is the accepted range in words: "1..16777216", "> 0".
-func (f *field) rangeText() string {
-	if f.max != 0 {
-		lo := map[bound]string{above0: "1", atLeast0: "0", atLeast1: "1"}[f.min]
-		return lo + ".." + strconv.FormatInt(f.max, 10)
-	}
-	if f.fmax != 0 {
-		if lo, ok := map[bound]string{atLeast0: "0", atLeast1: "1"}[f.min]; ok {
-			return lo + ".." + strconv.FormatFloat(f.fmax, 'g', -1, 64)
-		}
-		return strings.TrimSpace(boundNames[f.min] + " and <= " + strconv.FormatFloat(f.fmax, 'g', -1, 64))
-	}
-	return boundNames[f.min]
-}
-
 // defaultText is the default as the key would be written.
-func (f *field) defaultText() string {
-	switch d := f.def.(type) {
+func defaultText(f *field) string {
+	switch d := f.Default.(type) {
 	case int64:
-		if f.typ == tDuration {
+		if f.Type == tDuration {
 			return strconv.Quote(FormatDuration(d))
 		}
 		return strconv.FormatInt(d, 10)
@@ -144,10 +129,10 @@ func (f *field) defaultText() string {
 	case bool:
 		return strconv.FormatBool(d)
 	}
-	if f.defDoc == "" && f.only == synthetic {
-		return genDefault(f.key)
+	if f.DefaultDoc == "" && f.Only == synthetic {
+		return genDefault(f.Name)
 	}
-	return f.defDoc
+	return f.DefaultDoc
 }
 
 // genDefault is a synthetic-workload key's default, trace.DefaultGenConfig's.

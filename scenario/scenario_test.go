@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/param"
 	"kvsim/policy"
+	"kvsim/tierkind"
 )
 
 // A policy with parameters; the built-in ones take none yet.
@@ -18,7 +20,7 @@ func init() {
 	policy.Register(policy.Spec{
 		Name:   "scenario_test_params",
 		Brief:  "test only",
-		Params: []string{"alpha", "window"},
+		Params: []param.Key{{Name: "alpha"}, {Name: "window"}},
 		New:    func(policy.Config) (policy.Policy, error) { return policy.NewLRU(), nil },
 	})
 }
@@ -238,19 +240,15 @@ func TestDefaultLinks(t *testing.T) {
 	}
 }
 
+// TestKindDefaults: a kind's defaults are its spec's (the docs' tables are
+// checked against them by TestKindDefaultsDocumented).
 func TestKindDefaults(t *testing.T) {
-	want := map[string]Tier{
-		"hbm":         {Kind: "hbm", Capacity: 60 << 30, Bandwidth: 2e12, Latency: 100, CostPerGB: 20},
-		"pinned":      {Kind: "pinned", Capacity: 64 << 30, Bandwidth: 25e9, Latency: 100, CostPerGB: 5},
-		"dram":        {Kind: "dram", Capacity: 512 << 30, Bandwidth: 50e9, Latency: 100, CostPerGB: 5},
-		"ssd":         {Kind: "ssd", Capacity: 3.84e12, Bandwidth: 7e9, Latency: 10e3, CostPerGB: 0.3},
-		"nvmeof":      {Kind: "nvmeof", Capacity: 15.36e12, Bandwidth: 6e9, Latency: 20e3, CostPerGB: 0.1},
-		"remote_dram": {Kind: "remote_dram", Capacity: 1 << 40, Bandwidth: 50e9, Latency: 3e3, CostPerGB: 5},
-	}
 	for _, k := range Kinds() {
 		got, ok := KindDefaults(k)
-		if !ok || got != want[k] {
-			t.Errorf("KindDefaults(%q) = %+v, %v; want %+v", k, got, ok, want[k])
+		s, _ := tierkind.Lookup(k)
+		want := Tier{Kind: k, Capacity: s.Capacity, Bandwidth: s.Bandwidth, Latency: s.Latency, CostPerGB: s.CostPerGB}
+		if !ok || got != want {
+			t.Errorf("KindDefaults(%q) = %+v, %v; want %+v", k, got, ok, want)
 		}
 	}
 	if _, ok := KindDefaults("tape"); ok {
@@ -370,9 +368,9 @@ func TestErrors(t *testing.T) {
 		{"empty tier array", doc("tier = []\n"), `scenarios/x.toml:1: missing [[tier]]: at least one tier (the hbm tier) is required`},
 		{"first not hbm", doc("[[tier]]\nkind = \"dram\"\n[[tier]]\nkind = \"hbm\"\n"), `scenarios/x.toml:2: tier "dram": kind: the first tier must be "hbm", got "dram"`},
 		{"two hbm", doc("[[tier]]\nkind = \"hbm\"\n[[tier]]\nname = \"hbm2\"\nkind = \"hbm\"\n"), `scenarios/x.toml:5: tier "hbm2": kind: only one "hbm" tier is allowed (the first)`},
-		{"kind required", doc(tiers2 + "[[tier]]\nname = \"x\"\n"), `scenarios/x.toml:5: tier "x": kind: required (one of hbm, pinned, dram, ssd, nvmeof, remote_dram)`},
-		{"kind required unnamed", doc(tiers2 + "[[tier]]\ncapacity = 1\n"), `scenarios/x.toml:5: tier 3: kind: required (one of hbm, pinned, dram, ssd, nvmeof, remote_dram)`},
-		{"kind unknown", doc(tiers2 + "[[tier]]\nkind = \"tape\"\n"), `scenarios/x.toml:6: tier 3: kind: unknown kind "tape" (known: hbm, pinned, dram, ssd, nvmeof, remote_dram)`},
+		{"kind required", doc(tiers2 + "[[tier]]\nname = \"x\"\n"), `scenarios/x.toml:5: tier "x": kind: required (one of ` + strings.Join(Kinds(), ", ") + ")"},
+		{"kind required unnamed", doc(tiers2 + "[[tier]]\ncapacity = 1\n"), `scenarios/x.toml:5: tier 3: kind: required (one of ` + strings.Join(Kinds(), ", ") + ")"},
+		{"kind unknown", doc(tiers2 + "[[tier]]\nkind = \"tape\"\n"), `scenarios/x.toml:6: tier 3: kind: unknown kind "tape" (known: ` + strings.Join(Kinds(), ", ") + ")"},
 		{"duplicate default name", doc(tiers2 + "[[tier]]\nkind = \"dram\"\n"), `scenarios/x.toml:5: tier "dram": name: duplicate tier name (tier 2 has it too)`},
 		{"duplicate name", doc(tiers2 + "[[tier]]\nname = \"hbm\"\nkind = \"ssd\"\n"), `scenarios/x.toml:6: tier "hbm": name: duplicate tier name (tier 1 has it too)`},
 		{"empty tier name", doc(tiers2 + "[[tier]]\nname = \" \"\nkind = \"ssd\"\n"), `scenarios/x.toml:6: tier 3: name: must not be empty`},
@@ -418,7 +416,7 @@ func TestErrors(t *testing.T) {
 		{"missing workload", doc("", "[workload]"), `scenarios/x.toml: missing [workload] table`},
 		{"trace required", doc("[workload]\nlimit = 1\n"), `scenarios/x.toml:1: workload: trace: required (path of the trace file)`},
 		{"trace type", doc("[workload]\ntrace = 3\n"), `scenarios/x.toml:2: workload: trace: must be a string, got integer 3`},
-		{"format", doc("[workload]\ntrace = \"t\"\nformat = \"parquet\"\n"), `scenarios/x.toml:3: workload: format: unknown format "parquet" (known: mooncake, bailian, azure, burstgpt, synthetic)`},
+		{"format", doc("[workload]\ntrace = \"t\"\nformat = \"parquet\"\n"), `scenarios/x.toml:3: workload: format: unknown format "parquet" (known: ` + strings.Join(Formats(), ", ") + ")"},
 		{"bailian blocks", doc("[workload]\ntrace = \"t\"\nformat = \"bailian\"\n[model]\nlayers = 1\nkv_heads = 8\nhead_dim = 128\nblock_tokens = 24\n"),
 			`scenarios/x.toml:3: workload: format: bailian traces hash 16-token blocks: model.block_tokens must be a multiple of 16, got 24`},
 		{"limit", doc("[workload]\ntrace = \"t\"\nlimit = -1\n"), `scenarios/x.toml:3: workload: limit: must be >= 0`},
@@ -486,7 +484,7 @@ func TestAllPolicyParams(t *testing.T) {
 		spec, _ := policy.Lookup(name)
 		var b strings.Builder
 		b.WriteString("[[policy]]\neviction = \"" + name + "\"\n")
-		for _, k := range spec.Params {
+		for _, k := range param.Names(spec.Params) {
 			if contains(policyKeys, k) {
 				t.Errorf("policy %s: parameter %q collides with a fixed [[policy]] key", name, k)
 			}

@@ -1,14 +1,15 @@
 package scenario
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"kvsim/core"
+	"kvsim/cluster"
+	"kvsim/param"
+	"kvsim/tierkind"
+	"kvsim/trace"
 )
 
 // The scenario layout is declared once, here: every key with its type and
@@ -17,51 +18,27 @@ import (
 // --set finds its tables here, and Reference renders the documentation
 // (doc.go and the README are checked against it by TestReference).
 
-// typ is how a key's value is written, and its unit.
-type typ uint8
+// The key declaration is param's; these short names keep the schema
+// below readable.
+type field = param.Key
 
 const (
-	tString       typ = iota
-	tInt              // integer
-	tNumber           // integer or finite float
-	tTokenRate        // tokens/s: a number; one token must take less than the time limit
-	tBool             // true or false
-	tBytes            // "60GiB" or an integer byte count
-	tBandwidth        // "25GB/s" or a number of bytes/s; one block must move within the time limit
-	tDuration         // "10us"; a bare integer only as 0; within the time limit
-	tFineDuration     // a tDuration that keeps fractions of a ns (float64 ns): step-time coefficients
+	tString       = param.String
+	tInt          = param.Int
+	tNumber       = param.Number
+	tTokenRate    = param.TokenRate
+	tBool         = param.Bool
+	tBytes        = param.Bytes
+	tBandwidth    = param.Bandwidth
+	tDuration     = param.Duration
+	tFineDuration = param.FineDuration
+
+	anyValue = param.Any
+	above0   = param.Above0
+	atLeast0 = param.AtLeast0
+	atLeast1 = param.AtLeast1
+	share    = param.Share
 )
-
-// bound is a key's lower limit.
-type bound uint8
-
-const (
-	anyValue bound = iota
-	above0         // > 0
-	atLeast0       // >= 0
-	atLeast1       // >= 1
-	share          // > 0 and <= 1
-)
-
-var boundNames = [...]string{anyValue: "", above0: "> 0", atLeast0: ">= 0", atLeast1: ">= 1", share: "0 < x <= 1"}
-
-// field declares one key.
-type field struct {
-	key      string
-	typ      typ
-	def      any    // default (int64, float64, string or bool); nil when required or set by the code (defDoc)
-	defDoc   string // the default in words, where def cannot say it
-	required bool   // absent: "KEY: required (need)"
-	need     string // what a required key wants; %s is the enum
-	min      bound
-	max      int64           // integers: the largest accepted, 0 for no limit
-	fmax     float64         // numbers: the largest accepted, 0 for no limit
-	enum     func() []string // strings: the accepted values
-	msg      string          // replaces the range message; a format of the value if it has a verb
-	example  string          // the value Reference shows; "" for the default
-	doc      string          // one line; "\n" continues the comment
-	only     string          // accepted only with this other setting (workload: format = "synthetic"; gpu: a step_model)
-}
 
 // section declares one table of the scenario.
 type section struct {
@@ -74,14 +51,7 @@ type section struct {
 	params   string // [[policy]]: other keys are the eviction policy's numeric parameters (this says so)
 }
 
-func (s *section) field(key string) *field {
-	for i := range s.fields {
-		if s.fields[i].key == key {
-			return &s.fields[i]
-		}
-	}
-	return nil
-}
+func (s *section) field(key string) *field { return param.Find(s.fields, key) }
 
 // header is the section's TOML header, or "the top level".
 func (s *section) header() string {
@@ -99,189 +69,171 @@ const maxInt32 = math.MaxInt32
 // schema is the scenario layout, in file order.
 var schema = []*section{
 	{name: "", fields: []field{
-		{key: "name", typ: tString, defDoc: "the file name without .toml", example: `"conversation-3tier"`,
-			doc: "letters, digits, '.', '_', '-'; names the results folder"},
-		{key: "seed", typ: tInt, def: int64(1), example: "1", doc: `drives format = "synthetic"`},
-		{key: "profile", typ: tString, defDoc: "none", example: `"hw.toml"`,
-			doc: "link figures from kvsim calibrate replace the default links"},
+		{Name: "name", Type: tString, DefaultDoc: "the file name without .toml", Example: `"conversation-3tier"`,
+			Doc: "letters, digits, '.', '_', '-'; names the results folder"},
+		{Name: "seed", Type: tInt, Default: int64(1), Example: "1", Doc: `drives format = "synthetic"`},
+		{Name: "profile", Type: tString, DefaultDoc: "none", Example: `"hw.toml"`,
+			Doc: "link figures from kvsim calibrate replace the default links"},
 	}},
 	{name: "model", required: true, doc: "bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes", fields: []field{
-		{key: "preset", typ: tString, defDoc: "none", enum: ModelPresets, example: `"llama-3.1-8b"`,
-			doc: "layers, kv_heads, head_dim, heads and params from the model's config.json; each key overrides"},
-		{key: "layers", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "32"},
-		{key: "kv_heads", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "8"},
-		{key: "head_dim", typ: tInt, min: above0, max: maxDim, defDoc: presetOrRequired, example: "128"},
-		{key: "heads", typ: tInt, min: above0, max: maxDim, defDoc: "the preset's; needed by step_model = \"roofline\"", example: "32",
-			doc: "query heads, a multiple of kv_heads: attention FLOPs = 4 x layers x heads x head_dim per token pair"},
-		{key: "params", typ: tNumber, min: above0, defDoc: "the preset's; needed by step_model = \"roofline\"", example: "8.03e9",
-			doc: "parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step"},
-		{key: "dtype", typ: tString, def: "bf16", enum: DTypes, example: `"bf16"`, doc: "element type of the KV cache and the weights"},
-		{key: "block_tokens", typ: tInt, def: int64(512), min: above0, max: maxDim, example: "512", doc: "tokens per KV block (Mooncake's)"},
+		{Name: "preset", Type: tString, DefaultDoc: "none", Enum: ModelPresets, Example: `"llama-3.1-8b"`,
+			Doc: "layers, kv_heads, head_dim, heads and params from the model's config.json; each key overrides"},
+		{Name: "layers", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "32"},
+		{Name: "kv_heads", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "8"},
+		{Name: "head_dim", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "128"},
+		{Name: "heads", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; needed by step_model = \"roofline\"", Example: "32",
+			Doc: "query heads, a multiple of kv_heads: attention FLOPs = 4 x layers x heads x head_dim per token pair"},
+		{Name: "params", Type: tNumber, Min: above0, DefaultDoc: "the preset's; needed by step_model = \"roofline\"", Example: "8.03e9",
+			Doc: "parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step"},
+		{Name: "dtype", Type: tString, Default: "bf16", Enum: DTypes, Example: `"bf16"`, Doc: "element type of the KV cache and the weights"},
+		{Name: "block_tokens", Type: tInt, Default: int64(512), Min: above0, Max: maxDim, Example: "512", Doc: "tokens per KV block (Mooncake's)"},
 	}},
 	{name: "gpu", doc: gpuDoc, fields: []field{
-		{key: "engine", typ: tString, def: "batched", enum: func() []string { return []string{"batched", "simple"} },
-			doc: `"batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);` +
+		{Name: "engine", Type: tString, Default: "batched", Enum: func() []string { return []string{"batched", "simple"} },
+			Doc: `"batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);` +
 				"\n" + `"simple": one prefill at a time at prefill_tokens_per_s, decodes at decode_tokens_per_s`},
-		{key: "max_num_batched_tokens", typ: tInt, def: int64(8192), min: atLeast1, max: maxInt32, example: "8192",
-			doc: "tokens one batched step computes at most (vLLM's max_num_batched_tokens)"},
-		{key: "max_num_seqs", typ: tInt, def: int64(256), min: atLeast1, max: maxInt32, example: "256",
-			doc: "running (admitted) requests at most, either engine (vLLM's max_num_seqs)"},
-		{key: "page_tokens", typ: tInt, def: int64(16), min: atLeast1, max: maxDim, example: "16",
-			doc: "generated tokens' KV is allocated in pages of this many tokens (vLLM's block_size);\nthe cache's unit of reuse stays model.block_tokens"},
-		{key: "step_model", typ: tString, enum: func() []string { return []string{"roofline", "linear"} }, example: `"roofline"`,
-			defDoc: `"roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";` + "\n" + `"linear" whenever a c_ key is set`,
-			doc:    "time of one batched step"},
-		{key: "preset", typ: tString, defDoc: "none", enum: GPUPresets, example: `"h100"`,
-			doc: "peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet; each key overrides"},
-		{key: "tp", typ: tInt, def: int64(1), min: atLeast1, max: 1 << 16, example: "1",
-			doc: "tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's"},
-		{key: "peak_tflops", typ: tNumber, min: above0, defDoc: "the preset's", example: "989", only: roofline, doc: "dense bf16 TFLOP/s of one GPU"},
-		{key: "hbm_bandwidth", typ: tBandwidth, min: above0, defDoc: "the preset's", example: `"3.35TB/s"`, only: roofline, doc: "of one GPU"},
-		{key: "hbm_capacity", typ: tBytes, min: above0, defDoc: "the preset's", example: `"80GiB"`,
-			doc: "of one GPU; the hbm tier's capacity defaults to 0.9 x hbm_capacity x tp minus the weights\n(vLLM's gpu_memory_utilization = 0.9)"},
-		{key: "compute_efficiency", typ: tNumber, def: 0.5, min: share, example: "0.5", only: roofline, doc: "share of peak FLOP/s reached"},
-		{key: "memory_efficiency", typ: tNumber, def: 0.8, min: share, example: "0.8", only: roofline, doc: "share of HBM bandwidth reached"},
-		{key: "step_overhead", typ: tDuration, def: int64(1_000_000), min: atLeast0, example: `"1ms"`, only: roofline,
-			doc: "fixed time per step: scheduling, input preparation, sampling"},
-		{key: "c0", typ: tFineDuration, min: atLeast0, defDoc: "0 if any c_ key is set, else 1s / decode_tokens_per_s", example: `"5ms"`,
-			only: linear, doc: "per step"},
-		{key: "c_prefill", typ: tFineDuration, min: atLeast0, defDoc: "0 if c0 or another c_ key is set, else 1s / prefill_tokens_per_s",
-			example: `"40us"`, only: linear, doc: "per prefill token"},
-		{key: "c_decode", typ: tFineDuration, min: atLeast0, defDoc: "0", example: `"30us"`, only: linear, doc: "per decoding sequence"},
-		{key: "c_ctx", typ: tFineDuration, min: atLeast0, defDoc: "0", example: `"50ns"`, only: linear,
-			doc: "per context token attention reads; attention_ns_per_token2 stays the per-pair term"},
-		{key: "prefill_tokens_per_s", typ: tTokenRate, def: 20000.0, min: above0, example: "20000", doc: "simple engine; legacy linear mapping"},
-		{key: "attention_ns_per_token2", typ: tNumber, def: 0.0, min: atLeast0, example: "0",
-			doc: "quadratic attention cost per (new x context) token pair, ns; simple engine and linear steps"},
-		{key: "decode_tokens_per_s", typ: tTokenRate, def: 50.0, min: above0, example: "50", doc: "per running request; simple engine; legacy linear mapping"},
-		{key: "load", typ: tString, def: "layerwise", enum: func() []string { return []string{"layerwise", "serial"} },
-			msg: `must be "layerwise" or "serial", got %q`, example: `"layerwise"`,
-			doc: "layerwise: KV loads overlap compute layer by layer; simple engine only (a batched prefill starts once its loads landed)"},
-		{key: "hbm_free", typ: tString, def: "landed", enum: func() []string { return []string{"landed", "evict"} },
-			msg: `must be "landed" or "evict", got %q`, example: `"landed"`,
-			doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
+		{Name: "max_num_batched_tokens", Type: tInt, Default: int64(8192), Min: atLeast1, Max: maxInt32, Example: "8192",
+			Doc: "tokens one batched step computes at most (vLLM's max_num_batched_tokens)"},
+		{Name: "max_num_seqs", Type: tInt, Default: int64(256), Min: atLeast1, Max: maxInt32, Example: "256",
+			Doc: "running (admitted) requests at most, either engine (vLLM's max_num_seqs)"},
+		{Name: "page_tokens", Type: tInt, Default: int64(16), Min: atLeast1, Max: maxDim, Example: "16",
+			Doc: "generated tokens' KV is allocated in pages of this many tokens (vLLM's block_size);\nthe cache's unit of reuse stays model.block_tokens"},
+		{Name: "step_model", Type: tString, Enum: func() []string { return []string{"roofline", "linear"} }, Example: `"roofline"`,
+			DefaultDoc: `"roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";` + "\n" + `"linear" whenever a c_ key is set`,
+			Doc:        "time of one batched step"},
+		{Name: "preset", Type: tString, DefaultDoc: "none", Enum: GPUPresets, Example: `"h100"`,
+			Doc: "peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet; each key overrides"},
+		{Name: "tp", Type: tInt, Default: int64(1), Min: atLeast1, Max: 1 << 16, Example: "1",
+			Doc: "tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's"},
+		{Name: "peak_tflops", Type: tNumber, Min: above0, DefaultDoc: "the preset's", Example: "989", Only: roofline, Doc: "dense bf16 TFLOP/s of one GPU"},
+		{Name: "hbm_bandwidth", Type: tBandwidth, Min: above0, DefaultDoc: "the preset's", Example: `"3.35TB/s"`, Only: roofline, Doc: "of one GPU"},
+		{Name: "hbm_capacity", Type: tBytes, Min: above0, DefaultDoc: "the preset's", Example: `"80GiB"`,
+			Doc: "of one GPU; the hbm tier's capacity defaults to 0.9 x hbm_capacity x tp minus the weights\n(vLLM's gpu_memory_utilization = 0.9)"},
+		{Name: "compute_efficiency", Type: tNumber, Default: 0.5, Min: share, Example: "0.5", Only: roofline, Doc: "share of peak FLOP/s reached"},
+		{Name: "memory_efficiency", Type: tNumber, Default: 0.8, Min: share, Example: "0.8", Only: roofline, Doc: "share of HBM bandwidth reached"},
+		{Name: "step_overhead", Type: tDuration, Default: int64(1_000_000), Min: atLeast0, Example: `"1ms"`, Only: roofline,
+			Doc: "fixed time per step: scheduling, input preparation, sampling"},
+		{Name: "c0", Type: tFineDuration, Min: atLeast0, DefaultDoc: "0 if any c_ key is set, else 1s / decode_tokens_per_s", Example: `"5ms"`,
+			Only: linear, Doc: "per step"},
+		{Name: "c_prefill", Type: tFineDuration, Min: atLeast0, DefaultDoc: "0 if c0 or another c_ key is set, else 1s / prefill_tokens_per_s",
+			Example: `"40us"`, Only: linear, Doc: "per prefill token"},
+		{Name: "c_decode", Type: tFineDuration, Min: atLeast0, DefaultDoc: "0", Example: `"30us"`, Only: linear, Doc: "per decoding sequence"},
+		{Name: "c_ctx", Type: tFineDuration, Min: atLeast0, DefaultDoc: "0", Example: `"50ns"`, Only: linear,
+			Doc: "per context token attention reads; attention_ns_per_token2 stays the per-pair term"},
+		{Name: "prefill_tokens_per_s", Type: tTokenRate, Default: 20000.0, Min: above0, Example: "20000", Doc: "simple engine; legacy linear mapping"},
+		{Name: "attention_ns_per_token2", Type: tNumber, Default: 0.0, Min: atLeast0, Example: "0",
+			Doc: "quadratic attention cost per (new x context) token pair, ns; simple engine and linear steps"},
+		{Name: "decode_tokens_per_s", Type: tTokenRate, Default: 50.0, Min: above0, Example: "50", Doc: "per running request; simple engine; legacy linear mapping"},
+		{Name: "load", Type: tString, Default: "layerwise", Enum: func() []string { return []string{"layerwise", "serial"} },
+			Msg: `must be "layerwise" or "serial", got %q`, Example: `"layerwise"`,
+			Doc: "layerwise: KV loads overlap compute layer by layer; simple engine only (a batched prefill starts once its loads landed)"},
+		{Name: "hbm_free", Type: tString, Default: "landed", Enum: func() []string { return []string{"landed", "evict"} },
+			Msg: `must be "landed" or "evict", got %q`, Example: `"landed"`,
+			Doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
 				`(vLLM's offloading keeps GPU blocks until their store completes); "evict": at once (optimistic)`},
 	}},
-	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: []field{
-		{key: "name", typ: tString, defDoc: "the kind", example: `"hbm"`, doc: "unique; letters, digits, '.', '_', '-'"},
-		{key: "kind", typ: tString, required: true, need: "one of %s", enum: Kinds, example: `"hbm"`},
-		{key: "capacity", typ: tBytes, defDoc: "per kind", min: above0, example: `"60GiB"`, doc: "or an integer byte count"},
-		{key: "bandwidth", typ: tBandwidth, defDoc: "per kind", min: above0, example: `"2TB/s"`, doc: "or a number of bytes/s"},
-		{key: "latency", typ: tDuration, defDoc: "per kind", min: atLeast0, example: `"100ns"`, doc: "ns, us, µs, ms, s"},
-		{key: "cost_per_gb", typ: tNumber, defDoc: "per kind", min: atLeast0, example: "20.0", doc: "dollars per 1e9 bytes"},
-		{key: "shared_bandwidth", typ: tBool, def: false, example: "false",
-			doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
-		{key: "scope", typ: tString, def: "node", enum: Scopes, example: `"node"`,
-			doc: `"node": each instance has its own copy; "cluster": one pool` + "\n" +
+	{name: "tier", array: true, required: true, label: []string{"name", "kind"}, doc: "the first tier must be the one hbm tier; at most 8", fields: slices.Concat([]field{
+		{Name: "name", Type: tString, DefaultDoc: "the kind", Example: `"hbm"`, Doc: "unique; letters, digits, '.', '_', '-'"},
+		{Name: "kind", Type: tString, Required: true, Need: "one of %s", Enum: Kinds, Example: `"hbm"`},
+		{Name: "capacity", Type: tBytes, DefaultDoc: "per kind", Min: above0, Example: `"60GiB"`, Doc: "or an integer byte count"},
+		{Name: "bandwidth", Type: tBandwidth, DefaultDoc: "per kind", Min: above0, Example: `"2TB/s"`, Doc: "or a number of bytes/s"},
+		{Name: "latency", Type: tDuration, DefaultDoc: "per kind", Min: atLeast0, Example: `"100ns"`, Doc: "ns, us, µs, ms, s"},
+		{Name: "cost_per_gb", Type: tNumber, DefaultDoc: "per kind", Min: atLeast0, Example: "20.0", Doc: "dollars per 1e9 bytes"},
+		{Name: "shared_bandwidth", Type: tBool, Default: false, Example: "false",
+			Doc: "true: every transfer in or out of the tier, over any\nlink and either direction, also queues for one pipe\nof this bandwidth (an SSD's reads and writes share the\ndrive); false: each link direction is its own pipe"},
+		{Name: "scope", Type: tString, Default: "node", Enum: Scopes, Example: `"node"`,
+			Doc: `"node": each instance has its own copy; "cluster": one pool` + "\n" +
 				"shared by every instance of [cluster] (a global DRAM pool,\n" +
 				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
 				"only the last tier, at most one, not hbm (docs/cluster.md)"},
-		{key: "endpoint", typ: tString, defDoc: "none: emulated in local memory", example: `"redis://10.0.0.2:6379"`,
-			doc: "remote_dram only: the Redis or Valkey server that\nreplay --real keeps the tier in (redis://HOST:PORT\nor valkey://HOST:PORT, optionally /DB), or the\nkvsim serve --rdma whose memory it writes and reads\nby RDMA (rdma://HOST:PORT, optionally\n?device=NAME&gid_index=N; docs/rdma.md); the\nsimulator does not read it"},
-		{key: "device", typ: tString, defDoc: "none: a bucket store in replay's --dir", example: `"/dev/nvme1n1"`,
-			doc: "nvmeof only: the namespace (or a file) replay --real keeps the\ntier in, in fixed slots by O_DIRECT; claimed only if its first\n64 KiB are zero or kvsim's; the simulator does not read it"},
-	}},
+	}, tierkind.Keys())}, // each kind's own, from its file (tierkind/)
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
-		{key: "from", typ: tString, required: true, need: "a tier name", example: `"hbm"`},
-		{key: "to", typ: tString, required: true, need: "a tier name", example: `"dram"`},
-		{key: "bandwidth", typ: tBandwidth, defDoc: "the slower tier's", min: above0, example: `"25GB/s"`, doc: "from -> to"},
-		{key: "reverse_bandwidth", typ: tBandwidth, defDoc: "bandwidth", min: above0, example: `"25GB/s"`, doc: "to -> from"},
-		{key: "latency", typ: tDuration, defDoc: "the larger tier's", min: atLeast0, example: `"100ns"`, doc: "from -> to"},
-		{key: "reverse_latency", typ: tDuration, defDoc: "latency", min: atLeast0, example: `"100ns"`, doc: "to -> from"},
-		{key: "lanes", typ: tInt, def: int64(1), min: atLeast1, max: MaxLanes, example: "1",
-			doc: "transfers in flight per direction: they hide latency, not add bandwidth\n(replay --real: a remote tier's connections or queue pairs)"},
+		{Name: "from", Type: tString, Required: true, Need: "a tier name", Example: `"hbm"`},
+		{Name: "to", Type: tString, Required: true, Need: "a tier name", Example: `"dram"`},
+		{Name: "bandwidth", Type: tBandwidth, DefaultDoc: "the slower tier's", Min: above0, Example: `"25GB/s"`, Doc: "from -> to"},
+		{Name: "reverse_bandwidth", Type: tBandwidth, DefaultDoc: "bandwidth", Min: above0, Example: `"25GB/s"`, Doc: "to -> from"},
+		{Name: "latency", Type: tDuration, DefaultDoc: "the larger tier's", Min: atLeast0, Example: `"100ns"`, Doc: "from -> to"},
+		{Name: "reverse_latency", Type: tDuration, DefaultDoc: "latency", Min: atLeast0, Example: `"100ns"`, Doc: "to -> from"},
+		{Name: "lanes", Type: tInt, Default: int64(1), Min: atLeast1, Max: MaxLanes, Example: "1",
+			Doc: "transfers in flight per direction: they hide latency, not add bandwidth\n(replay --real: a remote tier's connections or queue pairs)"},
 	}},
 	{name: "workload", required: true, fields: []field{
-		{key: "trace", typ: tString, defDoc: `none: required unless format = "synthetic"`, example: `"../traces/conversation_trace.jsonl"`,
-			doc: "absolute, or relative to this file's directory"},
-		{key: "format", typ: tString, def: "mooncake", enum: Formats, example: `"mooncake"`,
-			doc: `"mooncake" (JSONL; optional session_id and delay), "bailian" (Qwen Bailian JSONL: 16-token` + "\n" +
-				`ids chained, regrouped into block_tokens, a multiple of 16), "azure" or "burstgpt" (CSV, no hash` + "\n" +
-				`ids: [workload.inject] gives them blocks); "synthetic": no trace, generated from seed`},
-		{key: "mode", typ: tString, def: "open", enum: func() []string { return []string{"open", "closed"} }, example: `"open"`,
-			doc: `"open": every request arrives at its trace time; "closed": a session's later turn arrives` + "\n" +
+		{Name: "trace", Type: tString, DefaultDoc: `none: required unless format = "synthetic"`, Example: `"../traces/conversation_trace.jsonl"`,
+			Doc: "absolute, or relative to this file's directory"},
+		{Name: "format", Type: tString, Default: "mooncake", Enum: Formats, Example: `"mooncake"`,
+			Doc: formatDoc()},
+		{Name: "mode", Type: tString, Default: "open", Enum: func() []string { return []string{"open", "closed"} }, Example: `"open"`,
+			Doc: `"open": every request arrives at its trace time; "closed": a session's later turn arrives` + "\n" +
 				"its think time after the turn it follows finished (docs/workloads.md)"},
-		{key: "limit", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "requests to read, 0 = all"},
-		{key: "skip_bad_lines", typ: tBool, def: false, example: "false"},
-		{key: "speedup", typ: tNumber, def: 1.0, min: above0, msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
-			example: "1.0", doc: "arrival times divided by it: 2 = twice the request rate"},
-		{key: "requests", typ: tInt, min: atLeast0, max: MaxSyntheticRequests, msg: "must be in 0..1000000", only: synthetic},
-		{key: "rate", typ: tNumber, min: above0, only: synthetic, doc: "new conversations per second"},
+		{Name: "limit", Type: tInt, Default: int64(0), Min: atLeast0, Max: maxInt32, Example: "0", Doc: "requests to read, 0 = all"},
+		{Name: "skip_bad_lines", Type: tBool, Default: false, Example: "false"},
+		{Name: "speedup", Type: tNumber, Default: 1.0, Min: above0, Msg: "must be a number > 0 (2 replays the trace at twice its request rate)",
+			Example: "1.0", Doc: "arrival times divided by it: 2 = twice the request rate"},
+		{Name: "requests", Type: tInt, Min: atLeast0, Max: MaxSyntheticRequests, Msg: "must be in 0..1000000", Only: synthetic},
+		{Name: "rate", Type: tNumber, Min: above0, Only: synthetic, Doc: "new conversations per second"},
 		// The generator draws a turn count in about mean steps; max_context
 		// ends conversations long before 10000 turns.
-		{key: "turns", typ: tNumber, min: atLeast1, fmax: 10000, only: synthetic, doc: "mean turns per conversation"},
-		{key: "system_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
-			doc: "shared system prompt"},
-		{key: "user_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
-			doc: "mean per turn"},
-		{key: "output_tokens", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
-			doc: "mean per turn"},
-		{key: "think", typ: tDuration, only: synthetic, doc: "mean pause between turns"},
-		{key: "max_context", typ: tInt, min: atLeast0, max: MaxSyntheticTokens, msg: "must be in 0..1048576", only: synthetic,
-			doc: "a conversation ends before its context passes this"},
+		{Name: "turns", Type: tNumber, Min: atLeast1, FMax: 10000, Only: synthetic, Doc: "mean turns per conversation"},
+		{Name: "system_tokens", Type: tInt, Min: atLeast0, Max: MaxSyntheticTokens, Msg: "must be in 0..1048576", Only: synthetic,
+			Doc: "shared system prompt"},
+		{Name: "user_tokens", Type: tInt, Min: atLeast0, Max: MaxSyntheticTokens, Msg: "must be in 0..1048576", Only: synthetic,
+			Doc: "mean per turn"},
+		{Name: "output_tokens", Type: tInt, Min: atLeast0, Max: MaxSyntheticTokens, Msg: "must be in 0..1048576", Only: synthetic,
+			Doc: "mean per turn"},
+		{Name: "think", Type: tDuration, Only: synthetic, Doc: "mean pause between turns"},
+		{Name: "max_context", Type: tInt, Min: atLeast0, Max: MaxSyntheticTokens, Msg: "must be in 0..1048576", Only: synthetic,
+			Doc: "a conversation ends before its context passes this"},
 	}},
 	{name: "workload.inject", doc: "block ids for a trace without them (docs/workloads.md): system prompt -> tenant prefix\n-> session history -> new tokens, drawn from seed", fields: []field{
-		{key: "replace", typ: tBool, def: false, example: "false", doc: "also replace the ids of requests that have them"},
-		{key: "system_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "1024", doc: "global system prompt every request starts with"},
-		{key: "tenants", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 20, example: "0", doc: "tenant (application) prefixes after it; 0: none"},
-		{key: "tenant_tokens", typ: tInt, def: int64(0), min: atLeast0, max: maxInt32, example: "0", doc: "tokens of each tenant prefix; needs tenants >= 1"},
-		{key: "tenant_zipf", typ: tNumber, def: 1.0, min: atLeast0, fmax: 10, msg: "must be a number in 0..10", example: "1.0",
-			doc: "skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform"},
-		{key: "session_continue", typ: tNumber, def: 0.0, min: atLeast0, fmax: 1, msg: "must be a probability in 0..1", example: "0.6",
-			doc: "probability a request continues an open session (prompt = its last prompt + reply + new tokens)"},
-		{key: "sessions", typ: tInt, def: int64(64), min: atLeast1, max: 1 << 20, example: "64",
-			doc: "open sessions, the oldest closing when a new one opens: more = longer reuse distances"},
-		{key: "session_gap", typ: tInt, def: int64(0), min: atLeast0, max: 1 << 30, example: "0",
-			doc: "mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause)"},
+		{Name: "replace", Type: tBool, Default: false, Example: "false", Doc: "also replace the ids of requests that have them"},
+		{Name: "system_tokens", Type: tInt, Default: int64(0), Min: atLeast0, Max: maxInt32, Example: "1024", Doc: "global system prompt every request starts with"},
+		{Name: "tenants", Type: tInt, Default: int64(0), Min: atLeast0, Max: 1 << 20, Example: "0", Doc: "tenant (application) prefixes after it; 0: none"},
+		{Name: "tenant_tokens", Type: tInt, Default: int64(0), Min: atLeast0, Max: maxInt32, Example: "0", Doc: "tokens of each tenant prefix; needs tenants >= 1"},
+		{Name: "tenant_zipf", Type: tNumber, Default: 1.0, Min: atLeast0, FMax: 10, Msg: "must be a number in 0..10", Example: "1.0",
+			Doc: "skew of a new session's tenant: tenant k (from 1) with weight k^-tenant_zipf, 0 = uniform"},
+		{Name: "session_continue", Type: tNumber, Default: 0.0, Min: atLeast0, FMax: 1, Msg: "must be a probability in 0..1", Example: "0.6",
+			Doc: "probability a request continues an open session (prompt = its last prompt + reply + new tokens)"},
+		{Name: "sessions", Type: tInt, Default: int64(64), Min: atLeast1, Max: 1 << 20, Example: "64",
+			Doc: "open sessions, the oldest closing when a new one opens: more = longer reuse distances"},
+		{Name: "session_gap", Type: tInt, Default: int64(0), Min: atLeast0, Max: 1 << 30, Example: "0",
+			Doc: "mean requests a session waits after a turn before it may continue (exponential: the reply, the user's pause)"},
 	}},
 	{name: "policy", array: true, required: true, label: []string{"name", "eviction"}, doc: "one simulation each; at most 64", params: "any other key is a numeric parameter the eviction policy declares", fields: []field{
-		{key: "name", typ: tString, defDoc: "the eviction name", example: `"lru"`, doc: "label in results; unique"},
-		{key: "eviction", typ: tString, required: true, example: `"lru"`,
-			doc: `a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };` + "\n" + `a "default" entry covers the tiers not named`},
-		{key: "admission", typ: tString, def: "always", example: `"after:2"`, doc: `"always", or "after:K": K references before entering a lower tier`},
-		{key: "promotion", typ: tString, def: "always", doc: `"always", "second-hit" (Mooncake) or "never" (serve from a transient copy)`},
-		{key: "write", typ: tString, def: "back", example: `"through"`, doc: `"back": offload on evict, or "through": copy down on creation`},
-		{key: "prefetch", typ: tString, def: "off", doc: `"off", "best_effort", "wait_complete" or "timeout" (SGLang HiCache)`},
-		{key: "prefetch_timeout", typ: tDuration, def: int64(0), min: atLeast0, example: `"50ms"`, doc: `for prefetch = "timeout"`},
-		{key: "recompute", typ: tString, def: "never", doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
-		{key: "stage", typ: tString, def: "copy", example: `"copy"`,
-			doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
+		{Name: "name", Type: tString, DefaultDoc: "the eviction name", Example: `"lru"`, Doc: "label in results; unique"},
+		{Name: "eviction", Type: tString, Required: true, Example: `"lru"`,
+			Doc: `a kvsim/policy name for every tier, or one per tier: { hbm = "lru", ssd = "fifo" };` + "\n" + `a "default" entry covers the tiers not named`},
+		{Name: "admission", Type: tString, Default: "always", Example: `"after:2"`, Doc: `"always", or "after:K": K references before entering a lower tier`},
+		{Name: "promotion", Type: tString, Default: "always", Doc: `"always", "second-hit" (Mooncake) or "never" (serve from a transient copy)`},
+		{Name: "write", Type: tString, Default: "back", Example: `"through"`, Doc: `"back": offload on evict, or "through": copy down on creation`},
+		{Name: "prefetch", Type: tString, Default: "off", Doc: `"off", "best_effort", "wait_complete" or "timeout" (SGLang HiCache)`},
+		{Name: "prefetch_timeout", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"50ms"`, Doc: `for prefetch = "timeout"`},
+		{Name: "recompute", Type: tString, Default: "never", Doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
+		{Name: "stage", Type: tString, Default: "copy", Example: `"copy"`,
+			Doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
 	}},
 	{name: "slo", doc: "summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)", fields: []field{
-		{key: "ttft_ms", typ: tNumber, min: above0, defDoc: "none", example: "500", doc: "time to first token at most, ms"},
-		{key: "tpot_ms", typ: tNumber, min: above0, defDoc: "none", example: "50", doc: "time per output token at most, ms (requests with one output token meet it)"},
+		{Name: "ttft_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "500", Doc: "time to first token at most, ms"},
+		{Name: "tpot_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "50", Doc: "time per output token at most, ms (requests with one output token meet it)"},
 	}},
-	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: []field{
-		{key: "instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "4", defDoc: "none: this, or the two below",
-			doc: "each with its own engine, HBM and copy of every node-scoped tier"},
-		{key: "prefill_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "1", defDoc: "none",
-			doc: "with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;\nits KV then crosses the NICs to a decode one); instances, if given, must be their sum"},
-		{key: "decode_instances", typ: tInt, min: atLeast1, max: MaxInstances, example: "3", defDoc: "none",
-			doc: "instances = prefill_instances + decode_instances"},
-		{key: "router", typ: tString, def: "round_robin", enum: RouterNames, example: `"cache_aware"`,
-			doc: "chooses each request's instance (docs/routers.md)"},
-		{key: "cache_threshold", typ: tNumber, def: 0.5, min: atLeast0, fmax: 1, msg: "must be within 0..1, got %g", example: "0.5",
-			doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},
-		{key: "balance_abs", typ: tNumber, def: 32.0, min: atLeast0, example: "32",
-			doc: "cache_aware: imbalanced when the loads differ by more than this ..."},
-		{key: "balance_rel", typ: tNumber, def: 1.0001, min: atLeast1, msg: "must be >= 1, got %g", example: "1.0001",
-			doc: "... and the largest exceeds the smallest times this"},
-		{key: "overlap_weight", typ: tNumber, def: 1.0, min: atLeast0, example: "1.0",
-			doc: "kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo)"},
-		{key: "host_weight", typ: tNumber, def: 0.75, min: atLeast0, fmax: 1, example: "0.75",
-			msg: "must be within 0..1 (above 1 a lower-tier hit would beat an hbm hit), got %g",
-			doc: "kv_cost: the share of a hit a block found below hbm is credited (Dynamo's host_cache_hit_weight)"},
-		{key: "slo_reject", typ: tBool, def: false, example: "false",
-			doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},
-		{key: "nic_bandwidth", typ: tBandwidth, defDoc: `"25GB/s"`, min: above0, example: `"25GB/s"`,
-			doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
-		{key: "nic_latency", typ: tDuration, def: int64(5000), min: atLeast0, example: `"5us"`,
-			doc: "one way, per transfer"},
-		{key: "nic_lanes", typ: tInt, def: int64(8), min: atLeast1, max: MaxLanes, example: "8",
-			doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
-		{key: "view_delay", typ: tDuration, def: int64(0), min: atLeast0, example: `"0s"`,
-			doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
-	}},
+	{name: "cluster", doc: "optional: instances, each a copy of the GPU and every tier above (docs/cluster.md)", fields: slices.Concat([]field{
+		{Name: "instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "4", DefaultDoc: "none: this, or the two below",
+			Doc: "each with its own engine, HBM and copy of every node-scoped tier"},
+		{Name: "prefill_instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "1", DefaultDoc: "none",
+			Doc: "with decode_instances: prefill/decode disaggregation (the router picks a prefill instance;\nits KV then crosses the NICs to a decode one); instances, if given, must be their sum"},
+		{Name: "decode_instances", Type: tInt, Min: atLeast1, Max: MaxInstances, Example: "3", DefaultDoc: "none",
+			Doc: "instances = prefill_instances + decode_instances"},
+		{Name: "router", Type: tString, Default: "round_robin", Enum: cluster.RouterNames, Example: `"cache_aware"`,
+			Doc: "chooses each request's instance (docs/routers.md)"},
+	}, cluster.RouterKeys(), []field{ // each router's, from its file (cluster/router_*.go)
+		{Name: "nic_bandwidth", Type: tBandwidth, DefaultDoc: `"25GB/s"`, Min: above0, Example: `"25GB/s"`,
+			Doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
+		{Name: "nic_latency", Type: tDuration, Default: int64(5000), Min: atLeast0, Example: `"5us"`,
+			Doc: "one way, per transfer"},
+		{Name: "nic_lanes", Type: tInt, Default: int64(8), Min: atLeast1, Max: MaxLanes, Example: "8",
+			Doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
+		{Name: "view_delay", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"0s"`,
+			Doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
+	})},
 }
 
 // Ranges of the counts that cost memory or time per unit, each set from
@@ -316,12 +268,6 @@ const (
 // Scopes lists the values of [[tier]] scope.
 func Scopes() []string { return []string{"node", "cluster"} }
 
-// RouterNames lists the routers [cluster] router accepts: the cluster
-// package's (a test there checks that each builds).
-func RouterNames() []string {
-	return []string{"round_robin", "least_loaded", "cache_aware", "kv_cost", "mooncake"}
-}
-
 // gpuDoc heads [gpu] in the reference: the two step models.
 const gpuDoc = "the time of one batched step (step_model):\n" +
 	`"roofline": max(FLOPs / (peak x compute_efficiency),` + "\n" +
@@ -337,6 +283,25 @@ const (
 )
 
 const synthetic = `format = "synthetic"`
+
+// formatDoc lists the workload formats: each trace format's words from its
+// file (trace/format_*.go), formats with equal words together, then
+// "synthetic".
+func formatDoc() string {
+	var docs []string // in ID order, by a group's first format
+	names := map[string][]string{}
+	for _, f := range trace.FormatSpecs() {
+		if _, ok := names[f.Doc]; !ok {
+			docs = append(docs, f.Doc)
+		}
+		names[f.Doc] = append(names[f.Doc], strconv.Quote(f.Name))
+	}
+	parts := make([]string, len(docs))
+	for i, d := range docs {
+		parts[i] = strings.Join(names[d], " or ") + " (" + d + ")"
+	}
+	return strings.Join(parts, ", ") + `; "synthetic": no trace, generated from seed`
+}
 
 // sectionNamed returns the declaration of a table, nil if there is none.
 func sectionNamed(name string) *section {
@@ -361,303 +326,11 @@ func (t *table) known(key string) bool {
 	return sub != nil && !t.decl.array
 }
 
-// value reads key as declared: its type and unit, def when absent, then
-// its range and the time limit. def is the declared default unless the
-// code computes one (a tier kind's, a link's).
-func (t *table) value(key string, def any) (any, error) {
-	f := t.decl.field(key)
-	if f == nil {
-		panic("scenario: undeclared key " + t.decl.name + "." + key)
-	}
-	raw, given := t.m[key]
-	if !given {
-		if f.required {
-			need := f.need
-			if strings.Contains(need, "%s") {
-				need = fmt.Sprintf(need, strings.Join(f.enum(), ", "))
-			}
-			if need != "" {
-				return nil, t.errf(key, "required (%s)", need)
-			}
-			return nil, t.errf(key, "required")
-		}
-		if def == nil {
-			return nil, nil
-		}
-	}
-	v, err := t.convert(f, raw, given, def)
-	if err != nil {
-		return nil, err
-	}
-	return v, t.check(f, v)
-}
-
-// convert turns the decoded TOML value into the key's Go type.
-func (t *table) convert(f *field, raw any, given bool, def any) (any, error) {
-	if !given {
-		return def, nil
-	}
-	key := f.key
-	switch f.typ {
-	case tString:
-		if s, ok := raw.(string); ok {
-			return s, nil
-		}
-		return nil, t.errf(key, "must be a string, got %s", describe(raw))
-	case tInt:
-		if n, ok := raw.(int64); ok {
-			return n, nil
-		}
-		return nil, t.errf(key, "must be an integer, got %s", describe(raw))
-	case tBool:
-		if b, ok := raw.(bool); ok {
-			return b, nil
-		}
-		return nil, t.errf(key, "must be true or false, got %s", describe(raw))
-	case tBytes:
-		switch n := raw.(type) {
-		case int64:
-			return n, nil
-		case string:
-			b, err := ParseBytes(n)
-			if err != nil {
-				return nil, t.errf(key, "%v", err)
-			}
-			return b, nil
-		}
-		return nil, t.errf(key, `must be a size like "60GiB" or a byte count, got %s`, describe(raw))
-	case tDuration:
-		switch n := raw.(type) {
-		case string:
-			d, err := ParseDuration(n)
-			if err != nil {
-				return nil, t.errf(key, "%v", err)
-			}
-			return d, nil
-		case int64:
-			if n == 0 {
-				return int64(0), nil
-			}
-		}
-		return nil, t.errf(key, `must be a duration like "10us", got %s`, describe(raw))
-	case tFineDuration:
-		switch n := raw.(type) {
-		case string:
-			d, err := ParseFineDuration(n)
-			if err != nil {
-				return nil, t.errf(key, "%v", err)
-			}
-			return d, nil
-		case int64:
-			if n == 0 {
-				return 0.0, nil
-			}
-		}
-		return nil, t.errf(key, `must be a duration like "40us" or "0.5ns", got %s`, describe(raw))
-	case tBandwidth:
-		if s, ok := raw.(string); ok {
-			b, err := ParseBandwidth(s)
-			if err != nil {
-				return nil, t.errf(key, "%v", err)
-			}
-			return b, nil
-		}
-		switch raw.(type) {
-		case int64, float64:
-		default:
-			return nil, t.errf(key, `must be a rate like "25GB/s" or a number of bytes/s, got %s`, describe(raw))
-		}
-	}
-	// tNumber, tTokenRate, and a bandwidth given as a number.
-	switch n := raw.(type) {
-	case int64:
-		return float64(n), nil
-	case float64:
-		if math.IsNaN(n) || math.IsInf(n, 0) {
-			return nil, t.errf(key, "must be a finite number, got %v", n)
-		}
-		return n, nil
-	}
-	return nil, t.errf(key, "must be a number, got %s", describe(raw))
-}
-
-// check applies the declared range, then the limits the unit implies.
-func (t *table) check(f *field, v any) error {
-	key := f.key
-	fail := func(format string, args ...any) error {
-		switch {
-		case f.msg == "":
-			return t.errf(key, format, args...)
-		case strings.Contains(f.msg, "%"):
-			return t.errf(key, f.msg, v)
-		}
-		return t.errf(key, "%s", f.msg)
-	}
-	switch n := v.(type) {
-	case int64:
-		switch {
-		case f.min == above0 && n <= 0:
-			return fail("must be > 0")
-		case f.min == atLeast0 && n < 0:
-			return fail("must be >= 0")
-		case f.min == atLeast1 && n < 1:
-			return fail("must be >= 1")
-		case f.max != 0 && n > f.max:
-			return fail("must be <= %d", f.max)
-		}
-		if f.typ == tDuration {
-			return t.inTime(key, n)
-		}
-	case float64:
-		switch {
-		case f.min == above0 && !(n > 0):
-			return fail("must be > 0")
-		case f.min == atLeast0 && n < 0:
-			return fail("must be >= 0")
-		case f.min == atLeast1 && !(n >= 1):
-			return fail("must be >= 1")
-		case f.min == share && !(n > 0 && n <= 1):
-			return fail("must be > 0 and <= 1")
-		case f.fmax != 0 && n > f.fmax:
-			return fail("must be <= %g", f.fmax)
-		}
-		switch f.typ {
-		case tFineDuration:
-			if !(n < float64(core.MaxTime)) {
-				return t.errf(key, "%s is past %s", FormatDuration(int64(min(n, 9e18))), timeLimit)
-			}
-		case tBandwidth:
-			return t.perBlock(key, n)
-		case tTokenRate:
-			return t.perToken(key, n)
-		}
-	case string:
-		if f.enum != nil && !slices.Contains(f.enum(), n) {
-			if f.msg != "" {
-				return t.errf(key, f.msg, n)
-			}
-			return t.errf(key, "unknown %s %q (known: %s)", key, n, strings.Join(f.enum(), ", "))
-		}
-	}
-	return nil
-}
-
-// Typed readers: the declared default, or def where the code computes it.
-func (t *table) str(key string) (string, error) {
-	v, err := t.value(key, t.decl.field(key).def)
-	s, _ := v.(string)
-	return s, err
-}
-func (t *table) integer(key string) (int64, error) {
-	v, err := t.value(key, t.decl.field(key).def)
-	n, _ := v.(int64)
-	return n, err
-}
-func (t *table) intOr(key string, def int64) (int64, error) {
-	v, err := t.value(key, def)
-	n, _ := v.(int64)
-	return n, err
-}
-func (t *table) number(key string) (float64, error) {
-	v, err := t.value(key, t.decl.field(key).def)
-	x, _ := v.(float64)
-	return x, err
-}
-func (t *table) numberOr(key string, def float64) (float64, error) {
-	v, err := t.value(key, def)
-	x, _ := v.(float64)
-	return x, err
-}
-
-// optNumber is numberOr for a key whose absence (def 0) means "unknown":
-// def is returned unchecked when the key is not given.
-func (t *table) optNumber(key string, def float64) (float64, error) {
-	if _, given := t.m[key]; !given {
-		return def, nil
-	}
-	return t.number(key)
-}
-func (t *table) optInt(key string, def int64) (int64, error) {
-	if _, given := t.m[key]; !given {
-		return def, nil
-	}
-	return t.integer(key)
-}
-func (t *table) boolean(key string) (bool, error) {
-	v, err := t.value(key, t.decl.field(key).def)
-	b, _ := v.(bool)
-	return b, err
-}
-
-// param reads an eviction policy's parameter: a number, no default.
-func (t *table) param(key string) (float64, error) {
-	v, err := t.convert(&field{key: key, typ: tNumber}, t.m[key], true, nil)
-	x, _ := v.(float64)
-	return x, err
-}
-
-// timeLimit is core.MaxTime in words.
-const timeLimit = "the simulated-time limit of 146 years (2^62 ns)"
-
-// years renders nanoseconds in years for limit messages.
-func years(ns float64) string {
-	if ns > 1e300 {
-		return "forever"
-	}
-	return strconv.FormatFloat(ns/(365.25*86400e9), 'g', 3, 64) + " years"
-}
-
-// inTime checks a duration against the simulated-time limit.
-func (t *table) inTime(key string, ns int64) error {
-	if ns > core.MaxTime {
-		return t.errf(key, "%s is past %s", FormatDuration(ns), timeLimit)
-	}
-	return nil
-}
-
-// perToken checks that one token at rate (tokens/s) takes less than the
-// simulated-time limit.
-func (t *table) perToken(key string, rate float64) error {
-	if ns := 1e9 / rate; !(ns < float64(core.MaxTime)) {
-		return t.errf(key, "%g tokens/s takes %s per token, past %s", rate, years(ns), timeLimit)
-	}
-	return nil
-}
-
-// perBlock checks that a bandwidth moves one KV block within the limit.
-func (t *table) perBlock(key string, bw float64) error {
-	if ns := float64(t.p.blockBytes) * 1e9 / bw; t.p.blockBytes > 0 && !(ns < float64(core.MaxTime)) {
-		return t.errf(key, "%g B/s moves one %s block in %s, past %s", bw, FormatBytes(t.p.blockBytes), years(ns), timeLimit)
-	}
-	return nil
-}
-
-// describe renders a decoded TOML value for type errors.
-func describe(v any) string {
-	switch v := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", v)
-	case int64:
-		return fmt.Sprintf("integer %d", v)
-	case float64:
-		return fmt.Sprintf("float %v", v)
-	case bool:
-		return fmt.Sprintf("boolean %v", v)
-	case time.Time:
-		return "datetime"
-	case map[string]any:
-		return "table"
-	case []any, []map[string]any:
-		return "array"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // keys lists the declared keys in order.
 func (s *section) keys() []string {
 	out := make([]string, len(s.fields))
 	for i, f := range s.fields {
-		out[i] = f.key
+		out[i] = f.Name
 	}
 	return out
 }

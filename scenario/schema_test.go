@@ -126,22 +126,22 @@ func TestEveryKeyRead(t *testing.T) {
 	for _, s := range schema {
 		for _, f := range s.fields {
 			b := base[s.name]
-			switch f.only {
+			switch f.Only {
 			case synthetic:
 				b = "[workload]\nformat = \"synthetic\"\n"
 			case roofline, linear:
-				b = "[gpu]\n" + f.only + "\n"
+				b = "[gpu]\n" + f.Only + "\n"
 			}
 			var lines []string
 			for _, l := range strings.SplitAfter(b, "\n") {
-				if !strings.HasPrefix(l, f.key+" = ") {
+				if !strings.HasPrefix(l, f.Name+" = ") {
 					lines = append(lines, l)
 				}
 			}
-			src := doc(strings.Join(lines, "") + f.key + " = [1]\n") // an array is no key's type
+			src := doc(strings.Join(lines, "") + f.Name + " = [1]\n") // an array is no key's type
 			_, err := Parse([]byte(src), path)
-			if err == nil || !strings.Contains(err.Error(), f.key+": must be") {
-				t.Errorf("%s.%s set to an array: got %v, want a type error naming it", s.name, f.key, err)
+			if err == nil || !strings.Contains(err.Error(), f.Name+": must be") {
+				t.Errorf("%s.%s set to an array: got %v, want a type error naming it", s.name, f.Name, err)
 			}
 		}
 	}

@@ -112,7 +112,7 @@ func decodeHeader(b []byte) (binHeader, error) {
 	h.recLen = le.Uint64(b[96:])
 	h.tabLen = le.Uint64(b[104:])
 	h.bodyCRC = le.Uint32(b[120:])
-	if h.format >= len(formatNames) {
+	if h.format >= len(formats) {
 		return h, fmt.Errorf("corrupt binary trace (format %d)", h.format)
 	}
 	return h, nil
@@ -428,7 +428,7 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 func convert(src io.Reader, size int64, name string, kind int, w io.WriteSeeker) (hdr binHeader, bad error, err error) {
 	hdr = binHeader{format: kind, srcSize: size}
 	sum := sha256.New()
-	rd := NewReader(io.TeeReader(src, sum), name, Options{Format: formatNames[kind], BlockTokens: bailianBlock})
+	rd := NewReader(io.TeeReader(src, sum), name, Options{Format: formats[kind].Name, BlockTokens: bailianBlock})
 	rd.build = true
 	if _, err := w.Seek(hdrSize, io.SeekStart); err != nil {
 		return hdr, nil, err
@@ -826,7 +826,7 @@ func openBinaryReader(p, name string, opt Options, cache bool) (*Reader, error) 
 		b.close()
 		return nil, errors.New("trace: " + name + ": a marker of a source with bad lines, not a binary trace")
 	}
-	rec := formatNames[b.h.format]
+	rec := formats[b.h.format].Name
 	if !cache && opt.Format != "" && opt.Format != "mooncake" && opt.Format != rec {
 		b.close()
 		return nil, fmt.Errorf("trace: %s: a binary trace of format %s, not %s", name, rec, opt.Format)

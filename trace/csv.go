@@ -28,9 +28,22 @@ type csvState struct {
 	hdrOut       string
 }
 
-var csvColumns = map[int][3]string{
-	fmtAzure:    {"TIMESTAMP", "ContextTokens", "GeneratedTokens"},
-	fmtBurstGPT: {"Timestamp", "Request tokens", "Response tokens"},
+// csvDialect is what a CSV format reads: its columns (timestamp, input
+// tokens, output tokens) and how its timestamps are written.
+type csvDialect struct {
+	name string
+	cols [3]string
+	time func(b []byte, name string) (int64, string)
+}
+
+// csvDoc is every CSV format's Doc: they are listed together.
+const csvDoc = "CSV, no hash\nids: [workload.inject] gives them blocks"
+
+// csvFormat is the spec of a CSV format.
+func csvFormat(name string, id int, fixture string, cols [3]string, time func(b []byte, name string) (int64, string)) FormatSpec {
+	d := &csvDialect{name: name, cols: cols, time: time}
+	return FormatSpec{Name: name, ID: id, Doc: csvDoc, Fixture: fixture,
+		line: func(r *Reader, line []byte, v *values) ([]int64, string, bool, error) { return r.csvLine(d, line, v) }}
 }
 
 // splitCSV appends the bounds of line's fields, quotes included, to f.
@@ -58,12 +71,12 @@ func (c *csvState) field(line []byte, i int) []byte {
 }
 
 // csvLine is raw for a CSV line: the header first, then one request a line.
-func (r *Reader) csvLine(line []byte, v *values) (ids []int64, reason string, empty bool, err error) {
+func (r *Reader) csvLine(d *csvDialect, line []byte, v *values) (ids []int64, reason string, empty bool, err error) {
 	c := &r.csv
 	line = bytes.TrimRight(line, "\r\n")
 	c.f = splitCSV(line, c.f[:0])
 	if !c.header {
-		if err := r.csvHeader(line); err != nil {
+		if err := r.csvHeader(d, line); err != nil {
 			return nil, "", false, err
 		}
 		return nil, "", true, nil
@@ -78,18 +91,14 @@ func (r *Reader) csvLine(line []byte, v *values) (ids []int64, reason string, em
 		return nil, reason, false, nil
 	}
 	ts := c.field(line, c.ts)
-	if r.kind == fmtAzure {
-		v.arrival, reason = parseDateTime(ts, c.hdrTS)
-	} else {
-		v.arrival, reason = csvSeconds(ts, c.hdrTS)
-	}
+	v.arrival, reason = d.time(ts, c.hdrTS)
 	return nil, reason, false, nil
 }
 
 // csvHeader finds the columns the format needs.
-func (r *Reader) csvHeader(line []byte) error {
+func (r *Reader) csvHeader(d *csvDialect, line []byte) error {
 	c := &r.csv
-	want := csvColumns[r.kind]
+	want := d.cols
 	idx := [3]int{-1, -1, -1}
 	for i := range c.f {
 		name := c.field(line, i)
@@ -101,7 +110,7 @@ func (r *Reader) csvHeader(line []byte) error {
 	}
 	for k, w := range want {
 		if idx[k] < 0 {
-			return &LineError{File: r.name, Line: r.line, Reason: formatNames[r.kind] + " trace: no column " + strconv.Quote(w) +
+			return &LineError{File: r.name, Line: r.line, Reason: d.name + " trace: no column " + strconv.Quote(w) +
 				" in the header (" + strconv.Quote(oneLine(string(line))) + ")"}
 		}
 	}

@@ -20,7 +20,11 @@
 //
 // Other formats (Options.Format) are read by the same Reader: Bailian
 // JSONL (16-token block hashes, chained and regrouped, bailian.go), and the
-// Azure and BurstGPT CSV traces, which carry no block ids (csv.go).
+// Azure and BurstGPT CSV traces, which carry no block ids (csv.go). Each
+// format is one file, format_NAME.go, registering a FormatSpec (name,
+// binary-cache ID, the reference's words, its line parser; a CSV format
+// just its columns and clock) with a fixture under testdata, whose golden
+// TestFormatsCovered demands.
 // Convert and OpenCached keep a binary form of a trace (.kvtc, cache.go)
 // that reads back to exactly the same requests without parsing.
 //

@@ -142,7 +142,7 @@ func FuzzBinaryReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		opt := Options{Format: formatNames[h.format], BlockTokens: 16}
+		opt := Options{Format: formats[h.format].Name, BlockTokens: 16}
 		r := NewReader(nil, "fuzz", opt)
 		r.br, r.bin = nil, b
 		var q Request

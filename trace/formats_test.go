@@ -234,7 +234,7 @@ func TestFormatErrors(t *testing.T) {
 	if got := dumpFile(t, p, Options{Format: "azure", SkipBadLines: true}); !strings.Contains(got, "t.csv:1: azure trace: no column") {
 		t.Errorf("skipped a bad header: %s", got)
 	}
-	if _, err := Open(p, Options{Format: "csv"}); err == nil || !strings.Contains(err.Error(), `unknown trace format "csv" (known: mooncake, bailian, azure, burstgpt)`) {
+	if _, err := Open(p, Options{Format: "csv"}); err == nil || !strings.Contains(err.Error(), `unknown trace format "csv" (known: `+strings.Join(Formats(), ", ")+")") {
 		t.Errorf("unknown format: %v", err)
 	}
 	if _, err := Open(p, Options{Format: "bailian", BlockTokens: 24}); err == nil || !strings.Contains(err.Error(), "block_tokens must be a multiple of 16, got 24") {
@@ -251,5 +251,22 @@ func TestFormatErrors(t *testing.T) {
 	}
 	if err := r.Next(&q); err == nil || !strings.Contains(err.Error(), "unknown trace format") {
 		t.Errorf("after Rewind, an unknown format reads: %v", err)
+	}
+}
+
+// TestFormatsCovered: every registered format has a fixture, read with
+// the defaults, and a golden of the requests it parses to.
+func TestFormatsCovered(t *testing.T) {
+	for i, f := range FormatSpecs() {
+		if f.Name == "" || f.ID != i || f.Doc == "" || f.line == nil {
+			t.Errorf("format %d: incomplete spec %+v (IDs are dense from 0)", i, f)
+			continue
+		}
+		if f.Fixture == "" {
+			t.Errorf("%s: no fixture", f.Name)
+			continue
+		}
+		got := dumpFile(t, filepath.Join("testdata", f.Fixture), Options{Format: f.Name})
+		golden.Check(t, filepath.Join("testdata", strings.TrimSuffix(f.Fixture, filepath.Ext(f.Fixture))+".golden"), []byte(got))
 	}
 }

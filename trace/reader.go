@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 )
 
 // DefaultBlockTokens is the Mooncake block size.
@@ -65,45 +64,6 @@ type Options struct {
 	DenseOnly bool `json:"-"`
 }
 
-// Trace formats: the kinds of line a Reader parses.
-const (
-	fmtMooncake = iota
-	fmtBailian
-	fmtAzure
-	fmtBurstGPT
-)
-
-var formatNames = []string{"mooncake", "bailian", "azure", "burstgpt"}
-
-// Formats lists the trace formats a Reader reads.
-func Formats() []string { return append([]string(nil), formatNames...) }
-
-// formatKind resolves Options.Format.
-func formatKind(name string) (int, error) {
-	if name == "" {
-		return fmtMooncake, nil
-	}
-	for k, n := range formatNames {
-		if n == name {
-			return k, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown trace format %q (known: %s)", name, strings.Join(formatNames, ", "))
-}
-
-// checkOptions reports an option the format cannot honour.
-func checkOptions(opt Options) (int, error) {
-	k, err := formatKind(opt.Format)
-	if err != nil {
-		return 0, err
-	}
-	if k == fmtBailian && opt.BlockTokens%bailianBlock != 0 {
-		return 0, fmt.Errorf("bailian traces hash %d-token blocks: block_tokens must be a multiple of %d, got %d",
-			bailianBlock, bailianBlock, opt.BlockTokens)
-	}
-	return k, nil
-}
-
 // LineError is a problem with one line (or with reading at that line).
 // Error() is a single line: "FILE:LINE: reason".
 type LineError struct {
@@ -141,7 +101,8 @@ type Reader struct {
 	gen *genSource // set by Generated: lines come from the generator
 	bin *binSource // set when reading a binary trace (the cache)
 
-	kind    int       // fmtMooncake...
+	kind    int       // the format's ID: formats[kind]
+	vals    values    // the line Next reads
 	build   bool      // raw values for the binary cache: no block-count check, no regrouping
 	csv     csvState  // azure, burstgpt
 	cur     linkState // the session fields of the line raw just read
@@ -278,9 +239,10 @@ func (r *Reader) Next(req *Request) error {
 		return r.err
 	}
 	for {
-		var v values
+		v := &r.vals // a field: a format's line func is called through a value, so a local would escape
+		*v = values{}
 		r.cur = linkState{delay: -1}
-		ids, reason, skip, err := r.raw(&v)
+		ids, reason, skip, err := r.raw(v)
 		if err != nil {
 			r.err = err
 			return err
@@ -347,15 +309,11 @@ func (r *Reader) raw(v *values) (ids []int64, reason string, empty bool, err err
 	if blank(line) {
 		return nil, "", true, nil
 	}
-	switch r.kind {
-	case fmtAzure, fmtBurstGPT:
-		return r.csvLine(line, v)
-	case fmtBailian:
-		if reason = r.p.parse(line, bailianBlock, v); reason != "" {
-			return nil, reason, false, nil
-		}
-		return r.bailian(), "", false, nil
-	}
+	return formats[r.kind].line(r, line, v)
+}
+
+// mooncakeLine is raw for a Mooncake line.
+func (r *Reader) mooncakeLine(line []byte, v *values) (ids []int64, reason string, empty bool, err error) {
 	bt := r.opt.BlockTokens
 	if r.build {
 		bt = 0 // checked when the cache is read, at the block size asked then

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kvsim/trace"
 )
 
 func convertCLI(args ...string) (string, string, int) {
@@ -69,7 +71,7 @@ func TestTraceConvertBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{src}, "want IN and OUT, got 1 argument(s)"},
-		{[]string{"--format", "csv", src, filepath.Join(dir, "y")}, `--format: unknown trace format "csv" (known: mooncake, bailian, azure, burstgpt)`},
+		{[]string{"--format", "csv", src, filepath.Join(dir, "y")}, `--format: unknown trace format "csv" (known: ` + strings.Join(trace.Formats(), ", ") + ")"},
 		{[]string{src, notes}, "notes.txt exists and is not a binary trace: not replaced"},
 		{[]string{"--force", src, notes}, "notes.txt exists and is not a binary trace: not replaced"},
 		{[]string{src, kvtc}, "x.kvtc exists (--force replaces a binary trace)"},

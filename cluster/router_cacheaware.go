@@ -4,7 +4,21 @@ import (
 	"math"
 
 	"kvsim/core"
+	"kvsim/param"
 )
+
+func init() {
+	RegisterRouter(RouterSpec{Name: "cache_aware", Rank: 3, Brief: "SGLang's rule: the longest routed prefix, or the least loaded",
+		Keys: []param.Key{
+			{Name: "cache_threshold", Type: param.Number, Default: 0.5, Min: param.AtLeast0, FMax: 1, Msg: "must be within 0..1, got %g", Example: "0.5",
+				Doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},
+			{Name: "balance_abs", Type: param.Number, Default: 32.0, Min: param.AtLeast0, Example: "32",
+				Doc: "cache_aware: imbalanced when the loads differ by more than this ..."},
+			{Name: "balance_rel", Type: param.Number, Default: 1.0001, Min: param.AtLeast1, Msg: "must be >= 1, got %g", Example: "1.0001",
+				Doc: "... and the largest exceeds the smallest times this"},
+		},
+		New: func(p Params) Router { return newCacheAware(p) }})
+}
 
 // cacheAware is SGLang's cache-aware policy. Like SGLang's router it keeps,
 // per instance, an approximate tree of the prefixes it routed there (not

@@ -1,0 +1,221 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"kvsim/core"
+)
+
+// GPU is the compute model.
+type GPU struct {
+	Engine           string // key engine: "batched" (default) or "simple"
+	MaxBatchedTokens int    // key max_num_batched_tokens; default 8192
+	MaxSeqs          int    // key max_num_seqs: running requests at most; default 256
+	PageTokens       int    // key page_tokens: the engine's KV page for generated tokens; default 16
+	StepModel        string // key step_model: "roofline" or "linear"
+
+	Preset       string  // key preset; "" for none
+	TP           int     // key tp: tensor-parallel GPUs; default 1
+	PeakTFLOPs   float64 // key peak_tflops: dense bf16 of one GPU; 0 when unknown
+	HBMBandwidth float64 // key hbm_bandwidth: bytes/s of one GPU; 0 when unknown
+	HBMCapacity  int64   // key hbm_capacity: bytes of one GPU; 0 when unknown
+	ComputeEff   float64 // key compute_efficiency; default 0.5
+	MemoryEff    float64 // key memory_efficiency; default 0.8
+	StepOverhead int64   // key step_overhead, ns; default 1ms
+
+	// The linear step model's coefficients, ns per unit (keys c0,
+	// c_prefill, c_decode, c_ctx). LegacyStep: none was given, so the
+	// simulator derives the step from the rates below (C0 and CPrefill
+	// then show what it derives).
+	C0, CPrefill, CDecode, CCtx float64
+	LegacyStep                  bool
+
+	PrefillTokensPerSec  float64 // key prefill_tokens_per_s; default 20000
+	AttentionNsPerToken2 float64 // key attention_ns_per_token2: quadratic attention cost; default 0
+	DecodeTokensPerSec   float64 // key decode_tokens_per_s, per running request; default 50
+	Load                 string  // key load: "layerwise" (default, loads overlap compute layer by layer) or "serial"
+	HBMFree              string  // key hbm_free: "landed" (default: an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
+}
+
+// GPUMemoryUtilization is the share of GPU memory the hbm tier's default
+// capacity may fill with weights and KV: vLLM's gpu_memory_utilization
+// default.
+const GPUMemoryUtilization = 0.9
+
+func parseGPU(t *table, m Model, mt *table) (GPU, error) {
+	if t == nil {
+		t = &table{p: mt.p, decl: sectionNamed("gpu"), name: "gpu", label: "gpu"} // every key at its default
+	}
+	given := func(key string) bool { _, ok := t.m[key]; return ok }
+	var g GPU
+	var err error
+	for _, k := range []struct {
+		key string
+		dst *string
+	}{{"engine", &g.Engine}} {
+		if *k.dst, err = t.str(k.key); err != nil {
+			return g, err
+		}
+	}
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"max_num_batched_tokens", &g.MaxBatchedTokens}, {"max_num_seqs", &g.MaxSeqs}, {"page_tokens", &g.PageTokens}} {
+		n, err := t.integer(k.key)
+		if err != nil {
+			return g, err
+		}
+		*k.dst = int(n)
+	}
+	if g.StepModel, err = t.str("step_model"); err != nil {
+		return g, err
+	}
+	if g.Preset, err = t.str("preset"); err != nil {
+		return g, err
+	}
+	pre := gpuPresets[g.Preset]
+	tp, err := t.integer("tp")
+	if err != nil {
+		return g, err
+	}
+	g.TP = int(tp)
+	if g.PeakTFLOPs, err = t.optNumber("peak_tflops", pre.PeakTFLOPs); err != nil {
+		return g, err
+	}
+	if g.HBMBandwidth, err = t.optNumber("hbm_bandwidth", pre.HBMBandwidth); err != nil {
+		return g, err
+	}
+	if g.HBMCapacity, err = t.optInt("hbm_capacity", pre.HBMCapacity); err != nil {
+		return g, err
+	}
+	if g.ComputeEff, err = t.number("compute_efficiency"); err != nil {
+		return g, err
+	}
+	if g.MemoryEff, err = t.number("memory_efficiency"); err != nil {
+		return g, err
+	}
+	if g.StepOverhead, err = t.integer("step_overhead"); err != nil {
+		return g, err
+	}
+	coef := ""
+	for _, k := range []struct {
+		key string
+		dst *float64
+	}{{"c0", &g.C0}, {"c_prefill", &g.CPrefill}, {"c_decode", &g.CDecode}, {"c_ctx", &g.CCtx}} {
+		if *k.dst, err = t.optNumber(k.key, 0); err != nil {
+			return g, err
+		}
+		if coef == "" && given(k.key) {
+			coef = k.key
+		}
+	}
+	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s"); err != nil {
+		return g, err
+	}
+	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2"); err != nil {
+		return g, err
+	}
+	if g.AttentionNsPerToken2 >= float64(core.MaxTime) {
+		return g, t.errf("attention_ns_per_token2", "%g ns for one pair of tokens is past %s", g.AttentionNsPerToken2, timeLimit)
+	}
+	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s"); err != nil {
+		return g, err
+	}
+	if g.Load, err = t.str("load"); err != nil {
+		return g, err
+	}
+	if g.HBMFree, err = t.str("hbm_free"); err != nil {
+		return g, err
+	}
+
+	// The step model: explicit, or what the keys given describe.
+	if !given("step_model") {
+		switch {
+		case coef != "":
+			g.StepModel = "linear"
+		case g.Preset != "":
+			g.StepModel = "roofline"
+		case given("prefill_tokens_per_s") || given("decode_tokens_per_s"):
+			g.StepModel = "linear" // a scenario written for the rate engine
+		case given("peak_tflops") || given("hbm_bandwidth"):
+			g.StepModel = "roofline"
+		default:
+			g.StepModel = "linear" // nothing describes the GPU: the default rates
+		}
+	}
+	for _, f := range t.decl.fields {
+		if f.Only != "" && f.Only != `step_model = "`+g.StepModel+`"` && given(f.Name) {
+			return g, t.errf(f.Name, "only with %s (step_model is %q)", f.Only, g.StepModel)
+		}
+	}
+	switch g.StepModel {
+	case "linear":
+		if coef == "" {
+			g.LegacyStep = true
+			g.C0, g.CPrefill = 1e9/g.DecodeTokensPerSec, 1e9/g.PrefillTokensPerSec
+		}
+	case "roofline":
+		if g.Engine != "batched" {
+			break // only the batched engine steps
+		}
+		need := func(tt *table, key, what string) error {
+			return tt.errf(key, `required for step_model = "roofline" (%s)`, what)
+		}
+		switch {
+		case g.PeakTFLOPs == 0:
+			return g, need(t, "peak_tflops", "or a [gpu] preset: "+strings.Join(GPUPresets(), ", "))
+		case g.HBMBandwidth == 0:
+			return g, need(t, "hbm_bandwidth", "or a [gpu] preset: "+strings.Join(GPUPresets(), ", "))
+		case m.Params == 0:
+			return g, need(mt, "params", "or a [model] preset: "+strings.Join(ModelPresets(), ", "))
+		case m.Heads == 0:
+			return g, need(mt, "heads", "query heads, or a [model] preset")
+		}
+		// One token's step must stay within simulated time.
+		tp := float64(g.TP)
+		compute := 2 * m.Params / (g.PeakTFLOPs * 1e12 * tp * g.ComputeEff) * 1e9
+		memory := m.WeightBytes() / (g.HBMBandwidth * tp * g.MemoryEff) * 1e9
+		switch {
+		case !(compute+float64(g.StepOverhead) < float64(core.MaxTime)):
+			key := "peak_tflops"
+			if !given(key) {
+				key = "compute_efficiency"
+			}
+			return g, t.errf(key, "one token takes %s of compute, past %s", years(compute), timeLimit)
+		case !(memory+float64(g.StepOverhead) < float64(core.MaxTime)):
+			key := "hbm_bandwidth"
+			if !given(key) {
+				key = "memory_efficiency"
+			}
+			return g, t.errf(key, "one step reads the weights in %s, past %s", years(memory), timeLimit)
+		case math.IsInf(g.PeakTFLOPs*1e12*tp, 0):
+			return g, t.errf("peak_tflops", "%g TFLOP/s x tp %d is past what a float64 holds", g.PeakTFLOPs, g.TP)
+		case math.IsInf(g.HBMBandwidth*tp, 0):
+			return g, t.errf("hbm_bandwidth", "%g B/s x tp %d is past what a float64 holds", g.HBMBandwidth, g.TP)
+		}
+	}
+	return g, nil
+}
+
+// hbmDefault is the hbm tier's capacity when the file gives none: with
+// the GPU's memory known, what vLLM leaves for KV
+// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights);
+// else the kind's default. ok is false, with why, when the weights leave
+// nothing or are unknown.
+func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) {
+	if g.HBMCapacity == 0 {
+		return kindDefault, ""
+	}
+	if m.Params == 0 {
+		return 0, "required with a GPU memory size (a [gpu] preset or hbm_capacity) unless [model] params or preset sizes the weights"
+	}
+	total := GPUMemoryUtilization * float64(g.HBMCapacity) * float64(g.TP)
+	free := total - m.WeightBytes()
+	if !(free >= 1) || free >= float64(math.MaxInt64) {
+		return 0, fmt.Sprintf("%s of weights leave no room for KV in %g x %s x tp %d; give capacity or raise tp",
+			FormatBytes(int64(min(m.WeightBytes(), math.MaxInt64/2))), GPUMemoryUtilization, FormatBytes(g.HBMCapacity), g.TP)
+	}
+	return int64(free), ""
+}

@@ -1,0 +1,97 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FormatSpec describes a trace format: the kind of line a Reader parses.
+// Each is registered by its own file (format_*.go) with a fixture under
+// testdata that TestFormatsCovered reads against its golden.
+type FormatSpec struct {
+	Name string
+	// ID is the format's number in a binary trace's header (cache.go): it
+	// never changes once released, and IDs are dense from 0.
+	ID int
+	// Doc says what the format is, in the scenario reference's words (in
+	// parentheses after its name; formats with equal Docs are listed
+	// together); "\n" breaks the reference's line.
+	Doc string
+	// Fixture is a small trace in testdata, read with the defaults; its
+	// requests are pinned in testdata/<fixture without extension>.golden.
+	Fixture string
+	// line parses one non-blank line into v (raw's contract).
+	line func(r *Reader, line []byte, v *values) (ids []int64, reason string, empty bool, err error)
+	// HashBlock, if not 0, is the tokens each hash id of the format
+	// covers: block_tokens must be a multiple of it.
+	HashBlock int
+}
+
+// formats holds the registered formats by ID.
+var formats []FormatSpec
+
+// registerFormat adds a format; called from init functions of this package.
+func registerFormat(s FormatSpec) {
+	for len(formats) <= s.ID {
+		formats = append(formats, FormatSpec{})
+	}
+	if formats[s.ID].Name != "" {
+		panic("trace: format ID " + s.Name + " taken by " + formats[s.ID].Name)
+	}
+	formats[s.ID] = s
+}
+
+// FormatSpecs lists the trace formats a Reader reads, by ID.
+func FormatSpecs() []FormatSpec { return append([]FormatSpec(nil), formats...) }
+
+// Formats lists the names of the trace formats a Reader reads, by ID.
+func Formats() []string {
+	out := make([]string, len(formats))
+	for i, f := range formats {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// formatKind resolves Options.Format to an ID ("" is mooncake).
+func formatKind(name string) (int, error) {
+	if name == "" {
+		return fmtMooncake, nil
+	}
+	for _, f := range formats {
+		if f.Name == name {
+			return f.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown trace format %q (known: %s)", name, strings.Join(Formats(), ", "))
+}
+
+// checkOptions reports an option the format cannot honour.
+func checkOptions(opt Options) (int, error) {
+	k, err := formatKind(opt.Format)
+	if err != nil {
+		return 0, err
+	}
+	if err := formats[k].CheckBlockTokens(opt.BlockTokens, "block_tokens"); err != nil {
+		return 0, err
+	}
+	return k, nil
+}
+
+// CheckBlockTokens reports a block size (named as key) the format cannot
+// regroup its hash ids into.
+func (f *FormatSpec) CheckBlockTokens(blockTokens int, key string) error {
+	if h := f.HashBlock; h > 0 && blockTokens%h != 0 {
+		return fmt.Errorf("%s traces hash %d-token blocks: %s must be a multiple of %d, got %d", f.Name, h, key, h, blockTokens)
+	}
+	return nil
+}
+
+// LookupFormat returns the spec of the format named name.
+func LookupFormat(name string) (FormatSpec, bool) {
+	k, err := formatKind(name)
+	if err != nil || name == "" {
+		return FormatSpec{}, false
+	}
+	return formats[k], true
+}

@@ -1,0 +1,9 @@
+package trace
+
+// fmtAzure is Azure's LLM inference trace (csv.go).
+const fmtAzure = 2
+
+func init() {
+	registerFormat(csvFormat("azure", fmtAzure, "azure_tiny.csv",
+		[3]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}, parseDateTime))
+}

@@ -1,0 +1,9 @@
+package trace
+
+// fmtBurstGPT is BurstGPT's trace (csv.go).
+const fmtBurstGPT = 3
+
+func init() {
+	registerFormat(csvFormat("burstgpt", fmtBurstGPT, "burstgpt_tiny.csv",
+		[3]string{"Timestamp", "Request tokens", "Response tokens"}, csvSeconds))
+}
