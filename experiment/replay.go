@@ -63,7 +63,7 @@ func storeIdentity(ctx context.Context, sc *scenario.Scenario, o ReplayOptions) 
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+	if _, err := io.Copy(h, trace.ContextReader(ctx, f)); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -111,20 +111,6 @@ func scaleBytes(n int64, real int, model int64) int64 {
 	}
 	q, _ := bits.Div64(hi, lo, uint64(model))
 	return int64(min(q, math.MaxInt64))
-}
-
-// ctxReader stops a long read (hashing a trace of gigabytes) once ctx is
-// cancelled, between reads.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // modelBytesOf inverts realBytes over the sizes a block can have (1 to

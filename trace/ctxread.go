@@ -18,3 +18,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// ContextReader is r whose next Read returns ctx's error once ctx is
+// cancelled: for a long pass over a trace (hashing it whole).
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
