@@ -167,7 +167,9 @@ func (s *scanner) run() *Error {
 				if s.n > 0 && !s.stack[s.n-1].table {
 					d = s.stack[s.n-1].depth + 1 // an element of an array
 				}
-				if d > MaxDepth {
+				// Text the scanner cannot follow can open containers
+				// without deepening its count: each open one is a level.
+				if d = max(d, s.n+1); d > MaxDepth {
 					return s.deep(d)
 				}
 				s.stack[s.n] = frame{table: c == '{', depth: d}

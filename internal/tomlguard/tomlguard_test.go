@@ -139,3 +139,20 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckUnfollowable: text the scanner cannot follow (stray closers,
+// containers opened where no value goes) is refused once more containers
+// are open than the limit allows, never indexed past its stack (found by
+// FuzzNesting's input, kept in scenario/testdata/fuzz).
+func TestCheckUnfollowable(t *testing.T) {
+	for _, src := range []string{
+		"x" + strings.Repeat("={}{0", 20),
+		"a = [1] " + strings.Repeat("[", 20),
+		"a = {} x = " + strings.Repeat("[", 20),
+		"}" + strings.Repeat("[", 20),
+	} {
+		if err := Check([]byte(src)); err == nil {
+			t.Errorf("%q: accepted", src)
+		}
+	}
+}
