@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"kvsim/internal/atomicfile"
 )
 
 // A binary trace (.kvtc) holds what the parser found in every line of a
@@ -559,15 +561,14 @@ func writeBinary(ctx context.Context, path, dst string, kind int, mark bool) (ba
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	tmp, err := atomicfile.Create(dst)
 	if err != nil {
 		return nil, err
 	}
 	done := false
 	defer func() {
 		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			atomicfile.Discard(tmp)
 		}
 	}()
 	_, bad, err = convert(ctxReader{ctx, src}, st.Size(), path, kind, tmp)
@@ -582,20 +583,14 @@ func writeBinary(ctx context.Context, path, dst string, kind int, mark bool) (ba
 			return nil, err
 		}
 	}
-	if err := tmp.Chmod(0o644); err != nil { // CreateTemp's 0600 is for the temporary only
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
 	// A source that changed while it was read is not what the key says.
 	if st2, err := os.Stat(rp); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		return bad, errors.New("trace: " + path + " changed while it was converted")
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
+	done = true // Commit removes the temporary if it fails
+	if err := atomicfile.Commit(tmp, dst); err != nil {
 		return nil, err
 	}
-	done = true
 	return bad, nil
 }
 
