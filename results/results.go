@@ -92,14 +92,14 @@ type Trace struct {
 // Inject is [workload.inject] as run (kvsim/workload.Inject, which
 // documents the model).
 type Inject struct {
-	Replace         bool    `json:"replace"`
-	SystemTokens    int     `json:"system_tokens"`
-	Tenants         int     `json:"tenants"`
-	TenantTokens    int     `json:"tenant_tokens"`
-	TenantZipf      float64 `json:"tenant_zipf"`
-	SessionContinue float64 `json:"session_continue"`
-	Sessions        int     `json:"sessions"`
-	SessionGap      int     `json:"session_gap"`
+	Replace         bool    `json:"replace" key:"replace"`
+	SystemTokens    int     `json:"system_tokens" key:"system_tokens"`
+	Tenants         int     `json:"tenants" key:"tenants"`
+	TenantTokens    int     `json:"tenant_tokens" key:"tenant_tokens"`
+	TenantZipf      float64 `json:"tenant_zipf" key:"tenant_zipf"`
+	SessionContinue float64 `json:"session_continue" key:"session_continue"`
+	Sessions        int     `json:"sessions" key:"sessions"`
+	SessionGap      int     `json:"session_gap" key:"session_gap"`
 }
 
 // Quantiles of a latency distribution, in milliseconds. A Policy holds a

@@ -13,7 +13,7 @@ type Cluster struct {
 	// Instances is key instances, or prefill_instances + decode_instances;
 	// 0: no [cluster], one GPU.
 	Instances int
-	Router    string // key router; default round_robin
+	Router    string `key:"router"`
 	// The routers' keys, each router's declared in its file (each reads
 	// its own); slo_reject needs [slo] ttft_ms.
 	cluster.Keys
@@ -24,7 +24,7 @@ type Cluster struct {
 	// Every node's NIC (keys nic_bandwidth, bytes/s each way, nic_latency,
 	// ns, nic_lanes). Empty in JSON: a run's ID hashes them only when a
 	// pool or disaggregation sends bytes through them (experiment's runID).
-	NICBandwidth float64 `json:",omitempty"`
+	NICBandwidth float64 `json:",omitempty" key:"nic_bandwidth"`
 	NICLatency   int64   `json:",omitempty" key:"nic_latency"`
 	NICLanes     int     `json:",omitempty" key:"nic_lanes"`
 	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
@@ -48,7 +48,7 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	if c.Instances, c.Prefill, err = t.instances(); err != nil {
 		return c, err
 	}
-	if c.Router, err = t.str("router"); err != nil {
+	if err := t.bind(&c); err != nil {
 		return c, err
 	}
 	for _, k := range cluster.RouterKeys() {
@@ -61,14 +61,8 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	if c.SLOReject && !(slo.TTFTms > 0) {
 		return c, t.errf("slo_reject", "needs [slo] ttft_ms")
 	}
-	if c.NICBandwidth, err = t.numberOr("nic_bandwidth", DefaultNICBandwidth); err != nil {
-		return c, err
-	}
-	return c, t.bind(&c)
+	return c, nil
 }
-
-// DefaultNICBandwidth is [cluster] nic_bandwidth's default: 200 Gbit/s.
-const DefaultNICBandwidth = 25e9
 
 // instances reads [cluster]'s size: instances, or prefill_instances and
 // decode_instances (then prefill is the first).

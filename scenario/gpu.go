@@ -10,33 +10,35 @@ import (
 
 // GPU is the compute model.
 type GPU struct {
-	Engine           string // key engine: "batched" (default) or "simple"
-	MaxBatchedTokens int    // key max_num_batched_tokens; default 8192
-	MaxSeqs          int    // key max_num_seqs: running requests at most; default 256
-	PageTokens       int    // key page_tokens: the engine's KV page for generated tokens; default 16
-	StepModel        string // key step_model: "roofline" or "linear"
+	Engine           string `key:"engine"`                 // "batched" or "simple"
+	MaxBatchedTokens int    `key:"max_num_batched_tokens"` // tokens one step computes at most
+	MaxSeqs          int    `key:"max_num_seqs"`           // running requests at most
+	PageTokens       int    `key:"page_tokens"`            // the engine's KV page for generated tokens
+	StepModel        string `key:"step_model"`             // "roofline" or "linear"; set from the keys given when absent
 
-	Preset       string  // key preset; "" for none
-	TP           int     // key tp: tensor-parallel GPUs; default 1
-	PeakTFLOPs   float64 // key peak_tflops: dense bf16 of one GPU; 0 when unknown
-	HBMBandwidth float64 // key hbm_bandwidth: bytes/s of one GPU; 0 when unknown
-	HBMCapacity  int64   // key hbm_capacity: bytes of one GPU; 0 when unknown
-	ComputeEff   float64 // key compute_efficiency; default 0.5
-	MemoryEff    float64 // key memory_efficiency; default 0.8
-	StepOverhead int64   // key step_overhead, ns; default 1ms
+	Preset       string  `key:"preset"`             // "" for none
+	TP           int     `key:"tp"`                 // tensor-parallel GPUs
+	PeakTFLOPs   float64 `key:"peak_tflops"`        // dense bf16 of one GPU; 0 when unknown
+	HBMBandwidth float64 `key:"hbm_bandwidth"`      // bytes/s of one GPU; 0 when unknown
+	HBMCapacity  int64   `key:"hbm_capacity"`       // bytes of one GPU; 0 when unknown
+	ComputeEff   float64 `key:"compute_efficiency"` // share of peak FLOP/s reached
+	MemoryEff    float64 `key:"memory_efficiency"`  // share of HBM bandwidth reached
+	StepOverhead int64   `key:"step_overhead"`      // ns
 
-	// The linear step model's coefficients, ns per unit (keys c0,
-	// c_prefill, c_decode, c_ctx). LegacyStep: none was given, so the
-	// simulator derives the step from the rates below (C0 and CPrefill
-	// then show what it derives).
-	C0, CPrefill, CDecode, CCtx float64
-	LegacyStep                  bool
+	// The linear step model's coefficients, ns per unit. LegacyStep: none
+	// was given, so the simulator derives the step from the rates below
+	// (C0 and CPrefill then show what it derives).
+	C0         float64 `key:"c0"`
+	CPrefill   float64 `key:"c_prefill"`
+	CDecode    float64 `key:"c_decode"`
+	CCtx       float64 `key:"c_ctx"`
+	LegacyStep bool
 
-	PrefillTokensPerSec  float64 // key prefill_tokens_per_s; default 20000
-	AttentionNsPerToken2 float64 // key attention_ns_per_token2: quadratic attention cost; default 0
-	DecodeTokensPerSec   float64 // key decode_tokens_per_s, per running request; default 50
-	Load                 string  // key load: "layerwise" (default, loads overlap compute layer by layer) or "serial"
-	HBMFree              string  // key hbm_free: "landed" (default: an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
+	PrefillTokensPerSec  float64 `key:"prefill_tokens_per_s"`
+	AttentionNsPerToken2 float64 `key:"attention_ns_per_token2"` // quadratic attention cost
+	DecodeTokensPerSec   float64 `key:"decode_tokens_per_s"`     // per running request
+	Load                 string  `key:"load"`                    // "layerwise" (loads overlap compute layer by layer) or "serial"
+	HBMFree              string  `key:"hbm_free"`                // "landed" (an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
 }
 
 // GPUMemoryUtilization is the share of GPU memory the hbm tier's default
@@ -50,84 +52,21 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 	}
 	given := func(key string) bool { _, ok := t.m[key]; return ok }
 	var g GPU
-	var err error
-	for _, k := range []struct {
-		key string
-		dst *string
-	}{{"engine", &g.Engine}} {
-		if *k.dst, err = t.str(k.key); err != nil {
-			return g, err
-		}
-	}
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"max_num_batched_tokens", &g.MaxBatchedTokens}, {"max_num_seqs", &g.MaxSeqs}, {"page_tokens", &g.PageTokens}} {
-		n, err := t.integer(k.key)
-		if err != nil {
-			return g, err
-		}
-		*k.dst = int(n)
-	}
-	if g.StepModel, err = t.str("step_model"); err != nil {
-		return g, err
-	}
-	if g.Preset, err = t.str("preset"); err != nil {
-		return g, err
-	}
-	pre := gpuPresets[g.Preset]
-	tp, err := t.integer("tp")
+	err := t.bind(&g, func(key string) (any, error) {
+		pre := gpuPresets[g.Preset]
+		return presetDefault(&pre, key), nil
+	})
 	if err != nil {
 		return g, err
 	}
-	g.TP = int(tp)
-	if g.PeakTFLOPs, err = t.optNumber("peak_tflops", pre.PeakTFLOPs); err != nil {
-		return g, err
-	}
-	if g.HBMBandwidth, err = t.optNumber("hbm_bandwidth", pre.HBMBandwidth); err != nil {
-		return g, err
-	}
-	if g.HBMCapacity, err = t.optInt("hbm_capacity", pre.HBMCapacity); err != nil {
-		return g, err
-	}
-	if g.ComputeEff, err = t.number("compute_efficiency"); err != nil {
-		return g, err
-	}
-	if g.MemoryEff, err = t.number("memory_efficiency"); err != nil {
-		return g, err
-	}
-	if g.StepOverhead, err = t.integer("step_overhead"); err != nil {
-		return g, err
-	}
-	coef := ""
-	for _, k := range []struct {
-		key string
-		dst *float64
-	}{{"c0", &g.C0}, {"c_prefill", &g.CPrefill}, {"c_decode", &g.CDecode}, {"c_ctx", &g.CCtx}} {
-		if *k.dst, err = t.optNumber(k.key, 0); err != nil {
-			return g, err
+	coef := "" // the first linear coefficient given
+	for _, k := range []string{"c0", "c_prefill", "c_decode", "c_ctx"} {
+		if coef == "" && given(k) {
+			coef = k
 		}
-		if coef == "" && given(k.key) {
-			coef = k.key
-		}
-	}
-	if g.PrefillTokensPerSec, err = t.number("prefill_tokens_per_s"); err != nil {
-		return g, err
-	}
-	if g.AttentionNsPerToken2, err = t.number("attention_ns_per_token2"); err != nil {
-		return g, err
 	}
 	if g.AttentionNsPerToken2 >= float64(core.MaxTime) {
 		return g, t.errf("attention_ns_per_token2", "%g ns for one pair of tokens is past %s", g.AttentionNsPerToken2, timeLimit)
-	}
-	if g.DecodeTokensPerSec, err = t.number("decode_tokens_per_s"); err != nil {
-		return g, err
-	}
-	if g.Load, err = t.str("load"); err != nil {
-		return g, err
-	}
-	if g.HBMFree, err = t.str("hbm_free"); err != nil {
-		return g, err
 	}
 
 	// The step model: explicit, or what the keys given describe.

@@ -35,24 +35,7 @@ func LoadInject(path string) (*results.Inject, error) {
 // this the one dependency between keys.
 func parseInject(t *table) (*results.Inject, error) {
 	var in results.Inject
-	var err error
-	if in.Replace, err = t.boolean("replace"); err != nil {
-		return nil, err
-	}
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"system_tokens", &in.SystemTokens}, {"tenants", &in.Tenants}, {"tenant_tokens", &in.TenantTokens}, {"sessions", &in.Sessions}, {"session_gap", &in.SessionGap}} {
-		v, err := t.integer(k.key)
-		if err != nil {
-			return nil, err
-		}
-		*k.dst = int(v)
-	}
-	if in.TenantZipf, err = t.number("tenant_zipf"); err != nil {
-		return nil, err
-	}
-	if in.SessionContinue, err = t.number("session_continue"); err != nil {
+	if err := t.bind(&in); err != nil {
 		return nil, err
 	}
 	if in.TenantTokens > 0 && in.Tenants == 0 {

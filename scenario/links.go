@@ -3,11 +3,11 @@ package scenario
 // Link connects two tiers; data moves both ways.
 type Link struct {
 	From, To         int     // indices into Scenario.Tiers
-	Bandwidth        float64 // bytes/s, From -> To
-	ReverseBandwidth float64 // bytes/s, To -> From; default Bandwidth
-	Latency          int64   // ns, From -> To
-	ReverseLatency   int64   // ns, To -> From; default Latency
-	Lanes            int     // transfers in flight, hiding latency; default 1
+	Bandwidth        float64 `key:"bandwidth"`         // bytes/s, From -> To
+	ReverseBandwidth float64 `key:"reverse_bandwidth"` // bytes/s, To -> From
+	Latency          int64   `key:"latency"`           // ns, From -> To
+	ReverseLatency   int64   `key:"reverse_latency"`   // ns, To -> From
+	Lanes            int     `key:"lanes"`             // transfers in flight, hiding latency
 }
 
 // PageableBandwidth is the default hbm<->dram link rate: a D2H copy from
@@ -70,27 +70,22 @@ func (p *parser) parseLinks(ts []*table, given bool, tiers []Tier) ([]Link, erro
 		seen[k] = n
 		l := DefaultLink(tiers, a, b)
 		p.profile.applyDefault(&l, tiers)
-		var err error
-		if l.Bandwidth, err = t.numberOr("bandwidth", l.Bandwidth); err != nil {
-			return nil, err
-		}
-		if l.ReverseBandwidth, err = t.numberOr("reverse_bandwidth", l.Bandwidth); err != nil {
-			return nil, err
-		}
-		if l.Latency, err = t.intOr("latency", l.Latency); err != nil {
-			return nil, err
-		}
-		if _, given := t.m["latency"]; given {
-			l.ReverseLatency = l.Latency
-		}
-		if l.ReverseLatency, err = t.intOr("reverse_latency", l.ReverseLatency); err != nil {
-			return nil, err
-		}
-		lanes, err := t.integer("lanes")
+		d := l
+		err := t.bind(&l, func(key string) (any, error) {
+			_, latency := t.m["latency"]
+			switch {
+			case key == "reverse_bandwidth":
+				return l.Bandwidth, nil
+			case key == "reverse_latency" && latency:
+				return l.Latency, nil
+			case key == "lanes":
+				return nil, nil // the declared one, whatever a profile says
+			}
+			return presetDefault(&d, key), nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		l.Lanes = int(lanes)
 		out = append(out, l)
 	}
 	return out, nil

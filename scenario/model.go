@@ -5,14 +5,14 @@ import "math"
 // Model is the served model: its KV geometry and, for the roofline step
 // model, its size.
 type Model struct {
-	Preset      string  // key preset; "" for none
-	Layers      int     // key layers
-	KVHeads     int     // key kv_heads
-	HeadDim     int     // key head_dim
-	Heads       int     // key heads: query heads; 0 when neither given nor preset
-	Params      float64 // key params; 0 when neither given nor preset
-	DType       string  // fp32, bf16 (default), fp16, fp8, int8
-	BlockTokens int     // key block_tokens; default 512, Mooncake's block
+	Preset      string  `key:"preset"` // "" for none
+	Layers      int     `key:"layers"`
+	KVHeads     int     `key:"kv_heads"`
+	HeadDim     int     `key:"head_dim"`
+	Heads       int     `key:"heads"`  // query heads; 0 when neither given nor preset
+	Params      float64 `key:"params"` // 0 when neither given nor preset
+	DType       string  `key:"dtype"`
+	BlockTokens int     `key:"block_tokens"`
 }
 
 var dtypeBytes = map[string]int{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -39,41 +39,15 @@ const maxDim = 1 << 24
 
 func parseModel(t *table) (Model, error) {
 	var m Model
-	var err error
-	if m.Preset, err = t.str("preset"); err != nil {
+	err := t.bind(&m, func(key string) (any, error) {
+		pre, ok := modelPresets[m.Preset]
+		if !ok && (key == "layers" || key == "kv_heads" || key == "head_dim") {
+			return nil, t.errf(key, "required (or a preset)")
+		}
+		return presetDefault(&pre, key), nil
+	})
+	if err != nil {
 		return m, err
-	}
-	pre, hasPreset := modelPresets[m.Preset]
-	for _, d := range []struct {
-		key string
-		dst *int
-		def int
-	}{{"layers", &m.Layers, pre.Layers}, {"kv_heads", &m.KVHeads, pre.KVHeads}, {"head_dim", &m.HeadDim, pre.HeadDim},
-		{"heads", &m.Heads, pre.Heads}, {"block_tokens", &m.BlockTokens, 0}} {
-		def := int64(d.def)
-		if d.key == "block_tokens" {
-			def = t.decl.field(d.key).Default.(int64)
-		}
-		_, given := t.m[d.key]
-		if !given && !hasPreset && d.key != "heads" && d.key != "block_tokens" {
-			return m, t.errf(d.key, "required (or a preset)")
-		}
-		var v any
-		if given || def != 0 {
-			if v, err = t.value(d.key, def); err != nil {
-				return m, err
-			}
-		}
-		n, _ := v.(int64)
-		*d.dst = int(n)
-		if d.key == "heads" {
-			if m.Params, err = t.optNumber("params", pre.Params); err != nil {
-				return m, err
-			}
-			if m.DType, err = t.str("dtype"); err != nil {
-				return m, err
-			}
-		}
 	}
 	if m.Heads > 0 && m.Heads%m.KVHeads != 0 {
 		key := "heads"

@@ -21,13 +21,13 @@ type Policy struct {
 	Params    map[string]float64
 
 	// Reserved for strategies beyond eviction; "" / 0 mean the default.
-	Admission       string
-	Promotion       string
-	Write           string
-	Prefetch        string
-	Recompute       string // "never" (default) or "when-cheaper"
-	PrefetchTimeout int64  // ns; key prefetch_timeout
-	Stage           string // "copy" (default) or "pass"
+	Admission       string `key:"admission"`
+	Promotion       string `key:"promotion"`
+	Write           string `key:"write"`
+	Prefetch        string `key:"prefetch"`
+	Recompute       string `key:"recompute"`        // "never" (default) or "when-cheaper"
+	PrefetchTimeout int64  `key:"prefetch_timeout"` // ns
+	Stage           string `key:"stage"`            // "copy" (default) or "pass"
 
 	// Strategy is the above as the core reads them, parsed and checked at
 	// load. Left out of JSON: it only restates the strings (kvsim's run_id
@@ -92,17 +92,13 @@ func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 			return nil, t.errf("name", "duplicate policy name (policy %d has it too); give each [[policy]] its own name", j+1)
 		}
 		seen[pol.Name] = i
-		for _, f := range []struct {
-			key string
-			dst *string
-		}{{"admission", &pol.Admission}, {"promotion", &pol.Promotion}, {"write", &pol.Write}, {"prefetch", &pol.Prefetch}, {"recompute", &pol.Recompute}, {"stage", &pol.Stage}} {
-			if _, ok := t.m[f.key]; ok { // the declared default stands for "" (core's default)
-				if *f.dst, err = t.str(f.key); err != nil {
-					return nil, err
-				}
+		err = t.bind(&pol, func(key string) (any, error) {
+			if key == "prefetch_timeout" {
+				return nil, nil
 			}
-		}
-		if pol.PrefetchTimeout, err = t.integer("prefetch_timeout"); err != nil {
+			return keep, nil // "" stands for the declared default (core's)
+		})
+		if err != nil {
 			return nil, err
 		}
 		if pol.Strategy, err = strategy(t, &pol); err != nil {

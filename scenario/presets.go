@@ -4,9 +4,9 @@ import "sort"
 
 // GPUPreset is one GPU's figures from its vendor's data sheet.
 type GPUPreset struct {
-	PeakTFLOPs   float64 // dense bf16 tensor-core TFLOP/s (the sheets quote twice this "with sparsity")
-	HBMBandwidth float64 // bytes/s
-	HBMCapacity  int64   // bytes
+	PeakTFLOPs   float64 `key:"peak_tflops"`   // dense bf16 tensor-core TFLOP/s (the sheets quote twice this "with sparsity")
+	HBMBandwidth float64 `key:"hbm_bandwidth"` // bytes/s
+	HBMCapacity  int64   `key:"hbm_capacity"`  // bytes
 }
 
 // gpuPresets: NVIDIA data sheets. Memory sizes are quoted in GB but are
@@ -28,11 +28,11 @@ var gpuPresets = map[string]GPUPreset{
 
 // ModelPreset is one model's shape from its config.json.
 type ModelPreset struct {
-	Layers  int     // num_hidden_layers
-	Heads   int     // num_attention_heads (query heads)
-	KVHeads int     // num_key_value_heads
-	HeadDim int     // hidden_size / num_attention_heads (or head_dim)
-	Params  float64 // parameters, counted from the config's tensor shapes
+	Layers  int     `key:"layers"`   // num_hidden_layers
+	Heads   int     `key:"heads"`    // num_attention_heads (query heads)
+	KVHeads int     `key:"kv_heads"` // num_key_value_heads
+	HeadDim int     `key:"head_dim"` // hidden_size / num_attention_heads (or head_dim)
+	Params  float64 `key:"params"`   // parameters, counted from the config's tensor shapes
 }
 
 // modelPresets: the models' Hugging Face config.json. Params are the

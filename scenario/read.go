@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -279,14 +280,31 @@ func describe(v any) string {
 // bind reads, in field order, each key a field of struct *dst names by its
 // tag (key:"NAME"): the key's declaration gives its type, default and
 // range, the tag its destination, so neither is written twice. An absent
-// key without a default leaves the field alone.
-func (t *table) bind(dst any) error {
+// key without a default leaves the field alone. def, where given, is the
+// default of an absent key that the code computes (a preset's, a kind's):
+// nil keeps the declared one, keep leaves the field as it is, an error
+// stops the reading. Fields are read in order, so def may look at the
+// fields bound before.
+func (t *table) bind(dst any, def ...func(key string) (any, error)) error {
 	for _, name := range param.Tags(dst) {
 		f := t.decl.field(name)
 		if f == nil {
 			panic("scenario: a field is bound to undeclared key " + t.decl.name + "." + name)
 		}
-		v, err := t.value(name, f.Default)
+		d := f.Default
+		if _, given := t.m[name]; !given && len(def) > 0 {
+			x, err := def[0](name)
+			if err != nil {
+				return err
+			}
+			if x == keep {
+				continue
+			}
+			if x != nil {
+				d = x
+			}
+		}
+		v, err := t.value(name, d)
 		if err != nil {
 			return err
 		}
@@ -295,4 +313,17 @@ func (t *table) bind(dst any) error {
 		}
 	}
 	return nil
+}
+
+// keep, returned by bind's def, leaves an absent key's field as it is.
+var keep any = struct{ keep bool }{}
+
+// presetDefault is the value of preset *pre's field tagged key, as a
+// default: nil where the preset has none (zero).
+func presetDefault(pre any, key string) any {
+	x, ok := param.Get(pre, key)
+	if !ok || reflect.ValueOf(x).IsZero() {
+		return nil
+	}
+	return x
 }

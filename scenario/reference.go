@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kvsim/param"
 	"kvsim/trace"
 )
 
@@ -123,6 +124,9 @@ func defaultText(f *field) string {
 		}
 		return strconv.FormatInt(d, 10)
 	case float64:
+		if f.Type == tBandwidth {
+			return strconv.Quote(strings.ReplaceAll(FormatBandwidth(d), " ", ""))
+		}
 		return strconv.FormatFloat(d, 'g', -1, 64)
 	case string:
 		return strconv.Quote(d)
@@ -138,18 +142,14 @@ func defaultText(f *field) string {
 // genDefault is a synthetic-workload key's default, trace.DefaultGenConfig's.
 func genDefault(key string) string {
 	g := trace.DefaultGenConfig()
-	for _, k := range genKeys(&g) {
-		if k.key == key {
-			return strconv.Itoa(*k.dst)
-		}
-	}
-	switch key {
-	case "rate":
-		return strconv.FormatFloat(g.RatePerSec, 'g', -1, 64)
-	case "turns":
-		return strconv.FormatFloat(g.MeanTurns, 'g', -1, 64)
-	case "think":
+	if key == "think" {
 		return strconv.Quote(FormatDuration(int64(g.MeanThinkSec * 1e9)))
+	}
+	switch x, _ := param.Get(&g, key); x := x.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	panic(fmt.Sprintf("scenario: no generator default for %q", key))
 }

@@ -225,7 +225,7 @@ var schema = []*section{
 		{Name: "router", Type: tString, Default: "round_robin", Enum: cluster.RouterNames, Example: `"cache_aware"`,
 			Doc: "chooses each request's instance (docs/routers.md)"},
 	}, cluster.RouterKeys(), []field{ // each router's, from its file (cluster/router_*.go)
-		{Name: "nic_bandwidth", Type: tBandwidth, DefaultDoc: `"25GB/s"`, Min: above0, Example: `"25GB/s"`,
+		{Name: "nic_bandwidth", Type: tBandwidth, Default: 25e9, Min: above0, Example: `"25GB/s"`,
 			Doc: "each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's\ncross-node reads and writes and disaggregation's KV transfers pass both ends'"},
 		{Name: "nic_latency", Type: tDuration, Default: int64(5000), Min: atLeast0, Example: `"5us"`,
 			Doc: "one way, per transfer"},

@@ -6,7 +6,6 @@ import (
 
 	"kvsim/core"
 	"kvsim/internal/endpoint"
-	"kvsim/param"
 	"kvsim/tierkind"
 )
 
@@ -15,22 +14,22 @@ const ScopeCluster = "cluster"
 
 // Tier is one level of the memory hierarchy.
 type Tier struct {
-	Name      string
-	Kind      string  // hbm, pinned, dram, ssd, nvmeof, remote_dram
-	Capacity  int64   // bytes
-	Bandwidth float64 // bytes/s
-	Latency   int64   // ns
-	CostPerGB float64 // key cost_per_gb, dollars per 1e9 bytes
-	// Shared (key shared_bandwidth): every transfer into or out of the tier,
-	// over any link and in either direction, also queues for one pipe of
-	// Bandwidth, as an SSD's reads and writes share its flash.
-	Shared bool
-	// Scope (key scope) is "node" (the default: each instance has its own
+	Name      string  `key:"name"`
+	Kind      string  `key:"kind"`        // tierkind's registry: hbm, pinned, dram, ssd, nvmeof, remote_dram
+	Capacity  int64   `key:"capacity"`    // bytes
+	Bandwidth float64 `key:"bandwidth"`   // bytes/s
+	Latency   int64   `key:"latency"`     // ns
+	CostPerGB float64 `key:"cost_per_gb"` // dollars per 1e9 bytes
+	// Shared: every transfer into or out of the tier, over any link and in
+	// either direction, also queues for one pipe of Bandwidth, as an SSD's
+	// reads and writes share its flash.
+	Shared bool `key:"shared_bandwidth"`
+	// Scope is "node" (the default: each instance has its own
 	// copy) or "cluster": one pool shared by a [cluster]'s instances, to
 	// which each node contributes Capacity. "" reads as "node". A run's ID
 	// hashes it for a cluster tier only, so that IDs of scenarios without
 	// a pool stay as they were.
-	Scope string `json:",omitempty"`
+	Scope string `json:",omitempty" key:"scope"`
 	// Endpoint (remote_dram only) is the Redis or Valkey server replay
 	// --real keeps the tier in; "" emulates it. Left out of JSON when
 	// empty, so run ids of scenarios without it do not change.
@@ -104,30 +103,37 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 		if i > 0 && kind == "hbm" {
 			return nil, t.errf("kind", `only one "hbm" tier is allowed (the first)`)
 		}
-		tier := def
-		tier.Name = name
-		if _, given := t.m["capacity"]; !given && kind == "hbm" {
-			var why string
-			if def.Capacity, why = hbmDefault(g, m, def.Capacity); why != "" {
-				return nil, t.errf("capacity", "%s", why)
+		// A kind's own keys only on a tier of that kind: a type error
+		// first, then the kind's; bind below checks their values.
+		for _, k := range tierkind.Keys() {
+			if raw, given := t.m[k.Name]; given {
+				if _, err := t.convert(t.decl.field(k.Name), raw, true, nil); err != nil {
+					return nil, err
+				}
+				if owner := tierkind.Owner(k.Name); owner != kind {
+					o, _ := tierkind.Lookup(owner)
+					return nil, t.errf(k.Name, `only %s %q tier has one (this tier is %q)`, o.Article, owner, kind)
+				}
 			}
 		}
-		if tier.Capacity, err = t.intOr("capacity", def.Capacity); err != nil {
-			return nil, err
-		}
-		if tier.Bandwidth, err = t.numberOr("bandwidth", def.Bandwidth); err != nil {
-			return nil, err
-		}
-		if tier.Latency, err = t.intOr("latency", def.Latency); err != nil {
-			return nil, err
-		}
-		if tier.CostPerGB, err = t.numberOr("cost_per_gb", def.CostPerGB); err != nil {
-			return nil, err
-		}
-		if tier.Shared, err = t.boolean("shared_bandwidth"); err != nil {
-			return nil, err
-		}
-		if tier.Scope, err = t.str("scope"); err != nil {
+		tier := def
+		tier.Name = name
+		err = t.bind(&tier, func(key string) (any, error) {
+			switch key {
+			case "name":
+				return keep, nil
+			case "capacity":
+				if kind == "hbm" {
+					c, why := hbmDefault(g, m, def.Capacity)
+					if why != "" {
+						return nil, t.errf("capacity", "%s", why)
+					}
+					return c, nil
+				}
+			}
+			return presetDefault(&def, key), nil
+		})
+		if err != nil {
 			return nil, err
 		}
 		if tier.Scope == ScopeCluster {
@@ -138,27 +144,6 @@ func (p *parser) parseTiers(ts []*table, g GPU, m Model) ([]Tier, error) {
 				return nil, t.errf("scope", `only one tier can be "cluster" (tier %q is)`, out[pool].Name)
 			}
 			pool = i
-		}
-		for _, k := range tierkind.Keys() { // a kind's own keys, only on a tier of that kind
-			raw, given := t.m[k.Name]
-			if !given {
-				continue
-			}
-			f := t.decl.field(k.Name)
-			v, err := t.convert(f, raw, true, nil) // a type error first, then the kind's, then the value's
-			if err != nil {
-				return nil, err
-			}
-			if owner := tierkind.Owner(k.Name); owner != kind {
-				o, _ := tierkind.Lookup(owner)
-				return nil, t.errf(k.Name, `only %s %q tier has one (this tier is %q)`, o.Article, owner, kind)
-			}
-			if err := t.check(f, v); err != nil {
-				return nil, err
-			}
-			if !param.Set(&tier, k.Name, v) {
-				panic("scenario: Tier has no field for key " + k.Name)
-			}
 		}
 		out[i] = tier
 	}

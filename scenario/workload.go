@@ -77,35 +77,12 @@ func parseWorkload(t *table, seed int64, blockTokens int) (Workload, error) {
 	return w, t.bind(&w)
 }
 
-// genKeys are the synthetic workload's integer keys and where they go.
-func genKeys(g *trace.GenConfig) []struct {
-	key string
-	dst *int
-} {
-	return []struct {
-		key string
-		dst *int
-	}{{"requests", &g.Requests}, {"system_tokens", &g.SystemPromptTokens}, {"user_tokens", &g.MeanUserTokens},
-		{"output_tokens", &g.MeanOutputTokens}, {"max_context", &g.MaxContextTokens}}
-}
-
 // parseGen reads the generator settings of a synthetic workload; defaults
 // are trace.DefaultGenConfig's, the seed is the scenario's.
 func parseGen(t *table, seed int64, blockTokens int) (trace.GenConfig, error) {
 	g := trace.DefaultGenConfig()
 	g.Seed, g.BlockTokens = seed, blockTokens
-	for _, f := range genKeys(&g) {
-		v, err := t.intOr(f.key, int64(*f.dst))
-		if err != nil {
-			return g, err
-		}
-		*f.dst = int(v)
-	}
-	var err error
-	if g.RatePerSec, err = t.numberOr("rate", g.RatePerSec); err != nil {
-		return g, err
-	}
-	if g.MeanTurns, err = t.numberOr("turns", g.MeanTurns); err != nil {
+	if err := t.bind(&g, func(string) (any, error) { return keep, nil }); err != nil {
 		return g, err
 	}
 	think, err := t.intOr("think", int64(g.MeanThinkSec*1e9))

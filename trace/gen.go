@@ -15,15 +15,15 @@ import (
 // GenConfig describes a synthetic multi-turn chat workload.
 type GenConfig struct {
 	Seed               int64
-	Requests           int     // total lines
+	Requests           int     `key:"requests"` // total lines
 	BlockTokens        int     // tokens per hash id
-	SystemPromptTokens int     // shared by every request
-	RatePerSec         float64 // Poisson arrival rate of new conversations
-	MeanTurns          float64 // turns per conversation (geometric)
-	MeanUserTokens     int     // per turn (lognormal around the mean, >= 1)
-	MeanOutputTokens   int     // per turn (lognormal around the mean, >= 1)
+	SystemPromptTokens int     `key:"system_tokens"` // shared by every request
+	RatePerSec         float64 `key:"rate"`          // Poisson arrival rate of new conversations
+	MeanTurns          float64 `key:"turns"`         // turns per conversation (geometric)
+	MeanUserTokens     int     `key:"user_tokens"`   // per turn (lognormal around the mean, >= 1)
+	MeanOutputTokens   int     `key:"output_tokens"` // per turn (lognormal around the mean, >= 1)
 	MeanThinkSec       float64 // gap between a reply and the next turn (exponential)
-	MaxContextTokens   int     // conversations end when their context would exceed this
+	MaxContextTokens   int     `key:"max_context"` // conversations end when their context would exceed this
 }
 
 // DefaultGenConfig is the workload behind traces/synthetic.jsonl: about 7
