@@ -124,6 +124,8 @@ type RouterSpec struct {
 	Brief string      // one line: what it chooses
 	Rank  int         // its place in lists (names, keys, docs): the order routers were added
 	Keys  []param.Key // its [cluster] keys
+	Reads string      // docs/routers.md: what it reads from the View
+	State string      // docs/routers.md: the state it keeps of its own
 	New   func(p Params) Router
 }
 

@@ -9,6 +9,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "cache_aware", Rank: 3, Brief: "SGLang's rule: the longest routed prefix, or the least loaded",
+		Reads: "`Queued`, `Running`", State: "a tree of routed prefixes per instance",
 		Keys: []param.Key{
 			{Name: "cache_threshold", Type: param.Number, Default: 0.5, Min: param.AtLeast0, FMax: 1, Msg: "must be within 0..1, got %g", Example: "0.5",
 				Doc: "cache_aware: a prefix match above this share of the prompt wins (SGLang)"},

@@ -9,6 +9,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "kv_cost", Rank: 4, Brief: "the least Dynamo cost",
+		Reads: "`QueuedTokens`, `RunningTokens`, `Prefix`", State: "none",
 		Keys: []param.Key{
 			{Name: "overlap_weight", Type: param.Number, Default: 1.0, Min: param.AtLeast0, Example: "1.0",
 				Doc: "kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo)"},

@@ -8,6 +8,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "least_loaded", Rank: 2, Brief: "the fewest queued + running tokens",
+		Reads: "`QueuedTokens`, `RunningTokens`", State: "none",
 		New: func(Params) Router { return leastLoaded{} }})
 }
 

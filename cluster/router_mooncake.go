@@ -9,6 +9,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "mooncake", Rank: 5, Brief: "the least estimated TTFT; may refuse",
+		Reads: "`EstimateTTFT`", State: "none",
 		Keys: []param.Key{
 			{Name: "slo_reject", Type: param.Bool, Default: false, Example: "false",
 				Doc: "mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms"},

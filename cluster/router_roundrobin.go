@@ -6,6 +6,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "round_robin", Rank: 1, Brief: "the next instance in turn, from 0",
+		Reads: "the instance count", State: "a counter",
 		New: func(Params) Router { return &roundRobin{} }})
 }
 

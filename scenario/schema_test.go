@@ -2,9 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -147,46 +145,3 @@ func TestEveryKeyRead(t *testing.T) {
 	}
 }
 
-// The tier defaults tables in doc.go and the README say what KindDefaults
-// holds, kind by kind.
-func TestKindDefaultsDocumented(t *testing.T) {
-	for _, d := range []struct{ file, sep string }{{"doc.go", ""}, {"../README.md", "|"}} {
-		b, err := os.ReadFile(d.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[string]bool{}
-		for _, l := range strings.Split(string(b), "\n") {
-			var f []string
-			if d.sep == "" {
-				l, ok := strings.CutPrefix(l, "//\t")
-				if !ok {
-					continue
-				}
-				if f = strings.Fields(l); len(f) != 7 {
-					continue
-				}
-				f = []string{f[0], f[1] + f[2], f[3] + f[4], f[5], f[6]}
-			} else {
-				if f = strings.Split(strings.Trim(l, "| "), " | "); len(f) != 5 {
-					continue
-				}
-			}
-			want, ok := KindDefaults(f[0])
-			if !ok {
-				continue
-			}
-			seen[f[0]] = true
-			c, err1 := ParseBytes(strings.ReplaceAll(f[1], " ", ""))
-			bw, err2 := ParseBandwidth(strings.ReplaceAll(f[2], " ", ""))
-			lat, err3 := ParseDuration(strings.ReplaceAll(f[3], " ", ""))
-			cost, err4 := strconv.ParseFloat(f[4], 64)
-			if err := errors.Join(err1, err2, err3, err4); err != nil || c != want.Capacity || bw != want.Bandwidth || lat != want.Latency || cost != want.CostPerGB {
-				t.Errorf("%s: tier defaults row %q differs from KindDefaults(%q) = %+v (%v)", d.file, l, f[0], want, err)
-			}
-		}
-		if len(seen) != len(Kinds()) {
-			t.Errorf("%s: tier defaults table has %d of the %d kinds", d.file, len(seen), len(Kinds()))
-		}
-	}
-}

@@ -56,6 +56,9 @@ func Register(s Spec) {
 	kinds = slices.Insert(kinds, i, s)
 }
 
+// Specs lists the kinds in hierarchy order.
+func Specs() []Spec { return slices.Clone(kinds) }
+
 // Names lists the kinds in hierarchy order.
 func Names() []string {
 	out := make([]string, len(kinds))

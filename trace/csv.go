@@ -40,9 +40,9 @@ type csvDialect struct {
 const csvDoc = "CSV, no hash\nids: [workload.inject] gives them blocks"
 
 // csvFormat is the spec of a CSV format.
-func csvFormat(name string, id int, fixture string, cols [3]string, time func(b []byte, name string) (int64, string)) FormatSpec {
+func csvFormat(name string, id int, fixture string, cols [3]string, time func(b []byte, name string) (int64, string), row FormatRow) FormatSpec {
 	d := &csvDialect{name: name, cols: cols, time: time}
-	return FormatSpec{Name: name, ID: id, Doc: csvDoc, Fixture: fixture,
+	return FormatSpec{Name: name, ID: id, Doc: csvDoc, Fixture: fixture, Row: row,
 		line: func(r *Reader, line []byte, v *values) ([]int64, string, bool, error) { return r.csvLine(d, line, v) }}
 }
 

@@ -25,6 +25,16 @@ type FormatSpec struct {
 	// HashBlock, if not 0, is the tokens each hash id of the format
 	// covers: block_tokens must be a multiple of it.
 	HashBlock int
+	// Row is the format's row of the table in docs/traces.md.
+	Row FormatRow
+}
+
+// FormatRow describes a format in docs/traces.md's table, column by column.
+type FormatRow struct {
+	File     string // the file's layout and fields read
+	Times    string // what a timestamp is
+	IDs      string // what block ids it carries
+	Sessions string // how turns of one conversation are linked
 }
 
 // formats holds the registered formats by ID.

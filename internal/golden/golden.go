@@ -178,3 +178,32 @@ func Script(t *testing.T, path string, run func(cmd string) string) {
 	}
 	Check(t, path, []byte(strings.TrimRight(b.String(), "\n")+"\n"))
 }
+
+// EndGenerated closes a generated region of a document.
+const EndGenerated = "<!-- end of generated text -->"
+
+// Region checks the lines of file between the first line that starts with
+// start (a marker saying what generates them) and the next EndGenerated
+// line: they must be want. Under -update it rewrites just those lines.
+func Region(tb testing.TB, file, start, want string) {
+	tb.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index("\n"+text, "\n"+start)
+	if i < 0 {
+		tb.Fatalf("%s: no line starting %q", file, start)
+	}
+	nl := strings.IndexByte(text[i:], '\n')
+	if nl < 0 {
+		tb.Fatalf("%s: nothing after %q", file, start)
+	}
+	from := i + nl + 1
+	to := strings.Index("\n"+text[from:], "\n"+EndGenerated+"\n")
+	if to < 0 {
+		tb.Fatalf("%s: no %q line after %q", file, EndGenerated, start)
+	}
+	Check(tb, file, []byte(text[:from]+want+text[from+to:]))
+}
