@@ -144,4 +144,3 @@ func TestEveryKeyRead(t *testing.T) {
 		}
 	}
 }
-

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kvsim/internal/testenv"
 )
 
 type lockedBuffer struct {
@@ -35,7 +37,7 @@ func TestProgress(t *testing.T) {
 	for i := range 40 {
 		p.Add(int64(i) * 1e9)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(w.String(), "ETA") && time.Now().Before(deadline); {
+	for deadline := testenv.Deadline(t); !strings.Contains(w.String(), "ETA") && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond) // the line is redrawn every 250 ms
 	}
 	p.finish()

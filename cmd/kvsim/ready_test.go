@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"kvsim/internal/testenv"
 )
 
 // readyEnv names the file a kvsim started by a test creates once its
@@ -20,11 +22,11 @@ func readyFile(t *testing.T) (env string, wait func()) {
 	p := filepath.Join(t.TempDir(), "ready")
 	return readyEnv + "=" + p, func() {
 		t.Helper()
-		for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); ; time.Sleep(5 * time.Millisecond) {
 			if _, err := os.Stat(p); err == nil {
 				return
 			}
-			if time.Since(start) > 2*time.Minute {
+			if time.Now().After(deadline) {
 				t.Fatal("the kvsim started by the test never got to its signal handling")
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"kvsim/hw/bucket"
 	"kvsim/hw/payload"
+	"kvsim/internal/testenv"
 )
 
 // TestMain lets the test binary act as a kvsim process for the kill test.
@@ -49,7 +50,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 		}
 		// Wait for some buckets sealed by this child, then kill at a
 		// varying moment.
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := testenv.Deadline(t)
 		for time.Now().Before(deadline) {
 			m, _ := filepath.Glob(filepath.Join(tier, "*.meta"))
 			n := 0

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kvsim/hw/remote/remotetest"
+	"kvsim/internal/testenv"
 	"kvsim/results"
 )
 
@@ -157,7 +158,7 @@ func TestReplayRemoteDownMidRun(t *testing.T) {
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 			if n, err := c.DBSize(t.Context()).Result(); err == nil && n >= 40 {
 				srv.Stop()
 				return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kvsim/hw/ioengine"
+	"kvsim/internal/testenv"
 )
 
 // freeHugepages makes exactly n pages of size free for the test, by
@@ -37,7 +38,7 @@ func freeHugepages(t *testing.T, size string, n int64) int64 {
 		// the restore failed.
 		var got int64
 		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); ; time.Sleep(50 * time.Millisecond) {
 			if _, got, err = SetHugepages(size, prev); (err == nil && got == prev) || time.Now().After(deadline) {
 				break
 			}

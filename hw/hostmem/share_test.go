@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"kvsim/internal/testenv"
 )
 
 // startServe runs ServePool until the test ends and waits for its socket.
@@ -35,7 +37,7 @@ func startServe(t *testing.T, sock string, p *Pool) {
 		}
 	})
 	// Ready once it serves: a stale socket file may be there before.
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	for deadline := testenv.Deadline(t); ; {
 		q, err := ReceivePool(sock)
 		if err == nil {
 			q.Close()

@@ -16,6 +16,7 @@ import (
 	"kvsim/hw/payload"
 	"kvsim/hw/rdma"
 	"kvsim/hw/rdma/rdmatest"
+	"kvsim/internal/testenv"
 )
 
 // The fake libibverbs works within one process: the server and the
@@ -82,7 +83,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	// The server counts a queue pair once its side of the handshake ends,
 	// which may be just after the client's.
-	for deadline := time.Now().Add(5 * time.Second); srv.Served() < 2 && time.Now().Before(deadline); {
+	for deadline := testenv.Deadline(t); srv.Served() < 2 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	if srv.Served() != 2 || st.Len() != 20 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // RequireAll reports whether KVSIM_REQUIRE_ALL is set (to anything but ""
@@ -155,4 +156,17 @@ func ConversationTrace(tb testing.TB) string {
 func Reference(tb testing.TB, name string) string {
 	tb.Helper()
 	return Shared(tb, "reference", name)
+}
+
+// Deadline is when a test waiting for something (a child process, a
+// server, a file) gives up and says what it waited for: shortly before
+// go test's -timeout would stop the whole binary, so no test bounds how
+// long work may take on a loaded machine. Without a -timeout, an hour.
+func Deadline(t *testing.T) time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return time.Now().Add(time.Hour)
+	}
+	// The margin leaves time to report and clean up (10%, at most a minute).
+	return d.Add(-min(time.Until(d)/10, time.Minute))
 }
