@@ -25,8 +25,8 @@ var allowed = map[string][]string{
 	"param":    {}, // the one declaration of a configuration key
 	"policy":   {"param"},
 	"core":     {"policy"},
-	"trace":    {"internal/atomicfile"},
-	"tierkind": {"param", "internal/endpoint"}, // a tier kind's spec: defaults, keys, calibrate store
+	"trace":    {"param", "internal/atomicfile"}, // param: the format registry
+	"tierkind": {"param", "internal/endpoint"},   // a tier kind's spec: defaults, keys, calibrate store
 	"results":  {"internal/tomlguard", "internal/atomicfile"},
 	"scenario": {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload": {"core", "policy", "trace"},

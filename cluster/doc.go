@@ -16,6 +16,7 @@
 // A router is one file, router_NAME.go, that registers a RouterSpec: its
 // name, brief, rank in lists, its [cluster] keys (param.Key: type, range,
 // default, doc) and a constructor. The scenario loader, --set and the
-// scenario reference follow the registry; TestRouterRegistry asks for its
-// row and section in docs/routers.md.
+// scenario reference follow the registry, and its row of the table in
+// docs/routers.md is rendered from the spec (scenario's TestDocTables);
+// TestRouterRegistry asks for its section there.
 package cluster

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"kvsim/param"
@@ -129,35 +128,24 @@ type RouterSpec struct {
 	New   func(p Params) Router
 }
 
-var routers []RouterSpec
+// Ident names the router to its registry.
+func (s RouterSpec) Ident() (string, int) { return s.Name, s.Rank }
+
+var routers = param.Registry[RouterSpec]{What: "router"}
 
 // RegisterRouter adds a router; called from init functions of this package.
-func RegisterRouter(s RouterSpec) {
-	for _, r := range routers {
-		if r.Name == s.Name || r.Rank == s.Rank {
-			panic("cluster: router " + s.Name + " registered twice, or its rank taken")
-		}
-	}
-	i, _ := slices.BinarySearchFunc(routers, s.Rank, func(r RouterSpec, rank int) int { return r.Rank - rank })
-	routers = slices.Insert(routers, i, s)
-}
+func RegisterRouter(s RouterSpec) { routers.Add(s) }
 
 // Routers lists the registered routers, by rank.
-func Routers() []RouterSpec { return slices.Clone(routers) }
+func Routers() []RouterSpec { return routers.All() }
 
 // RouterNames lists the routers NewRouter knows.
-func RouterNames() []string {
-	out := make([]string, len(routers))
-	for i, r := range routers {
-		out[i] = r.Name
-	}
-	return out
-}
+func RouterNames() []string { return routers.Names() }
 
 // RouterKeys lists every router's keys, by router rank.
 func RouterKeys() []param.Key {
 	var out []param.Key
-	for _, r := range routers {
+	for _, r := range routers.All() {
 		out = append(out, r.Keys...)
 	}
 	return out
@@ -168,7 +156,7 @@ func NewRouter(name string, p Params) (Router, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("router %q: %w", name, err)
 	}
-	for _, r := range routers {
+	for _, r := range routers.All() {
 		if r.Name == name {
 			return r.New(p), nil
 		}

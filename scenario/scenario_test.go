@@ -241,7 +241,7 @@ func TestDefaultLinks(t *testing.T) {
 }
 
 // TestKindDefaults: a kind's defaults are its spec's (the docs' tables are
-// checked against them by TestKindDefaultsDocumented).
+// rendered from the specs by TestDocTables).
 func TestKindDefaults(t *testing.T) {
 	for _, k := range Kinds() {
 		got, ok := KindDefaults(k)

@@ -3,9 +3,10 @@
 // keeps blocks on disk, and the keys only a tier of that kind takes. The
 // scenario loader and reference, kvsim calibrate's profile and the replay
 // read it; the real store of each kind is registered in hw (tierkind_*.go).
-// A new kind is its spec here, its store there (experiment's
-// TestTierKindsMatch pairs them) and its row in the tier defaults tables of
-// scenario/doc.go and the README (TestKindDefaultsDocumented).
+// A new kind is its spec here and its store there (experiment's
+// TestTierKindsMatch pairs them); its row in the tier defaults tables of
+// scenario/doc.go and the README is rendered from the spec (scenario's
+// TestDocTables).
 package tierkind
 
 import (
@@ -43,43 +44,33 @@ type Spec struct {
 	Article string
 }
 
-var kinds []Spec
+// Ident names the kind to its registry.
+func (s Spec) Ident() (string, int) { return s.Name, s.Rank }
+
+var kinds = param.Registry[Spec]{What: "tier kind"}
 
 // Register adds a kind; called from init functions of this package.
 func Register(s Spec) {
-	for _, k := range kinds {
-		if k.Name == s.Name || k.Rank == s.Rank || k.Added == s.Added {
-			panic("tierkind: " + s.Name + " registered twice, or its rank taken")
+	for _, k := range kinds.All() {
+		if k.Added == s.Added {
+			panic("tierkind: " + s.Name + " is Added as " + k.Name)
 		}
 	}
-	i, _ := slices.BinarySearchFunc(kinds, s.Rank, func(k Spec, r int) int { return k.Rank - r })
-	kinds = slices.Insert(kinds, i, s)
+	kinds.Add(s)
 }
 
 // Specs lists the kinds in hierarchy order.
-func Specs() []Spec { return slices.Clone(kinds) }
+func Specs() []Spec { return kinds.All() }
 
 // Names lists the kinds in hierarchy order.
-func Names() []string {
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = k.Name
-	}
-	return out
-}
+func Names() []string { return kinds.Names() }
 
 // Lookup returns the spec of kind name.
-func Lookup(name string) (Spec, bool) {
-	i := slices.IndexFunc(kinds, func(k Spec) bool { return k.Name == name })
-	if i < 0 {
-		return Spec{}, false
-	}
-	return kinds[i], true
-}
+func Lookup(name string) (Spec, bool) { return kinds.Lookup(name) }
 
 // Keys lists every kind's own keys, kinds in the order they were added.
 func Keys() []param.Key {
-	byAdded := slices.SortedFunc(slices.Values(kinds), func(a, b Spec) int { return a.Added - b.Added })
+	byAdded := slices.SortedFunc(slices.Values(kinds.All()), func(a, b Spec) int { return a.Added - b.Added })
 	var out []param.Key
 	for _, k := range byAdded {
 		out = append(out, k.Keys...)
@@ -89,7 +80,7 @@ func Keys() []param.Key {
 
 // Owner is the kind whose key name is, "" if none declares it.
 func Owner(name string) string {
-	for _, k := range kinds {
+	for _, k := range kinds.All() {
 		if param.Find(k.Keys, name) != nil {
 			return k.Name
 		}

@@ -3,6 +3,8 @@ package trace
 import (
 	"fmt"
 	"strings"
+
+	"kvsim/param"
 )
 
 // FormatSpec describes a trace format: the kind of line a Reader parses.
@@ -37,31 +39,27 @@ type FormatRow struct {
 	Sessions string // how turns of one conversation are linked
 }
 
-// formats holds the registered formats by ID.
-var formats []FormatSpec
+// Ident names the format to its registry: its ID is its rank.
+func (s FormatSpec) Ident() (string, int) { return s.Name, s.ID }
+
+// registry holds the formats; formats is its list, indexed by ID (IDs are
+// dense from 0: TestFormatsCovered).
+var (
+	registry = param.Registry[FormatSpec]{What: "trace format"}
+	formats  []FormatSpec
+)
 
 // registerFormat adds a format; called from init functions of this package.
 func registerFormat(s FormatSpec) {
-	for len(formats) <= s.ID {
-		formats = append(formats, FormatSpec{})
-	}
-	if formats[s.ID].Name != "" {
-		panic("trace: format ID " + s.Name + " taken by " + formats[s.ID].Name)
-	}
-	formats[s.ID] = s
+	registry.Add(s)
+	formats = registry.All()
 }
 
 // FormatSpecs lists the trace formats a Reader reads, by ID.
-func FormatSpecs() []FormatSpec { return append([]FormatSpec(nil), formats...) }
+func FormatSpecs() []FormatSpec { return registry.All() }
 
 // Formats lists the names of the trace formats a Reader reads, by ID.
-func Formats() []string {
-	out := make([]string, len(formats))
-	for i, f := range formats {
-		out[i] = f.Name
-	}
-	return out
-}
+func Formats() []string { return registry.Names() }
 
 // formatKind resolves Options.Format to an ID ("" is mooncake).
 func formatKind(name string) (int, error) {
