@@ -78,12 +78,12 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 // tokens (whole pages of PageTokens; at most its OutputTokens). The body
 // calls it before a decode step whose new token needs a new page. Cached
 // blocks nobody uses are evicted as needed; when pinned bytes leave no room,
-// decoding requests are preempted, the most recently admitted first (vLLM
-// v1's recompute preemption), each reported through Mover.Preempted. ok is
-// false when id itself was preempted, or (HoldEvicted) when only HBM still
-// draining stands in the way: then id keeps running but must wait
-// (GrowWaiting reports it) and the body calls Grow again once a drain
-// landed. A decode that waits is not preempted: its KV is valid and the
+// decoding requests are preempted, the most recently admitted (or Started)
+// first (vLLM v1's recompute preemption), each reported through
+// Mover.Preempted. ok is false when id itself was preempted, or
+// (HoldEvicted) when only HBM still draining stands in the way: then id
+// keeps running but must wait (GrowWaiting reports it) and the body calls
+// Grow again once a drain landed. A decode that waits is not preempted: its KV is valid and the
 // memory is seconds away at most, and SGLang's write-back eviction likewise
 // waits for its copies to leave the GPU. While one waits, no queued request
 // is admitted (running requests come first, as in vLLM v1's scheduler).
@@ -140,9 +140,33 @@ func (c *Core) endGrowWait(r *reqState) {
 	}
 }
 
-// victim is the decoding request admitted last. Grow's caller is one, so
-// there always is one. A scan of the decoding requests only: an overloaded
-// run preempts often while tens of thousands of requests queue.
+// Started tells the core that request id joined the engine's running list
+// (its first prompt chunk is scheduled). Preemption then takes the decoding
+// request that joined it last, as vLLM v1 preempts the tail of its running
+// list; without Started (the simple engine) the one admitted last.
+func (c *Core) Started(id ReqID) {
+	c.admissions++
+	c.reqs[id].admitted = c.admissions
+}
+
+// HoldForResume makes preempted request id reserve, when it is admitted
+// again, HBM for the KV of tokens generated tokens (whole pages, at most
+// its output): its resumed prefill recomputes all of them, and vLLM v1
+// allocates the slots of every token a resumed request computes before it
+// runs. Without it a resumed request holds only the pages it had, and its
+// first decode may preempt it again at once.
+func (c *Core) HoldForResume(id ReqID, tokens int) {
+	r := &c.reqs[id]
+	if !r.resumed || r.decoding || r.scratch != 0 {
+		panic("core: HoldForResume for a request that is not preempted")
+	}
+	r.held = max(r.held, c.outBytes(min(tokens, r.OutputTokens)))
+}
+
+// victim is the decoding request admitted (or Started) last. Grow's
+// caller is one, so there always is one. A scan of the decoding requests
+// only: an overloaded run preempts often while tens of thousands of
+// requests queue.
 func (c *Core) victim() ReqID {
 	v := ReqID(-1)
 	for _, id := range c.decoders {

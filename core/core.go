@@ -68,7 +68,7 @@ type reqState struct {
 	scratch     int64 // HBM bytes held for the KV of generated tokens (whole blocks, grown by Grow)
 	held        int64 // output KV bytes to reserve again at re-admission (a preempted request)
 	compute     int   // prompt tokens the current admission's prefill computes
-	admitted    int64 // admission order (c.admissions when admitted): preemption takes the latest
+	admitted    int64 // admission (or Started) order, from c.admissions: preemption takes the latest
 	decoding    bool  // prefill done, not finished: a possible preemption victim
 	decoderAt   int32 // its index in Core.decoders while decoding
 	prefilled   bool  // its first prefill finished (FirstToken set)
@@ -128,7 +128,7 @@ type Core struct {
 	runToks    int64   // prompt tokens of the running requests
 	outHeld    int64   // output KV bytes the running requests hold
 	decoders   []ReqID // the decoding requests (preemption victims), in no order
-	admissions int64   // admissions so far, preempted requests' again included
+	admissions int64   // admissions and Started calls so far: the preemption order
 	growWaits  int     // decoding requests whose Grow waits for draining HBM
 	heldBack   bool    // an admission was refused while a Grow waited
 

@@ -65,7 +65,7 @@ type engine struct {
 	steps, prefillSum, decodeSum int64                           // totals over the run (samples, Result)
 	busyNs                       int64                           // steps' time in all (Result)
 	onStep                       func(start int64, b *StepBatch) // tests: each step as it starts
-	preempted                    bool
+	preempted                    bool                            // the step being built preempted someone
 }
 
 func newEngine(s *Sim) (*engine, error) {
@@ -156,10 +156,13 @@ func (e *engine) decode(now int64, id core.ReqID, tokens int) {
 }
 
 // preemptedBy marks a victim of Grow: it leaves the running set at the next
-// compaction and keeps its generated tokens for the recompute.
+// compaction and keeps its generated tokens for the recompute, whose KV
+// pages the core reserves when it admits the request again.
 func (e *engine) preemptedBy(id core.ReqID) {
 	q := e.seq(id)
 	q.state, q.chunk = seqPreempted, 0
+	q.room = (q.gen + e.bt - 1) / e.bt * e.bt
+	e.s.core.HoldForResume(id, q.gen)
 	e.preempted = true
 }
 
@@ -199,7 +202,8 @@ func (e *engine) kick(now int64) {
 		q := &e.seqs[id]
 		e.schedule(id, q, b, &budget)
 	}
-	for budget > 0 && e.rh < len(e.ready) {
+	// As in vLLM v1, a step that preempted starts no new prompt.
+	for budget > 0 && e.rh < len(e.ready) && !e.preempted {
 		id := e.ready[e.rh]
 		e.rh++
 		q := &e.seqs[id]
@@ -208,12 +212,16 @@ func (e *engine) kick(now int64) {
 		}
 		q.state = seqPrefill
 		e.run = append(e.run, id)
+		c.Started(id)
 		e.schedule(id, q, b, &budget)
 	}
 	if e.rh == len(e.ready) {
 		e.ready, e.rh = e.ready[:0], 0
 	}
 	if len(e.batch) == 0 {
+		if e.preempted { // as vLLM, schedule again at once: the ready prompts go then
+			e.kick(now)
+		}
 		return
 	}
 	ns := toNs(e.model.StepNs(b))

@@ -204,11 +204,13 @@ func TestBatchedPreemptResume(t *testing.T) {
 		// A alone: 1000 + 100
 		"t=6980 P0/0 D1 ctx9 pairs10",
 		"t=8080 P0/0 D1 ctx10 pairs11",
-		"t=9180 P0/0 D1 ctx11 pairs12", // A's token 9 at 10280: done; B re-admitted
+		// A's token 9 at 10280: done; B re-admitted with 2 pages, enough
+		// for the 5 tokens it recomputes and 3 more
+		"t=9180 P0/0 D1 ctx11 pairs12",
 		// B: 1 prompt token after 3 cached, plus its 5 generated tokens:
 		// 1000 + 6x10 = 1060; pairs 6x3 + 6x7/2
 		"t=10280 P6/1 D0 ctx3 pairs39",
-		// B's token 7 (Grow(B, 6) now fits), 8, 9: 1100 each
+		// B's tokens 7, 8, 9: 1100 each
 		"t=11340 P0/0 D1 ctx9 pairs10",
 		"t=12440 P0/0 D1 ctx10 pairs11",
 		"t=13540 P0/0 D1 ctx11 pairs12",
@@ -218,6 +220,116 @@ func TestBatchedPreemptResume(t *testing.T) {
 	if recs[0].Preemptions != 0 || recs[1].Preemptions != 1 || res.Stats.Preemptions != 1 || res.Stats.ResumeTokens != 5 {
 		t.Errorf("preemptions %d, %d, total %d; resume tokens %d", recs[0].Preemptions, recs[1].Preemptions,
 			res.Stats.Preemptions, res.Stats.ResumeTokens)
+	}
+}
+
+// TestBatchedPreemptVLLMOrder pins a preemption against vLLM v1's
+// Scheduler.schedule in a 6-block HBM: the decode that joined the running
+// list last is preempted; the step that preempted starts no new prompt (D,
+// ready, waits one step); the victim goes back to the head of the queue,
+// ahead of E, which arrived later and would fit alone; it is admitted again
+// at the first completion where it fits, reserving pages for every token
+// it recomputes, so it is not preempted again by its own next token.
+func TestBatchedPreemptVLLMOrder(t *testing.T) {
+	cfg := batchedTiny()
+	cfg.Core.Tiers = []core.Tier{{Name: "hbm", Capacity: 6 * 4000}}
+	cfg.Links = nil
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{0}},    // A
+		{Seq: 1, Arrival: 1, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{1}},    // B
+		{Seq: 2, Arrival: 6000, InputTokens: 4, OutputTokens: 1, Blocks: []core.Block{2}}, // D
+		{Seq: 3, Arrival: 7000, InputTokens: 4, OutputTokens: 1, Blocks: []core.Block{3}}, // E
+	}
+	steps, recs, res := runBatched(t, cfg, reqs, nil)
+	checkSteps(t, steps, []string{
+		"t=0 P4/1 D0 ctx0 pairs10",    // A: 1000 + 40 -> 1040; B arrives at 1
+		"t=1040 P4/1 D1 ctx4 pairs15", // A's first page (3 of 6 blocks); A + B's prompt: 1140
+		"t=2180 P0/0 D2 ctx9 pairs11", // B's first page (4 of 6); 1000 + 2x100 = 1200 a step
+		"t=3380 P0/0 D2 ctx11 pairs13",
+		"t=4580 P0/0 D2 ctx13 pairs15",
+		// A's second page (5 of 6); D arrives at 6000 and takes the last
+		// block for its prompt
+		"t=5780 P0/0 D2 ctx15 pairs17",
+		// B's second page: nothing is free or evictable, so B, the tail
+		// of the running list, is preempted (its prompt block stays
+		// cached, its page is freed). D is ready but waits: A alone,
+		// 1000 + 100. E arrives at 7000 and queues behind B: B needs its
+		// cached block and 2 pages (8000 bytes), 4000 are free.
+		"t=6980 P0/0 D1 ctx9 pairs10",
+		// D's prompt beside A: 1000 + 40 + 100 -> 9220, D's only token.
+		// D done: B's block and 2 pages fit (D's cached block evicted).
+		"t=8080 P4/1 D1 ctx10 pairs21",
+		// B: its last prompt token after 3 cached, plus its 5 generated
+		// tokens: 1000 + 60 + 100; pairs A 12 + B 6x3 + 6x7/2 = 51.
+		// A's token 9 at 10380: done; E fits now.
+		"t=9220 P6/1 D1 ctx14 pairs51",
+		// B's token 7 needs no page (2 held: 8 tokens), E's prompt: 1140
+		"t=10380 P4/1 D1 ctx9 pairs20",
+		"t=11520 P0/0 D1 ctx10 pairs11", // B's token 8, then 9 at 13720
+		"t=12620 P0/0 D1 ctx11 pairs12",
+	})
+	checkTimes(t, recs[0], 1040, 10380)
+	checkTimes(t, recs[1], 2180, 13720) // its first token is the first prefill's
+	checkTimes(t, recs[2], 9220, 9220)
+	checkTimes(t, recs[3], 11520, 11520)
+	if recs[0].Preemptions != 0 || recs[1].Preemptions != 1 || res.Stats.Preemptions != 1 || res.Stats.ResumeTokens != 5 {
+		t.Errorf("preemptions %d, %d, total %d; resume tokens %d", recs[0].Preemptions, recs[1].Preemptions,
+			res.Stats.Preemptions, res.Stats.ResumeTokens)
+	}
+}
+
+// TestBatchedPreemptRunOrder: the victim is the decode that joined the
+// running list last (vLLM v1 pops the tail of its running list), not the
+// one admitted last. B is admitted before C, but its prompt block loads
+// from DRAM (1 us), so C's prompt runs first and B joins after it.
+func TestBatchedPreemptRunOrder(t *testing.T) {
+	cfg := batchedTiny()
+	cfg.Core.Tiers[0].Capacity = 6 * 4000
+	cfg.Links = []LinkSpec{{From: 0, To: 1, Bandwidth: 4e9}} // a 4 kB block in 1 us
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{0}},  // A
+		{Seq: 1, Arrival: 1, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{10}}, // B, in DRAM
+		{Seq: 2, Arrival: 2, InputTokens: 4, OutputTokens: 9, Blocks: []core.Block{20}}, // C
+	}
+	steps, recs, res := runBatched(t, cfg, reqs, func(c *core.Core) {
+		if !c.Preload(1, 10, 4000) {
+			t.Fatal("preload")
+		}
+	})
+	checkSteps(t, steps, []string{
+		"t=0 P4/1 D0 ctx0 pairs10", // A: 1040; C ready at 2, B's block lands at 1001
+		// A's first page; C's prompt, then B's last token after 3 loaded:
+		// 1000 + 50 + 100; pairs 5 + 10 + (3 + 1)
+		"t=1040 P5/2 D1 ctx7 pairs19",
+		"t=2190 P0/0 D3 ctx13 pairs16", // C's and B's first pages: HBM full (6 blocks); 1300 a step
+		"t=3490 P0/0 D3 ctx16 pairs19",
+		"t=4790 P0/0 D3 ctx19 pairs22",
+		// A's second page: B, the last to join, is preempted (before this
+		// change C, the last admitted, was)
+		"t=6090 P0/0 D2 ctx15 pairs17",
+		"t=7290 P0/0 D2 ctx17 pairs19", // C's second page evicts B's cached block
+		"t=8490 P0/0 D2 ctx19 pairs21",
+		// A's token 9 at 10890: done; B fits (its block and one page) and
+		// loads its block again, landing at 11890
+		"t=9690 P0/0 D2 ctx21 pairs23",
+		"t=10890 P0/0 D1 ctx11 pairs12", // C's token 9 at 11990: done
+		// B: its last prompt token and 4 generated ones after 3 cached:
+		// 1000 + 50; pairs 5x3 + 5x6/2
+		"t=11990 P5/1 D0 ctx3 pairs30",
+		"t=13040 P0/0 D1 ctx8 pairs9", // B's second page; tokens 6 to 9, 1100 each
+		"t=14140 P0/0 D1 ctx9 pairs10",
+		"t=15240 P0/0 D1 ctx10 pairs11",
+		"t=16340 P0/0 D1 ctx11 pairs12",
+	})
+	checkTimes(t, recs[0], 1040, 10890)
+	checkTimes(t, recs[1], 2190, 17440)
+	checkTimes(t, recs[2], 2190, 11990)
+	if recs[1].Preemptions != 1 || recs[2].Preemptions != 0 || res.Stats.Preemptions != 1 || res.Stats.ResumeTokens != 4 {
+		t.Errorf("preemptions B %d, C %d, total %d; resume tokens %d", recs[1].Preemptions, recs[2].Preemptions,
+			res.Stats.Preemptions, res.Stats.ResumeTokens)
+	}
+	if recs[1].LoadWaitNs != 2000 { // its block, twice
+		t.Errorf("B's load wait %d, want 2000", recs[1].LoadWaitNs)
 	}
 }
 
@@ -299,13 +411,45 @@ func randomScenario(seed uint64) (Config, []core.Request) {
 	return cfg, coretest.Conversations(rng, 80)
 }
 
+// preemptTee checks each preemption as the core reports it: the victim is
+// the decode that joined the running list last. It counts prefills issued
+// and preemptions.
+type preemptTee struct {
+	t                   *testing.T
+	s                   *Sim
+	prefills, preempted int64
+}
+
+func (p *preemptTee) Move(int64, core.ReqID, core.Block, int64, int, int, core.MoveKind) {}
+func (p *preemptTee) Drop(int64, core.Block, int)                                        {}
+func (p *preemptTee) Prefill(int64, core.ReqID, int, int)                                { p.prefills++ }
+func (p *preemptTee) Decode(int64, core.ReqID, int)                                      {}
+func (p *preemptTee) Wake(int64, core.ReqID)                                             {}
+func (p *preemptTee) Preempted(now int64, id core.ReqID) {
+	p.preempted++
+	e := p.s.eng
+	after := false
+	for _, r := range e.run {
+		if r == id {
+			after = true
+		} else if after && e.seqs[r].state == seqDecode {
+			p.t.Errorf("t=%d: request slot %d preempted before %d, which joined the running list after it", now, id, r)
+		}
+	}
+	if !after {
+		p.t.Errorf("t=%d: request slot %d preempted but not running", now, id)
+	}
+}
+
 // TestBatchedInvariants replays random scenarios and checks, after every
 // event: the GPU is busy whenever a request is ready or running, no link
 // idles while a transfer ready for it waits, and the core's accounting
 // holds (it panics if HBM is ever over capacity); at every step, that
-// decodes come first; at the
+// decodes come first and that a step that preempted starts no prompt; at
+// each preemption, that the victim joined the running list last; at the
 // end: every request finished, in order of its own times, some were
-// preempted, and a second run gives the same output.
+// preempted, each preempted request was issued again once per preemption,
+// and a second run gives the same output.
 func TestBatchedInvariants(t *testing.T) {
 	var preempted, loaded, drainWaits, growWaits int64
 	for seed := range uint64(40) {
@@ -313,8 +457,12 @@ func TestBatchedInvariants(t *testing.T) {
 		run := func() string {
 			var out strings.Builder
 			n := 0
+			var recPreempts int64
+			tee := &preemptTee{t: t}
+			cfg.Tee = tee
 			s, err := New(cfg, func(r *core.Record) {
 				n++
+				recPreempts += int64(r.Preemptions)
 				if r.Rejected {
 					t.Errorf("seed %d: request %d rejected", seed, r.Seq)
 				}
@@ -341,9 +489,15 @@ func TestBatchedInvariants(t *testing.T) {
 			// Decodes first: a step that computes prompt tokens carries
 			// every decoding request, and at most one prompt is left
 			// part-way (the one that took the rest of the budget).
+			tee.s = s
 			s.eng.onStep = func(start int64, b *StepBatch) {
 				e := s.eng
 				decoding, partial := 0, 0
+				for _, id := range e.batch {
+					if e.preempted && e.seqs[id].first == start {
+						t.Fatalf("seed %d: step at %d preempted and started a prompt", seed, start)
+					}
+				}
 				for _, id := range e.run {
 					switch q := &e.seqs[id]; {
 					case q.state == seqDecode && q.gen <= q.room: // not waiting for draining HBM
@@ -363,6 +517,11 @@ func TestBatchedInvariants(t *testing.T) {
 			}
 			if n != len(reqs) || res.Stats.Requests != int64(len(reqs)) || s.Core().Running() != 0 || s.Core().Queued() != 0 {
 				t.Errorf("seed %d: %d of %d requests finished", seed, n, len(reqs))
+			}
+			st := res.Stats
+			if tee.preempted != st.Preemptions || recPreempts != st.Preemptions || tee.prefills != st.Requests+st.Preemptions {
+				t.Errorf("seed %d: %d preemptions (%d reported, %d in records), %d prefills issued for %d requests",
+					seed, st.Preemptions, tee.preempted, recPreempts, tee.prefills, st.Requests)
 			}
 			preempted += res.Stats.Preemptions
 			loaded += res.MovedByKind[core.Load]
