@@ -1,0 +1,16 @@
+// Package validate holds kvsim's engine model against a real serving run:
+// it reads the per-request records of a run (LLMServingSim's bench folder,
+// vLLM's benchmark result JSON, or a plain CSV; Load), replays their
+// arrivals and lengths through a scenario's hardware (Run), and compares
+// the predicted TTFT, TPOT and end-to-end latency with the measured ones,
+// request by request (Compare: means, percentiles, MAPE, bias and the
+// two-sample Kolmogorov-Smirnov distance). WriteJSON and WritePage write
+// the comparison.
+//
+// The records carry no prompt content, so every request gets blocks of its
+// own: no prefix is reused, and the comparison is of the engine (batching,
+// chunked prefill, step times), not of a cache.
+//
+// Like experiment, it prints nothing and never exits: bad input is an
+// experiment.InputError naming the file, line and field.
+package validate

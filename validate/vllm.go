@@ -1,0 +1,345 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"kvsim/experiment"
+)
+
+// vLLM's serving benchmark result (benchmarks/benchmark_serving.py, later
+// `vllm bench serve`, with --save-result; recent versions keep the
+// per-request arrays only with --save-detailed): parallel arrays, one entry
+// per request in the order sent: input_lens, output_lens, ttfts (s), itls
+// (a list of inter-token gaps per request, s), and, in recent versions,
+// latencies (s, first byte sent to last token) and start_times (s, when
+// each request was sent, on the client's perf_counter clock). errors holds
+// "" for a request that succeeded.
+
+// maxResult bounds a result file: the arrays of a million requests with
+// their gaps fit.
+const maxResult = 1 << 30
+
+func loadVLLM(path string) (*Records, error) {
+	f, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
+	if err != nil {
+		return nil, experiment.BadInputf("%s: %v", path, experiment.PathErr(err))
+	}
+	if len(b) > maxResult {
+		return nil, experiment.BadInputf("%s: larger than %d bytes", path, maxResult)
+	}
+	rs, err := parseVLLM(b, path)
+	if err != nil {
+		return nil, err
+	}
+	rs.File = path
+	return rs, nil
+}
+
+// field is one top-level value and where it starts.
+type field struct {
+	raw json.RawMessage
+	off int64
+}
+
+// vllmDoc is a result file's top level, and the file for messages.
+type vllmDoc struct {
+	b      []byte
+	name   string
+	fields map[string]field
+}
+
+func (d *vllmDoc) errAt(off int64, key, format string, args ...any) error {
+	return lineErr(d.name, lineOf(d.b, off), key, format, args...)
+}
+
+// pyNonFinite quotes Python's non-JSON NaN, Infinity and -Infinity
+// (json.dump writes burstiness = inf so) outside strings; lines and the
+// order of bytes stay, so messages still point at the right line.
+func pyNonFinite(b []byte) []byte {
+	var out []byte
+	inStr, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			out = append(out, c)
+			continue
+		}
+		if c == '"' {
+			inStr = true
+		}
+		matched := false
+		for _, w := range [...]string{"-Infinity", "Infinity", "NaN"} {
+			if bytes.HasPrefix(b[i:], []byte(w)) {
+				out = append(out, '"')
+				out = append(out, w...)
+				out = append(out, '"')
+				i += len(w) - 1
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func parseVLLM(b []byte, name string) (*Records, error) {
+	b = pyNonFinite(b)
+	d := &vllmDoc{b: b, name: name, fields: map[string]field{}}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, lineErr(name, jsonErrLine(b, err), "", "not a JSON object (vLLM's benchmark result)")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, lineErr(name, lineOf(b, dec.InputOffset()), "", "malformed JSON: %v", err)
+		}
+		key, _ := t.(string)
+		off := skipSep(b, dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, lineErr(name, lineOf(b, off), key, "malformed JSON: %v", err)
+		}
+		d.fields[key] = field{raw, off}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, lineErr(name, lineOf(b, dec.InputOffset()), "", "malformed JSON: %v", err)
+	}
+	return d.records()
+}
+
+// skipSep moves off past whitespace, ':' and ',' to where a value starts.
+func skipSep(b []byte, off int64) int64 {
+	for off < int64(len(b)) && strings.IndexByte(" \t\r\n:,", b[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// array splits a top-level array into its elements and their offsets;
+// nil, not ok, if key is absent or null.
+func (d *vllmDoc) array(key string) (els []json.RawMessage, offs []int64, ok bool, err error) {
+	f, found := d.fields[key]
+	if !found || isNull(f.raw) {
+		return nil, nil, false, nil
+	}
+	els, offs, err = d.split(f.raw, f.off, key)
+	return els, offs, err == nil, err
+}
+
+func (d *vllmDoc) split(raw json.RawMessage, base int64, key string) ([]json.RawMessage, []int64, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return nil, nil, d.errAt(base, key, "not an array")
+	}
+	var els []json.RawMessage
+	var offs []int64
+	for dec.More() {
+		off := base + skipSep(raw, dec.InputOffset())
+		var el json.RawMessage
+		if err := dec.Decode(&el); err != nil {
+			return nil, nil, d.errAt(off, key, "malformed array: %v", err)
+		}
+		els, offs = append(els, el), append(offs, off)
+	}
+	return els, offs, nil
+}
+
+// rate reads request_rate (a number, or "inf"): requests per second,
+// +Inf for all at once; ok is false when absent.
+func (d *vllmDoc) rate(key string) (float64, bool, error) {
+	f, found := d.fields[key]
+	if !found || isNull(f.raw) {
+		return 0, false, nil
+	}
+	var s string
+	if json.Unmarshal(f.raw, &s) == nil {
+		switch strings.ToLower(s) {
+		case "inf", "infinity":
+			return math.Inf(1), true, nil
+		}
+		return 0, false, d.errAt(f.off, key, "%q: not a number or \"inf\"", s)
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(string(f.raw)), 64)
+	if err != nil || !(x > 0) {
+		return 0, false, d.errAt(f.off, key, "%s: not a number > 0", clip(f.raw))
+	}
+	return x, true, nil
+}
+
+func (d *vllmDoc) records() (*Records, error) {
+	ins, inOff, ok, err := d.array("input_lens")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, lineErr(d.name, 0, "input_lens", "missing: the result holds no per-request records (run the benchmark with --save-result and, in recent vLLM, --save-detailed)")
+	}
+	n := len(ins)
+	get := func(key string, required bool) ([]json.RawMessage, []int64, error) {
+		els, offs, ok, err := d.array(key)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case !ok && required:
+			return nil, nil, lineErr(d.name, 0, key, "missing")
+		case ok && len(els) != n:
+			return nil, nil, d.errAt(d.fields[key].off, key, "%d entries, but input_lens has %d", len(els), n)
+		}
+		return els, offs, nil
+	}
+	outs, outOff, err := get("output_lens", true)
+	if err != nil {
+		return nil, err
+	}
+	ttfts, ttftOff, err := get("ttfts", true)
+	if err != nil {
+		return nil, err
+	}
+	lats, latOff, err := get("latencies", false)
+	if err != nil {
+		return nil, err
+	}
+	itls, itlOff, err := get("itls", lats == nil)
+	if err != nil {
+		return nil, err
+	}
+	starts, startOff, err := get("start_times", false)
+	if err != nil {
+		return nil, err
+	}
+	errs, _, err := get("errors", false)
+	if err != nil {
+		return nil, err
+	}
+	rs := &Records{}
+	var gap float64 // ns between derived arrivals; used without start_times
+	if starts == nil {
+		rate, ok, err := d.rate("request_rate")
+		if err != nil {
+			return nil, err
+		}
+		if f, found := d.fields["ramp_up_strategy"]; found && !isNull(f.raw) {
+			return nil, d.errAt(f.off, "ramp_up_strategy", "a ramp-up run without start_times: its arrivals cannot be derived")
+		}
+		if !ok {
+			return nil, lineErr(d.name, 0, "start_times", "missing, and no request_rate to derive arrivals from")
+		}
+		if !math.IsInf(rate, 1) {
+			gap = 1e9 / rate
+			if float64(n)*gap > maxSeconds*1e9 {
+				return nil, d.errAt(d.fields["request_rate"].off, "request_rate", "%g: %d requests at this rate would arrive past %.3g s", rate, n, maxSeconds)
+			}
+		}
+		note := fmt.Sprintf("%s has no start_times: arrivals derived from request_rate %g", d.name, rate)
+		if gap > 0 {
+			note += fmt.Sprintf(", one every %.6g s in file order", 1/rate)
+			if b, ok, _ := d.rate("burstiness"); !ok || !math.IsInf(b, 1) {
+				note += " (the benchmark drew its gaps at random with that mean, so queueing differs)"
+			}
+		} else {
+			note += " (inf: all at once)"
+		}
+		if f, found := d.fields["max_concurrency"]; found && !isNull(f.raw) {
+			note += fmt.Sprintf("; the client also held requests back (max_concurrency %s)", clip(f.raw))
+		}
+		rs.Notes = append(rs.Notes, note)
+	}
+	for i := range n {
+		if errs != nil {
+			var s string
+			if json.Unmarshal(errs[i], &s) == nil && s != "" {
+				rs.Failed++
+				continue
+			}
+		}
+		rec := Record{Line: lineOf(d.b, inOff[i])}
+		var ok bool
+		if rec.InputTokens, ok = intField(ins[i]); !ok {
+			return nil, d.errAt(inOff[i], fmt.Sprintf("input_lens[%d]", i), "%s: not a whole number", clip(ins[i]))
+		}
+		if rec.OutputTokens, ok = intField(outs[i]); !ok {
+			return nil, d.errAt(outOff[i], fmt.Sprintf("output_lens[%d]", i), "%s: not a whole number", clip(outs[i]))
+		}
+		if rec.OutputTokens == 0 && errs == nil {
+			rs.Failed++ // older results mark a failure only so
+			continue
+		}
+		if rec.TTFTNs, ok = secondsField(ttfts[i]); !ok {
+			return nil, d.errAt(ttftOff[i], fmt.Sprintf("ttfts[%d]", i), "%s: not a time in seconds", clip(ttfts[i]))
+		}
+		if lats != nil {
+			if rec.E2ENs, ok = secondsField(lats[i]); !ok {
+				return nil, d.errAt(latOff[i], fmt.Sprintf("latencies[%d]", i), "%s: not a time in seconds", clip(lats[i]))
+			}
+		} else {
+			gaps, gapOff, err := d.split(itls[i], itlOff[i], fmt.Sprintf("itls[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			rec.E2ENs = rec.TTFTNs
+			for j, g := range gaps {
+				ns, ok := secondsField(g)
+				if !ok || ns < 0 {
+					return nil, d.errAt(gapOff[j], fmt.Sprintf("itls[%d][%d]", i, j), "%s: not a time in seconds >= 0", clip(g))
+				}
+				if rec.E2ENs += ns; float64(rec.E2ENs) > maxSeconds*1e9 {
+					return nil, d.errAt(gapOff[j], fmt.Sprintf("itls[%d]", i), "the gaps add up past %.3g s", maxSeconds)
+				}
+			}
+		}
+		if starts != nil {
+			if rec.ArrivalNs, ok = secondsField(starts[i]); !ok {
+				return nil, d.errAt(startOff[i], fmt.Sprintf("start_times[%d]", i), "%s: not a time in seconds", clip(starts[i]))
+			}
+		} else {
+			rec.ArrivalNs = int64(math.Round(float64(i) * gap))
+		}
+		e2eField, e2eOff := "latencies", int64(0)
+		if lats == nil {
+			e2eField, e2eOff = "itls", itlOff[i]
+		} else {
+			e2eOff = latOff[i]
+		}
+		// Each rule names the entry it is about, on its own line.
+		switch {
+		case rec.InputTokens < 1 || rec.InputTokens > maxTokens:
+			return nil, d.errAt(inOff[i], fmt.Sprintf("input_lens[%d]", i), "%d: must be 1..%d", rec.InputTokens, maxTokens)
+		case rec.OutputTokens < 1 || rec.OutputTokens > maxTokens:
+			return nil, d.errAt(outOff[i], fmt.Sprintf("output_lens[%d]", i), "%d: must be 1..%d", rec.OutputTokens, maxTokens)
+		case rec.TTFTNs < 0:
+			return nil, d.errAt(ttftOff[i], fmt.Sprintf("ttfts[%d]", i), "negative")
+		case rec.E2ENs < rec.TTFTNs:
+			return nil, d.errAt(e2eOff, fmt.Sprintf("%s[%d]", e2eField, i), "ends before the first token (ttfts[%d])", i)
+		}
+		if err := check(d.name, &rec, fmt.Sprintf("input_lens[%d]", i), fmt.Sprintf("output_lens[%d]", i),
+			fmt.Sprintf("ttfts[%d]", i), fmt.Sprintf("%s[%d]", e2eField, i)); err != nil {
+			return nil, err
+		}
+		rs.Recs = append(rs.Recs, rec)
+	}
+	finish(rs.Recs)
+	return rs, nil
+}
