@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,10 +58,25 @@ type vllmDoc struct {
 	b      []byte
 	name   string
 	fields map[string]field
+	nl     []int64 // offsets of the newlines, for line numbers
+}
+
+// line is the 1-based line of offset off: a search, as every record asks.
+func (d *vllmDoc) line(off int64) int {
+	if d.nl == nil {
+		d.nl = []int64{}
+		for i, c := range d.b {
+			if c == '\n' {
+				d.nl = append(d.nl, int64(i))
+			}
+		}
+	}
+	i, _ := slices.BinarySearch(d.nl, off)
+	return 1 + i
 }
 
 func (d *vllmDoc) errAt(off int64, key, format string, args ...any) error {
-	return lineErr(d.name, lineOf(d.b, off), key, format, args...)
+	return lineErr(d.name, d.line(off), key, format, args...)
 }
 
 // pyNonFinite quotes Python's non-JSON NaN, Infinity and -Infinity
@@ -275,7 +291,7 @@ func (d *vllmDoc) records() (*Records, error) {
 				continue
 			}
 		}
-		rec := Record{Line: lineOf(d.b, inOff[i])}
+		rec := Record{Line: d.line(inOff[i])}
 		var ok bool
 		if rec.InputTokens, ok = intField(ins[i]); !ok {
 			return nil, d.errAt(inOff[i], fmt.Sprintf("input_lens[%d]", i), "%s: not a whole number", clip(ins[i]))
