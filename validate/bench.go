@@ -3,6 +3,7 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"kvsim/experiment"
+	"kvsim/trace"
 )
 
 // LLMServingSim's bench format: a folder holding requests.jsonl (one
@@ -22,7 +24,7 @@ import (
 // maxLine bounds one line of requests.jsonl.
 const maxLine = 1 << 20
 
-func loadBench(path string) (*Records, error) {
+func loadBench(ctx context.Context, path string) (*Records, error) {
 	file, dir := path, filepath.Dir(path)
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		file, dir = filepath.Join(path, "requests.jsonl"), path
@@ -32,7 +34,7 @@ func loadBench(path string) (*Records, error) {
 		return nil, err
 	}
 	defer f.Close()
-	recs, err := parseBench(f, file)
+	recs, err := parseBench(trace.ContextReader(ctx, f), file)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"kvsim/experiment"
+	"kvsim/trace"
 )
 
 // The plain CSV format: a header naming at least these columns, in any
@@ -18,13 +20,13 @@ var csvColumns = [...]string{"arrival_s", "input_tokens", "output_tokens", "ttft
 // CSVHeader is the header kvsim documents (and writes in its tests).
 const CSVHeader = "arrival_s,input_tokens,output_tokens,ttft_s,e2e_s"
 
-func loadCSV(path string) (*Records, error) {
+func loadCSV(ctx context.Context, path string) (*Records, error) {
 	f, err := openInput(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	recs, err := parseCSV(f, path)
+	recs, err := parseCSV(trace.ContextReader(ctx, f), path)
 	if err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func TestValidateSelfFixture(t *testing.T) {
 		{"csv", writeCSV(t, filepath.Join(dir, "r.csv"), recs), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rs, err := Load(c.path, c.format)
+			rs, err := Load(context.Background(), c.path, c.format)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestValidateDeterministic(t *testing.T) {
 	path := writeCSV(t, filepath.Join(t.TempDir(), "r.csv"), recs)
 	var first, page []byte
 	for range 3 {
-		rs, err := Load(path, "")
+		rs, err := Load(context.Background(), path, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,8 +79,9 @@ func Detect(path string) (string, error) {
 	return "", experiment.BadInputf("%s: cannot tell its format from its name (a folder or .jsonl: bench, .json: vllm, .csv: csv); give --format", path)
 }
 
-// Load reads the records at path in format ("" detects it).
-func Load(path, format string) (*Records, error) {
+// Load reads the records at path in format ("" detects it). Once ctx is
+// cancelled it stops, returning ctx's error.
+func Load(ctx context.Context, path, format string) (*Records, error) {
 	if format == "" {
 		f, err := Detect(path)
 		if err != nil {
@@ -93,13 +95,16 @@ func Load(path, format string) (*Records, error) {
 	)
 	switch format {
 	case "bench":
-		rs, err = loadBench(path)
+		rs, err = loadBench(ctx, path)
 	case "vllm":
-		rs, err = loadVLLM(path)
+		rs, err = loadVLLM(ctx, path)
 	case "csv":
-		rs, err = loadCSV(path)
+		rs, err = loadCSV(ctx, path)
 	default:
 		return nil, experiment.BadInputf("--format %q: one of %s", format, strings.Join(Formats(), ", "))
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr // a read cut short reads as malformed: say why
 	}
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ func TestValidateReferenceRun(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		testenv.Missing(t, "the real vLLM run %s is not present (LLMServingSim's bench/examples/RTXPRO6000/Llama-3.1-8B/vllm, kept beside the repository as shared data): %v", dir, err)
 	}
-	rs, err := Load(dir, "")
+	rs, err := Load(context.Background(), dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"kvsim/experiment"
+	"kvsim/trace"
 )
 
 // vLLM's serving benchmark result (benchmarks/benchmark_serving.py, later
@@ -26,20 +28,27 @@ import (
 // their gaps fit.
 const maxResult = 1 << 30
 
-func loadVLLM(path string) (*Records, error) {
+func loadVLLM(ctx context.Context, path string) (*Records, error) {
 	f, err := openInput(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
+	var b []byte
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() <= maxResult {
+		b = make([]byte, 0, st.Size()+1) // one allocation, not a doubling series
+	}
+	b, err = readAll(b, io.LimitReader(trace.ContextReader(ctx, f), maxResult+1))
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, experiment.BadInputf("%s: %v", path, experiment.PathErr(err))
 	}
 	if len(b) > maxResult {
 		return nil, experiment.BadInputf("%s: larger than %d bytes", path, maxResult)
 	}
-	rs, err := parseVLLM(b, path)
+	rs, err := parseVLLMContext(ctx, b, path)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +64,7 @@ type field struct {
 
 // vllmDoc is a result file's top level, and the file for messages.
 type vllmDoc struct {
+	ctx    context.Context
 	b      []byte
 	name   string
 	fields map[string]field
@@ -64,7 +74,7 @@ type vllmDoc struct {
 // line is the 1-based line of offset off: a search, as every record asks.
 func (d *vllmDoc) line(off int64) int {
 	if d.nl == nil {
-		d.nl = []int64{}
+		d.nl = make([]int64, 0, bytes.Count(d.b, []byte{'\n'}))
 		for i, c := range d.b {
 			if c == '\n' {
 				d.nl = append(d.nl, int64(i))
@@ -83,75 +93,122 @@ func (d *vllmDoc) errAt(off int64, key, format string, args ...any) error {
 // (json.dump writes burstiness = inf so) outside strings; lines and the
 // order of bytes stay, so messages still point at the right line.
 func pyNonFinite(b []byte) []byte {
-	var out []byte
-	inStr, esc := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	for i := 0; i < len(b); {
+		j := bytes.IndexAny(b[i:], `"NI`)
+		if j < 0 {
+			out = append(out, b[i:]...)
+			break
+		}
+		out = append(out, b[i:i+j]...)
+		i += j
+		switch {
+		case b[i] == '"':
+			e := skipString(b, i)
+			out = append(out, b[i:e]...)
+			i = e
+		case bytes.HasPrefix(b[i:], []byte("NaN")):
+			out = append(out, `"NaN"`...)
+			i += 3
+		case bytes.HasPrefix(b[i:], []byte("Infinity")):
+			w := `"Infinity"`
+			if len(out) > 0 && out[len(out)-1] == '-' {
+				out, w = out[:len(out)-1], `"-Infinity"`
 			}
-			out = append(out, c)
-			continue
-		}
-		if c == '"' {
-			inStr = true
-		}
-		matched := false
-		for _, w := range [...]string{"-Infinity", "Infinity", "NaN"} {
-			if bytes.HasPrefix(b[i:], []byte(w)) {
-				out = append(out, '"')
-				out = append(out, w...)
-				out = append(out, '"')
-				i += len(w) - 1
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			out = append(out, c)
+			out = append(out, w...)
+			i += len("Infinity")
+		default:
+			out = append(out, b[i])
+			i++
 		}
 	}
 	return out
 }
 
-func parseVLLM(b []byte, name string) (*Records, error) {
-	b = pyNonFinite(b)
-	d := &vllmDoc{b: b, name: name, fields: map[string]field{}}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, lineErr(name, jsonErrLine(b, err), "", "not a JSON object (vLLM's benchmark result)")
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, lineErr(name, lineOf(b, dec.InputOffset()), "", "malformed JSON: %v", err)
+// skipString is the end of the string starting at b[i] == '"' (past its
+// closing quote, or len(b)).
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
 		}
-		key, _ := t.(string)
-		off := skipSep(b, dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, lineErr(name, lineOf(b, off), key, "malformed JSON: %v", err)
-		}
-		d.fields[key] = field{raw, off}
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, lineErr(name, lineOf(b, dec.InputOffset()), "", "malformed JSON: %v", err)
-	}
-	return d.records()
+	return len(b)
 }
 
-// skipSep moves off past whitespace, ':' and ',' to where a value starts.
-func skipSep(b []byte, off int64) int64 {
-	for off < int64(len(b)) && strings.IndexByte(" \t\r\n:,", b[off]) >= 0 {
-		off++
+// skipValue is the end of the JSON value starting at b[i], in a document
+// json.Valid accepted: a hand scan, as result files run to gigabytes.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			i = skipString(b, i) - 1
+			if depth == 0 {
+				return i + 1
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth == 0 { // the end of the container a scalar is in
+				return i
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\r', '\n', ':':
+			if depth == 0 {
+				return i
+			}
+		}
 	}
-	return off
+	return i
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+func parseVLLM(b []byte, name string) (*Records, error) {
+	return parseVLLMContext(context.Background(), b, name)
+}
+
+func parseVLLMContext(ctx context.Context, b []byte, name string) (*Records, error) {
+	b = pyNonFinite(b)
+	d := &vllmDoc{ctx: ctx, b: b, name: name, fields: map[string]field{}}
+	if !json.Valid(b) {
+		// The decoder says where it went wrong.
+		var v any
+		err := json.Unmarshal(b, &v)
+		return nil, lineErr(name, jsonErrLine(b, err), "", "malformed JSON: %v", err)
+	}
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, lineErr(name, d.line(int64(i)), "", "not a JSON object (vLLM's benchmark result)")
+	}
+	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; {
+		e := skipString(b, i)
+		var key string
+		json.Unmarshal(b[i:e], &key)
+		i = skipSpace(b, e)
+		i = skipSpace(b, i+1) // past ':'
+		e = skipValue(b, i)
+		d.fields[key] = field{json.RawMessage(b[i:e]), int64(i)}
+		i = skipSpace(b, e)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return d.records()
 }
 
 // array splits a top-level array into its elements and their offsets;
@@ -166,19 +223,18 @@ func (d *vllmDoc) array(key string) (els []json.RawMessage, offs []int64, ok boo
 }
 
 func (d *vllmDoc) split(raw json.RawMessage, base int64, key string) ([]json.RawMessage, []int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+	if len(raw) == 0 || raw[0] != '[' {
 		return nil, nil, d.errAt(base, key, "not an array")
 	}
 	var els []json.RawMessage
 	var offs []int64
-	for dec.More() {
-		off := base + skipSep(raw, dec.InputOffset())
-		var el json.RawMessage
-		if err := dec.Decode(&el); err != nil {
-			return nil, nil, d.errAt(off, key, "malformed array: %v", err)
+	for i := skipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
+		e := skipValue(raw, i)
+		els, offs = append(els, raw[i:e]), append(offs, base+int64(i))
+		i = skipSpace(raw, e)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
 		}
-		els, offs = append(els, el), append(offs, off)
 	}
 	return els, offs, nil
 }
@@ -284,6 +340,11 @@ func (d *vllmDoc) records() (*Records, error) {
 		rs.Notes = append(rs.Notes, note)
 	}
 	for i := range n {
+		if i&4095 == 4095 {
+			if err := d.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if errs != nil {
 			var s string
 			if json.Unmarshal(errs[i], &s) == nil && s != "" {
@@ -358,4 +419,21 @@ func (d *vllmDoc) records() (*Records, error) {
 	}
 	finish(rs.Recs)
 	return rs, nil
+}
+
+// readAll is io.ReadAll into b's spare capacity.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

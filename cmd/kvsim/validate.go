@@ -99,7 +99,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
-	rs, err := validate.Load(recPath, *format)
+	rs, err := validate.Load(ctx, recPath, *format)
 	if err != nil {
 		return err
 	}
