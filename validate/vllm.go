@@ -360,8 +360,8 @@ func (d *vllmDoc) records() (*Records, error) {
 		if rec.OutputTokens, ok = intField(outs[i]); !ok {
 			return nil, d.errAt(outOff[i], fmt.Sprintf("output_lens[%d]", i), "%s: not a whole number", clip(outs[i]))
 		}
-		if rec.OutputTokens == 0 && errs == nil {
-			rs.Failed++ // older results mark a failure only so
+		if rec.OutputTokens == 0 {
+			rs.Failed++ // no token, no TTFT: how older results mark a failure
 			continue
 		}
 		if rec.TTFTNs, ok = secondsField(ttfts[i]); !ok {
