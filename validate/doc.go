@@ -4,8 +4,8 @@
 // arrivals and lengths through a scenario's hardware (Run), and compares
 // the predicted TTFT, TPOT and end-to-end latency with the measured ones,
 // request by request (Compare: means, percentiles, MAPE, bias and the
-// two-sample Kolmogorov-Smirnov distance). WriteJSON and WritePage write
-// the comparison.
+// two-sample Kolmogorov-Smirnov distance, in a Result). Result.Marshal
+// and Result.Page are the comparison as JSON and as an HTML page.
 //
 // The records carry no prompt content, so every request gets blocks of its
 // own: no prefix is reused, and the comparison is of the engine (batching,

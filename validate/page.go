@@ -30,8 +30,8 @@ func fixed(x Num, dec int) string {
 	return strconv.FormatFloat(float64(x), 'f', dec, 64)
 }
 
-// msText prints ms with 3 significant digits past the point for small
-// values (TPOT) and 1 for large ones (E2E).
+// msText prints ms with 2 decimals below 100 ms (TPOT) and 1 above
+// (TTFT, E2E).
 func msText(x Num) string {
 	if math.Abs(float64(x)) < 100 {
 		return fixed(x, 2)
@@ -97,7 +97,7 @@ func failedText(n int) string {
 	return fmt.Sprintf(", %d failed in the run and left out", n)
 }
 
-// EngineText says which engine settings the run recorded beside the
+// engineText says which engine settings the run recorded beside the
 // scenario's.
 func engineText(e Engines) string {
 	s := fmt.Sprintf("Scenario engine: tp %d, max_num_seqs %d, max_num_batched_tokens %d", e.Scenario.TP, e.Scenario.MaxNumSeqs, e.Scenario.MaxNumBatchedTokens)
