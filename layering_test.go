@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
 	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
+	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                                      // a real run's records replayed and compared (kvsim validate)
 	"internal/testenv":     {},                                                                                                                                                      // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)

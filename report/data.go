@@ -41,6 +41,9 @@ const (
 	kindBar  = "bar"  // categories on x, values on y
 	kindHBar = "hbar" // categories on y (top to bottom), values on x
 	kindLine = "line" // points (X[i], Y[i]) on two value axes
+	// kindScatter: points (X[i], Y[i]) unjoined; a series with Line set
+	// is drawn as a line over them (a reference such as y = x).
+	kindScatter = "scatter"
 )
 
 type series struct {
@@ -49,6 +52,7 @@ type series struct {
 	X      nums   `json:"x,omitempty"`      // lines
 	Y      nums   `json:"y,omitempty"`
 	Detail nums   `json:"detail,omitempty"` // bars: one per category
+	Line   bool   `json:"line,omitempty"`   // scatter: draw this series as a line
 }
 
 // nums marshals NaN as null: golden files must hold "no value" too.

@@ -84,6 +84,24 @@ func lineTooltip(c *chart) string {
 }`
 }
 
+// scatterTooltip gives the hovered point's x and y.
+func scatterTooltip(c *chart) string {
+	return `function (p) {
+	var E = echarts.format.encodeHTML, v = p.value;
+	if (!v) { return ''; }
+	return p.marker + E(p.seriesName) + ': ' + ` + jsStr(c.XName) + ` + ' <b>' + Number(v[0]).toFixed(` + strconv.Itoa(c.XDecimals) + `) + ` + jsStr(c.XUnit) +
+		` + '</b>, ' + ` + jsStr(c.YName) + ` + ' <b>' + Number(v[1]).toFixed(` + strconv.Itoa(c.Decimals) + `) + ` + jsStr(c.Unit) + ` + '</b>';
+}`
+}
+
+func scatterData(s series) []opts.ScatterData {
+	out := make([]opts.ScatterData, 0, len(s.X))
+	for _, d := range lineData(s) {
+		out = append(out, opts.ScatterData{Value: d.Value})
+	}
+	return out
+}
+
 func barData(v nums) []opts.BarData {
 	out := make([]opts.BarData, len(v))
 	for i, x := range v {
@@ -147,6 +165,23 @@ func (c *chart) snippet() render.ChartSnippet {
 			l.AddSeries(s.Name, lineData(s), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 		}
 		return l.RenderSnippet()
+	case kindScatter:
+		global = append(global,
+			charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item", Formatter: opts.FuncOpts(scatterTooltip(c))}),
+			charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: c.XName, NameLocation: "middle", NameGap: 30, Scale: opts.Bool(true)}),
+			charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: c.YName, Scale: opts.Bool(true)}))
+		sc := charts.NewScatter()
+		sc.SetGlobalOptions(global...)
+		for _, s := range c.Series {
+			if s.Line {
+				l := charts.NewLine()
+				l.AddSeries(s.Name, lineData(s), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
+				sc.Overlap(l)
+				continue
+			}
+			sc.AddSeries(s.Name, scatterData(s), charts.WithScatterChartOpts(opts.ScatterChart{SymbolSize: 5}))
+		}
+		return sc.RenderSnippet()
 	case kindHBar:
 		global = append(global,
 			charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis",

@@ -87,6 +87,7 @@ func commands() []command {
 		{"replay", "replay a trace on real memory and storage (--real)", runReplay},
 		{"serve", "serve DRAM to other machines' replays over RDMA (--rdma HOST:PORT)", runServe},
 		{"calibrate", "measure this machine's links and write a hardware profile", runCalibrate},
+		{"validate", "replay a real serving run's requests and compare kvsim's latencies with the measured ones", runValidate},
 		{"report", "re-render HTML reports from saved results", runReport},
 		{"doctor", "check this machine for KV offload (hugepages, io_uring, O_DIRECT, memlock, GPU, RDMA, NVMe)", runDoctor},
 		{"iobench", "measure file I/O the way the SSD tier does it", runIobench},
