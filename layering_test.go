@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,7 +17,8 @@ import (
 // import; policy may import only param (the key declaration, itself
 // standard library only) and no third-party code at all.
 // sim and hw never see each other: the core is the one brain, they are its
-// bodies; experiment is the one place that wires them. Every package is
+// bodies; experiment runs simulations and links no device library, hwrun
+// is the one place that wires the real body (replay, calibrate). Every package is
 // listed: a new one fails the test until it is placed here. An entry also
 // admits the entry's sub-packages (hw admits hw/x); a sub-package itself
 // needs its own row. Every directory under cmd is a command and uses the
@@ -50,9 +52,10 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
-	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
-	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                                      // a real run's records replayed and compared (kvsim validate)
-	"internal/testenv":     {},                                                                                                                                                      // test helpers for _test.go files (testHelpers); no package lists them
+	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
+	"hwrun":                {"core", "policy", "tierkind", "trace", "results", "scenario", "sim", "hw", "hw/bucket", "hw/doctor", "experiment"},                  // the real runner: replay --real and calibrate's profile
+	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                   // a real run's records replayed and compared (kvsim validate)
+	"internal/testenv":     {},                                                                                                                                   // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
@@ -319,6 +322,21 @@ func TestReadmeLayout(t *testing.T) {
 	for _, d := range tops {
 		if n := d.Name(); d.IsDir() && !strings.HasPrefix(n, ".") && !listed[n] && !holds[n] && !ignored[n] {
 			t.Errorf("README.md layout: top-level folder %s is not listed", n)
+		}
+	}
+}
+
+// TestSimulationLinksNoDevice: a Go program that only simulates (experiment,
+// cluster, validate) links no device library: no Redis client, GPU loader,
+// verbs path or real store (go list -deps).
+func TestSimulationLinksNoDevice(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./experiment", "./cluster", "./validate").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "kvsim/hw" || strings.HasPrefix(dep, "kvsim/hw/") || strings.HasPrefix(dep, "github.com/redis/") || dep == "kvsim/hwrun" {
+			t.Errorf("a simulation-only package links %s", dep)
 		}
 	}
 }

@@ -93,7 +93,7 @@ func BuildFuture(ctx context.Context, sc *scenario.Scenario, opt trace.Options) 
 		return nil, err
 	}
 	defer r.Close()
-	src, err := source(sc, r, opt)
+	src, err := RequestSource(sc, r, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,9 @@ func isTraceError(err error) bool {
 	return errors.As(err, &le)
 }
 
-func wrapTrace(sc *scenario.Scenario, err error) error {
+// TraceError says which scenario's trace a reading error comes from, and
+// marks bad trace input as such (exit 2).
+func TraceError(sc *scenario.Scenario, err error) error {
 	if errors.Is(err, context.Canceled) { // interrupted, not bad input
 		return err
 	}

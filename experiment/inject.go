@@ -9,10 +9,10 @@ import (
 	"kvsim/workload"
 )
 
-// source adapts rd to the core with the scenario's [workload.inject], if
+// RequestSource adapts rd to the core with the scenario's [workload.inject], if
 // any: every pass gets its own injector, so every policy (and an offline
 // policy's future) sees the same ids.
-func source(sc *scenario.Scenario, rd *trace.Reader, opt trace.Options) (*workload.Source, error) {
+func RequestSource(sc *scenario.Scenario, rd *trace.Reader, opt trace.Options) (*workload.Source, error) {
 	src := workload.NewSource(rd, trace.NewDict())
 	if c := sc.Workload.Inject; c != nil {
 		in, err := workload.NewInjector(workload.Inject(*c), sc.Seed, opt.BlockTokens)
@@ -30,7 +30,7 @@ func source(sc *scenario.Scenario, rd *trace.Reader, opt trace.Options) (*worklo
 func ProfileTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options) (*workload.Profile, error) {
 	rd, err := OpenTrace(ctx, sc, opt)
 	if err != nil {
-		return nil, wrapTrace(sc, err)
+		return nil, TraceError(sc, err)
 	}
 	defer rd.Close()
 	var in *workload.Injector
@@ -52,7 +52,7 @@ func ProfileTrace(ctx context.Context, sc *scenario.Scenario, opt trace.Options)
 			return p, nil
 		}
 		if err != nil {
-			return nil, wrapTrace(sc, err)
+			return nil, TraceError(sc, err)
 		}
 		if in != nil {
 			in.Apply(&q)

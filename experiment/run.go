@@ -188,7 +188,7 @@ func run(ctx context.Context, sc *scenario.Scenario, o Options, f *results.Folde
 		pageErr = err
 		return b, err
 	}
-	if err := f.WriteSet(tierNames(sc), parts, sum, page); err != nil {
+	if err := f.WriteSet(TierNames(sc), parts, sum, page); err != nil {
 		switch {
 		case pageErr != nil:
 			return nil, pageErr
@@ -212,7 +212,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	if p.Offline() {
 		f, err := BuildFuture(ctx, sc, opt)
 		if err != nil {
-			pr.err = wrapTrace(sc, err)
+			pr.err = TraceError(sc, err)
 			return
 		}
 		fut = f.(*workload.Future)
@@ -276,11 +276,11 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	rd, err := OpenTrace(ctx, sc, opt)
 	if err != nil {
 		closeTmp()
-		pr.err = wrapTrace(sc, err)
+		pr.err = TraceError(sc, err)
 		return
 	}
 	defer rd.Close()
-	src, err := source(sc, rd, opt)
+	src, err := RequestSource(sc, rd, opt)
 	if err != nil {
 		closeTmp()
 		pr.err = err
@@ -291,7 +291,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		cl, cerr := workload.NewClosed(src)
 		if cerr != nil {
 			closeTmp()
-			pr.err = wrapTrace(sc, cerr)
+			pr.err = TraceError(sc, cerr)
 			return
 		}
 		csrc = &ctxSessions{ctxSource{ctx: ctx, src: cl, prog: o.Progress, mask: simCheck}, cl}
@@ -331,7 +331,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	ferr := closeTmp()
 	switch {
 	case err != nil:
-		pr.err = wrapTrace(sc, err)
+		pr.err = TraceError(sc, err)
 	case ferr != nil:
 		// The disk, not the input: name the file the user will look for,
 		// not the temporary one, and the cause (ENOSPC, EIO) alone.
@@ -350,6 +350,16 @@ type ctxSource struct {
 	prog Progress
 	mask int
 	n    int
+}
+
+// Interruptible wraps src so that reading it stops once ctx is cancelled,
+// checked at every request (a real replay's take milliseconds each), and
+// tells prog (nil: nobody) of each request read.
+func Interruptible(ctx context.Context, src core.Source, prog Progress) core.Source {
+	if prog == nil {
+		prog = noProgress{}
+	}
+	return &ctxSource{ctx: ctx, src: src, prog: prog}
 }
 
 // simCheck is ctxSource's mask in simulations.
@@ -376,7 +386,8 @@ func (c *ctxSource) Next(r *core.Request) error {
 	return err
 }
 
-func tierNames(sc *scenario.Scenario) []string {
+// TierNames lists the scenario's tier names in order.
+func TierNames(sc *scenario.Scenario) []string {
 	var out []string
 	for _, t := range sc.Tiers {
 		out = append(out, t.Name)

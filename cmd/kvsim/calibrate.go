@@ -12,6 +12,7 @@ import (
 	"kvsim/hw"
 	"kvsim/hw/accel"
 	"kvsim/hw/doctor"
+	"kvsim/hwrun"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -103,7 +104,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	if err := results.WriteProfile(*out, experiment.Profile(cal)); err != nil {
+	if err := results.WriteProfile(*out, hwrun.Profile(cal)); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", *out, experiment.PathErr(err))
 	}
 	if *asJSON {

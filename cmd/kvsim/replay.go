@@ -10,6 +10,7 @@ import (
 
 	"kvsim/experiment"
 	"kvsim/hw/bucket"
+	"kvsim/hwrun"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -75,7 +76,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var sc *scenario.Scenario
 	if o.scenario == "" {
-		sc, err = experiment.DefaultReplayScenario(tracePath, o.sets)
+		sc, err = hwrun.DefaultReplayScenario(tracePath, o.sets)
 	} else {
 		sc, err = scenario.LoadWith(o.scenario, o.sets)
 	}
@@ -137,7 +138,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		prog = startWallProgress(stderr, "replay", total, true)
 	}
-	rep, err := experiment.Replay(ctx, sc, pi, experiment.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
+	rep, err := hwrun.Replay(ctx, sc, pi, hwrun.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
 		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
 		Engine: o.engine, Faults: replayFaults, Progress: prog, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
 			// Said whether the replay ends or fails (SIGINT included).

@@ -1,4 +1,4 @@
-package experiment
+package hwrun
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kvsim/core"
+	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/hw/bucket"
 	"kvsim/results"
@@ -46,7 +47,7 @@ type ReplayOptions struct {
 	// of a replay that ends has them too).
 	Left func(results.ReplayLeft)
 	// Progress, if set, hears of every request read.
-	Progress Progress
+	Progress experiment.Progress
 }
 
 // storeIdentity is what the blocks of a storage tier depend on: the same
@@ -59,7 +60,7 @@ func storeIdentity(ctx context.Context, sc *scenario.Scenario, o ReplayOptions) 
 	}
 	f, err := trace.OpenFile(sc.Workload.Trace)
 	if err != nil {
-		return nil, BadInputf("replay: %v", err)
+		return nil, experiment.BadInputf("replay: %v", err)
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -67,7 +68,7 @@ func storeIdentity(ctx context.Context, sc *scenario.Scenario, o ReplayOptions) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
+		return nil, experiment.BadInputf("replay: reading %s: %v", sc.Workload.Trace, err)
 	}
 	id := []hw.StoreField{
 		{Key: "--block-bytes", Value: strconv.Itoa(o.BlockBytes)},
@@ -141,7 +142,7 @@ func modelBytesOf(sc *scenario.Scenario, realBytes func(int64) int) func(int) (i
 // returns ctx's error; its stores are closed as after a complete run (a
 // bucket store seals what it buffered), so the next replay reopens them.
 func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions) (*results.Replay, error) {
-	release, err := SpoolScenarios(ctx, sc) // read more than once: a piped trace is copied
+	release, err := experiment.SpoolScenarios(ctx, sc) // read more than once: a piped trace is copied
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +171,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		Hugepages: o.Hugepages, HugepageSize: o.HugepageSize, Engine: o.Engine, QueueDepth: 32,
 		Fresh: o.Fresh, Identity: id, Faults: o.Faults})
 	if err != nil {
-		return nil, BadInputf("replay: %v", err)
+		return nil, experiment.BadInputf("replay: %v", err)
 	}
 	defer func() {
 		ss.Close()
@@ -182,13 +183,13 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	}()
 	stores := ss.List
 	pol := sc.Policies[pi]
-	cfg := SimConfig(sc, pol, nil)
+	cfg := experiment.SimConfig(sc, pol, nil)
 	if pol.Offline() {
-		f, err := BuildFuture(ctx, sc, TraceOptions(sc, false, o.Limit))
+		f, err := experiment.BuildFuture(ctx, sc, experiment.TraceOptions(sc, false, o.Limit))
 		if err != nil {
-			return nil, wrapTrace(sc, err)
+			return nil, experiment.TraceError(sc, err)
 		}
-		cfg = SimConfig(sc, pol, f)
+		cfg = experiment.SimConfig(sc, pol, f)
 	}
 	for i, st := range stores {
 		// A store of fixed slots holds a slot per block, a short one too:
@@ -200,7 +201,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	var s *sim.Sim
 	body, err := hw.NewBody(hw.BodyOptions{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, Verify: o.Verify,
 		Predict:    func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
-		ModelBytes: modelBytesOf(sc, realBytes), TierNames: tierNames(sc),
+		ModelBytes: modelBytesOf(sc, realBytes), TierNames: experiment.TierNames(sc),
 		Stopped: func() bool { return ctx.Err() != nil }})
 	if err != nil {
 		return nil, err
@@ -211,22 +212,19 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	}
 	s, err = sim.New(cfg, nil)
 	if err != nil {
-		return nil, BadInputf("%s: %v", sc.Path, err)
+		return nil, experiment.BadInputf("%s: %v", sc.Path, err)
 	}
-	topt := TraceOptions(sc, false, o.Limit)
-	rd, err := OpenTrace(ctx, sc, topt)
+	topt := experiment.TraceOptions(sc, false, o.Limit)
+	rd, err := experiment.OpenTrace(ctx, sc, topt)
 	if err != nil {
-		return nil, wrapTrace(sc, err)
+		return nil, experiment.TraceError(sc, err)
 	}
 	defer rd.Close()
-	src, err := source(sc, rd, topt)
+	src, err := experiment.RequestSource(sc, rd, topt)
 	if err != nil {
 		return nil, err
 	}
-	if o.Progress == nil {
-		o.Progress = noProgress{}
-	}
-	in := &ctxSource{ctx: ctx, src: src, prog: o.Progress} // mask 0: every request
+	in := experiment.Interruptible(ctx, src, o.Progress)
 	t0 := time.Now()
 	var stats core.Stats
 	if o.Sequential {
@@ -239,7 +237,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			return nil, err
 		}
 		if err != nil {
-			return nil, wrapTrace(sc, err)
+			return nil, experiment.TraceError(sc, err)
 		}
 		stats = c.Stats
 	} else {
@@ -255,7 +253,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			return nil, err
 		}
 		if err != nil {
-			return nil, wrapTrace(sc, err)
+			return nil, experiment.TraceError(sc, err)
 		}
 		stats = res.Stats
 	}
