@@ -16,10 +16,10 @@ type GPU struct {
 	PageTokens       int    `key:"page_tokens"`            // the engine's KV page for generated tokens
 	StepModel        string `key:"step_model"`             // "roofline" or "linear"; set from the keys given when absent
 
-	Preset       string  `key:"preset"`             // "" for none
-	TP           int     `key:"tp"`                 // tensor-parallel GPUs
-	DP           int     `key:"dp" json:",omitempty"` // attention data-parallel groups of tp GPUs; 0 for 1
-	EP           int     `key:"ep" json:",omitempty"` // GPUs holding whole experts: 0 (1) or tp x dp
+	Preset string `key:"preset"`               // "" for none
+	TP     int    `key:"tp"`                   // tensor-parallel GPUs
+	DP     int    `key:"dp" json:",omitempty"` // attention data-parallel groups of tp GPUs; 0 for 1
+	EP     int    `key:"ep" json:",omitempty"` // GPUs holding whole experts: 0 (1) or tp x dp
 
 	// The link between the instance's GPUs; zero (none) charges nothing
 	// for collectives, as before these keys.
