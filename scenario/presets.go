@@ -1,6 +1,9 @@
 package scenario
 
-import "sort"
+import (
+	"cmp"
+	"sort"
+)
 
 // GPUPreset is one GPU's figures from its vendor's data sheet.
 type GPUPreset struct {
@@ -163,6 +166,20 @@ var modelPresets = map[string]ModelPreset{
 	"mistral-small-24b": {Layers: 40, Heads: 32, KVHeads: 8, HeadDim: 128, Params: 23_572_403_200, Hidden: 5120},
 	"llama-4-scout": {Layers: 48, Heads: 40, KVHeads: 8, HeadDim: 128, Params: 107_769_861_120, Hidden: 5120,
 		Window: 8192, WindowKind: "chunked", FullEvery: 4, Experts: 16, ExpertsPerToken: 1, ExpertFFN: 8192, SharedExperts: 1},
+}
+
+// PresetModel is the [model] a preset alone gives: its geometry, bf16
+// unless the preset says otherwise, 512-token blocks.
+func PresetModel(name string) (Model, bool) {
+	p, ok := modelPresets[name]
+	if !ok {
+		return Model{}, false
+	}
+	m := Model{Preset: name, Layers: p.Layers, KVHeads: p.KVHeads, HeadDim: p.HeadDim, Heads: p.Heads, Params: p.Params,
+		DType: cmp.Or(p.DType, "bf16"), BlockTokens: 512, Hidden: p.Hidden, KVDType: p.KVDType,
+		KVLoraRank: p.KVLoraRank, QKRopeDim: p.QKRopeDim, Window: p.Window, WindowKind: p.WindowKind, FullEvery: p.FullEvery,
+		Experts: p.Experts, ExpertsPerToken: p.ExpertsPerToken, ExpertFFN: p.ExpertFFN, SharedExperts: p.SharedExperts, DenseLayers: p.DenseLayers}
+	return m, true
 }
 
 // GPUPresets lists the [gpu] preset names, sorted.
