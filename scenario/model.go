@@ -1,9 +1,6 @@
 package scenario
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Model is the served model: its KV geometry and, for the roofline step
 // model, its size. The fields after BlockTokens are zero for a plain
@@ -254,8 +251,8 @@ func (m Model) checkGeometry(t *table, errKey func(...string) string) error {
 	}
 	shared := float64(m.MoELayers()) * float64(m.SharedExperts) * m.ExpertParams()
 	if !(m.RoutedParams()+shared < m.Params) {
-		return t.errf(errKey("params", "experts", "expert_ffn", "hidden"), "%g parameters cannot hold %d x %d routed and %d shared experts of %s parameters",
-			m.Params, m.MoELayers(), m.Experts, m.SharedExperts, fmt.Sprintf("%g", m.ExpertParams()))
+		return t.errf(errKey("params", "experts", "expert_ffn", "hidden"), "%g parameters cannot hold %d x %d routed and %d shared experts of %.0f parameters",
+			m.Params, m.MoELayers(), m.Experts, m.SharedExperts, m.ExpertParams())
 	}
 	return nil
 }
