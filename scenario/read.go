@@ -182,35 +182,11 @@ func (t *table) intOr(key string, def int64) (int64, error) {
 	n, _ := v.(int64)
 	return n, err
 }
-func (t *table) number(key string) (float64, error) {
-	v, err := t.value(key, t.decl.field(key).Default)
-	x, _ := v.(float64)
-	return x, err
-}
-func (t *table) numberOr(key string, def float64) (float64, error) {
-	v, err := t.value(key, def)
-	x, _ := v.(float64)
-	return x, err
-}
-
-// optNumber is numberOr for a key whose absence (def 0) means "unknown":
-// def is returned unchecked when the key is not given.
-func (t *table) optNumber(key string, def float64) (float64, error) {
-	if _, given := t.m[key]; !given {
-		return def, nil
-	}
-	return t.number(key)
-}
 func (t *table) optInt(key string, def int64) (int64, error) {
 	if _, given := t.m[key]; !given {
 		return def, nil
 	}
 	return t.integer(key)
-}
-func (t *table) boolean(key string) (bool, error) {
-	v, err := t.value(key, t.decl.field(key).Default)
-	b, _ := v.(bool)
-	return b, err
 }
 
 // param reads an eviction policy's parameter: a number, no default.
