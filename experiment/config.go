@@ -73,6 +73,10 @@ func rooflineStep(g scenario.GPU, m scenario.Model) sim.RooflineStep {
 		r.LocalAttnFLOPsPerPair = perPair * float64(m.LocalLayers())
 		r.LocalKVBytesPerToken = float64(m.LocalBytesPerToken())
 	}
+	if rep := g.KVReplicas(m); rep > 1 { // each GPU of a tp group reads its copy
+		r.KVBytesPerToken *= float64(rep)
+		r.LocalKVBytesPerToken *= float64(rep)
+	}
 	if m.Experts > 0 {
 		r.WeightBytes = m.DenseParams() * float64(m.DTypeBytes()) * float64(g.DPs())
 		r.Experts, r.ExpertsPerToken = float64(m.Experts), float64(m.ExpertsPerToken)

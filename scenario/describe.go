@@ -80,6 +80,9 @@ func (s *Scenario) Describe() string {
 		}
 		fmt.Fprintf(&b, "(%s)", strings.Join(figs, ", "))
 	}
+	if r := g.KVReplicas(s.Model); r > 1 {
+		fmt.Fprintf(&b, ", each token's KV kept by %d GPUs", r)
+	}
 	if g.EPs() > 1 {
 		fmt.Fprintf(&b, ", experts over %d GPUs", g.EPs())
 	}

@@ -120,3 +120,27 @@ func TestGeometryErrors(t *testing.T) {
 		})
 	}
 }
+
+// Each tp GPU keeps MLA's whole latent, and a KV head is kept by
+// tp / kv_heads GPUs when there are fewer heads than GPUs: the hbm tier's
+// default capacity is the free memory divided among the copies.
+func TestKVReplicas(t *testing.T) {
+	// deepseek-v3 (fp8 weights, 671,026,419,200 B) on 8 x H200:
+	// 0.9 x 141 GiB x 8 = 1,090,062,699,724.8 B, minus the weights =
+	// 419,036,280,524.8, over 8 copies = 52,379,535,065 B: 1,455 blocks of
+	// 35,979,264 B.
+	s := parseOK(t, doc("[model]\npreset = \"deepseek-v3\"\n[gpu]\npreset = \"h200\"\ntp = 8\nep = 8\n[[tier]]\nkind = \"hbm\"\n"))
+	if r, c := s.GPU.KVReplicas(s.Model), s.Tiers[0].Capacity; r != 8 || c != 52_379_535_065 || c/s.Model.BytesPerBlock() != 1455 {
+		t.Errorf("deepseek-v3 on 8 x h200: %d copies, hbm %d B", r, c)
+	}
+	// qwen3-235b-a22b has 4 KV heads: on 8 GPUs each is kept twice.
+	s = parseOK(t, doc("[model]\npreset = \"qwen3-235b-a22b\"\n[gpu]\npreset = \"h200\"\ntp = 8\n"))
+	if r := s.GPU.KVReplicas(s.Model); r != 2 {
+		t.Errorf("qwen3-235b-a22b on 8 GPUs: %d copies, want 2", r)
+	}
+	// Llama-3.1-8B's 8 heads on 4 GPUs: one copy, the figures of old.
+	s = parseOK(t, doc("[model]\npreset = \"llama-3.1-8b\"\n[gpu]\npreset = \"h100\"\ntp = 4\n"))
+	if r := s.GPU.KVReplicas(s.Model); r != 1 {
+		t.Errorf("llama-3.1-8b on 4 GPUs: %d copies, want 1", r)
+	}
+}

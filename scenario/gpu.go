@@ -157,7 +157,8 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 
 // hbmDefault is the hbm tier's capacity when the file gives none: with
 // the GPU's memory known, what vLLM leaves for KV
-// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights);
+// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights,
+// divided among the copies of the KV: KVReplicas);
 // else the kind's default. ok is false, with why, when the weights leave
 // nothing or are unknown.
 func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) {
@@ -182,7 +183,24 @@ func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) 
 		return 0, fmt.Sprintf("%s of weights leave no room for KV in %g x %s x %s; give capacity or raise tp",
 			FormatBytes(int64(min(weights, math.MaxInt64/2))), GPUMemoryUtilization, FormatBytes(g.HBMCapacity), gpus)
 	}
+	if r := g.KVReplicas(m); r > 1 {
+		free /= float64(r) // each token's KV is kept r times
+	}
 	return int64(free), ""
+}
+
+// KVReplicas is how many of a tp group's GPUs keep each token's KV: vLLM
+// splits KV heads over tp but gives every GPU at least one head, so
+// with fewer KV heads than tp each is kept tp / kv_heads times; MLA's
+// latent is one vector, kept whole by all tp GPUs.
+func (g GPU) KVReplicas(m Model) int {
+	switch {
+	case m.KVLoraRank > 0:
+		return g.TP
+	case g.TP > m.KVHeads:
+		return (g.TP + m.KVHeads - 1) / m.KVHeads
+	}
+	return 1
 }
 
 // DPs is the number of attention data-parallel groups (dp, 1 when unset).
