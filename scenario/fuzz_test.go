@@ -269,6 +269,8 @@ func FuzzLoad(f *testing.F) {
 		{doc("[model]\npreset = \"llama-3.1-8b\"\n"), "gpu.preset=h200"},
 		{doc(""), `policy.lru.eviction={ hbm = "fifo", default = "lru" }`},
 		{doc(""), "slo.tpot_ms=20"},
+		{doc("[model]\npreset = \"qwen3-30b-a3b\"\n[gpu]\npreset = \"h100\"\ntp = 2\n"), "gpu.interconnect=pcie4"},
+		{doc("[model]\npreset = \"gpt-oss-120b\"\n"), "model.window=0"},
 	} {
 		f.Add(c.src, c.set)
 	}
