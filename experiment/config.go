@@ -81,7 +81,7 @@ func rooflineStep(g scenario.GPU, m scenario.Model) sim.RooflineStep {
 		r.WeightBytes = m.DenseParams() * float64(m.DTypeBytes()) * float64(g.DPs())
 		r.Experts, r.ExpertsPerToken = float64(m.Experts), float64(m.ExpertsPerToken)
 		r.MoELayers = float64(m.MoELayers())
-		r.ExpertBytes = m.ExpertParams() * float64(m.DTypeBytes())
+		r.ExpertBytes = m.ExpertParams() * m.ExpertDTypeBytes()
 	}
 	if g.InterconnectBandwidth > 0 && g.GPUs() > 1 {
 		r.Comm = sim.Collectives{TP: g.TP, DP: g.DPs(), EP: g.EPs(), Bandwidth: g.InterconnectBandwidth,

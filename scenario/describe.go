@@ -45,7 +45,11 @@ func (s *Scenario) Describe() string {
 		if m.SharedExperts > 0 {
 			fmt.Fprintf(&b, " and %d shared", m.SharedExperts)
 		}
-		fmt.Fprintf(&b, " in %d layers)", m.MoELayers())
+		fmt.Fprintf(&b, " in %d layers", m.MoELayers())
+		if m.ExpertDType != "" && m.ExpertDType != m.DType {
+			fmt.Fprintf(&b, ", experts in %s", m.ExpertDType)
+		}
+		b.WriteByte(')')
 	}
 	b.WriteByte('\n')
 	g := s.GPU

@@ -51,6 +51,9 @@
 //	                              # 1..16777216; default the preset's; required with experts
 //	shared_experts = 1            # experts of expert_ffn every token uses, part of the dense parameters;
 //	                              # 0..16777216; default the preset's, else 0
+//	expert_dtype = "mxfp4"        # element type of the routed experts' weights (gpt-oss ships MXFP4: 4.25 bits a weight);
+//	                              # fp32 | bf16 | fp16 | fp8 | int8 | mxfp4;
+//	                              # default the preset's, else dtype
 //	dense_layers = 3              # the first dense_layers layers have a dense MLP instead of experts;
 //	                              # 0..16777216; default the preset's, else 0
 //

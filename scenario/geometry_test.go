@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -142,5 +143,24 @@ func TestKVReplicas(t *testing.T) {
 	s = parseOK(t, doc("[model]\npreset = \"llama-3.1-8b\"\n[gpu]\npreset = \"h100\"\ntp = 4\n"))
 	if r := s.GPU.KVReplicas(s.Model); r != 1 {
 		t.Errorf("llama-3.1-8b on 4 GPUs: %d copies, want 1", r)
+	}
+}
+
+// gpt-oss-120b's experts are MXFP4 (4.25 bits): 2,167,371,072 dense
+// parameters in bf16 (4,334,742,144 B) and 36 x 128 x 24,883,200 =
+// 114,661,785,600 expert parameters at 0.53125 B (60,914,073,600 B) make
+// 65,248,815,744 B, so it fits one H100: 0.9 x 80 GiB = 77,309,411,328 B
+// leaves 12,060,595,584 B of KV.
+func TestExpertDType(t *testing.T) {
+	s := parseOK(t, doc("[model]\npreset = \"gpt-oss-120b\"\n[gpu]\npreset = \"h100\"\n[[tier]]\nkind = \"hbm\"\n"))
+	if w, c := s.Model.WeightBytes(), s.Tiers[0].Capacity; w != 65_248_815_744 || c != 12_060_595_584 {
+		t.Errorf("gpt-oss-120b: %.0f B of weights, hbm %d B", w, c)
+	}
+	if d := s.Describe(); !strings.Contains(d, "experts in mxfp4") {
+		t.Errorf("Describe lacks the experts' dtype:\n%s", d)
+	}
+	if _, err := Parse([]byte(doc("[model]\npreset = \"llama-3.1-8b\"\nexpert_dtype = \"mxfp4\"\n")), path); err == nil ||
+		err.Error() != "scenarios/x.toml:3: model: expert_dtype: only with experts > 0" {
+		t.Errorf("expert_dtype of a dense model: %v", err)
 	}
 }

@@ -35,11 +35,12 @@ type Model struct {
 	// Mixture of experts: the last Layers - DenseLayers layers route each
 	// token to ExpertsPerToken of Experts experts of ExpertFFN
 	// intermediate size; SharedExperts of that size see every token.
-	Experts         int `key:"experts" json:",omitempty"`
-	ExpertsPerToken int `key:"experts_per_token" json:",omitempty"`
-	ExpertFFN       int `key:"expert_ffn" json:",omitempty"`
-	SharedExperts   int `key:"shared_experts" json:",omitempty"`
-	DenseLayers     int `key:"dense_layers" json:",omitempty"`
+	Experts         int    `key:"experts" json:",omitempty"`
+	ExpertsPerToken int    `key:"experts_per_token" json:",omitempty"`
+	ExpertFFN       int    `key:"expert_ffn" json:",omitempty"`
+	SharedExperts   int    `key:"shared_experts" json:",omitempty"`
+	DenseLayers     int    `key:"dense_layers" json:",omitempty"`
+	ExpertDType     string `key:"expert_dtype" json:",omitempty"` // "" for DType
 }
 
 var dtypeBytes = map[string]int{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -115,8 +116,29 @@ func (m Model) LocalBytesPerToken() int64 { return int64(m.LocalLayers()) * m.La
 func (m Model) BytesPerBlock() int64 { return m.BytesPerToken() * int64(m.BlockTokens) }
 
 // WeightBytes is Params x element size: the weights the GPUs hold (a
-// dense model's step reads them all).
-func (m Model) WeightBytes() float64 { return m.Params * float64(m.DTypeBytes()) }
+// dense model's step reads them all); routed experts count at
+// ExpertDTypeBytes.
+func (m Model) WeightBytes() float64 {
+	if m.ExpertDType == "" || m.Experts == 0 {
+		return m.Params * float64(m.DTypeBytes())
+	}
+	return m.DenseParams()*float64(m.DTypeBytes()) + m.RoutedParams()*m.ExpertDTypeBytes()
+}
+
+// expertDTypeBytes are the bytes of one routed-expert weight by
+// expert_dtype: MXFP4 packs 32 4-bit values with one 8-bit scale.
+var expertDTypeBytes = map[string]float64{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "mxfp4": 4.25 / 8}
+
+// ExpertDTypes lists the accepted element types of routed experts.
+func ExpertDTypes() []string { return append(DTypes(), "mxfp4") }
+
+// ExpertDTypeBytes is the size of one routed-expert weight.
+func (m Model) ExpertDTypeBytes() float64 {
+	if m.ExpertDType == "" {
+		return float64(m.DTypeBytes())
+	}
+	return expertDTypeBytes[m.ExpertDType]
+}
 
 // MoELayers are the layers with routed experts.
 func (m Model) MoELayers() int {
@@ -154,7 +176,7 @@ func (m Model) ResidentWeightBytes(dp int) float64 {
 	if dp <= 1 {
 		return m.WeightBytes()
 	}
-	return (m.DenseParams()*float64(dp) + m.RoutedParams()) * float64(m.DTypeBytes())
+	return m.DenseParams()*float64(dp)*float64(m.DTypeBytes()) + m.RoutedParams()*m.ExpertDTypeBytes()
 }
 
 // maxDim bounds model dimensions so that byte counts cannot overflow.
@@ -228,7 +250,7 @@ func (m Model) checkGeometry(t *table, errKey func(...string) string) error {
 		}
 	}
 	if m.Experts == 0 {
-		for _, k := range []string{"experts_per_token", "expert_ffn", "shared_experts", "dense_layers"} {
+		for _, k := range []string{"experts_per_token", "expert_ffn", "shared_experts", "dense_layers", "expert_dtype"} {
 			if _, ok := t.m[k]; ok {
 				return t.errf(k, "only with experts > 0")
 			}

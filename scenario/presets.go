@@ -95,11 +95,12 @@ type ModelPreset struct {
 	WindowKind string `key:"window_kind"`
 	FullEvery  int    `key:"full_every"`
 
-	Experts         int `key:"experts"`           // n_routed_experts, num_experts, num_local_experts
-	ExpertsPerToken int `key:"experts_per_token"` // num_experts_per_tok
-	ExpertFFN       int `key:"expert_ffn"`        // moe_intermediate_size (intermediate_size where every MLP is MoE)
-	SharedExperts   int `key:"shared_experts"`    // n_shared_experts
-	DenseLayers     int `key:"dense_layers"`      // first_k_dense_replace
+	Experts         int    `key:"experts"`           // n_routed_experts, num_experts, num_local_experts
+	ExpertsPerToken int    `key:"experts_per_token"` // num_experts_per_tok
+	ExpertFFN       int    `key:"expert_ffn"`        // moe_intermediate_size (intermediate_size where every MLP is MoE)
+	SharedExperts   int    `key:"shared_experts"`    // n_shared_experts
+	DenseLayers     int    `key:"dense_layers"`      // first_k_dense_replace
+	ExpertDType     string `key:"expert_dtype"`      // quantization_config of the experts
 }
 
 // modelPresets: the models' Hugging Face config.json. Params are the
@@ -131,8 +132,8 @@ type ModelPreset struct {
 //     vocab 163840 (1.026T, 32.9B active); fp8 weights, bf16 KV, as DeepSeek-V3.
 //   - gpt-oss-120b: 36 layers, 64 heads, 8 kv heads, head_dim 64, hidden 2880, 128 experts of
 //     2880, 4 per token, layer_types alternating sliding (window 128) and full, starting
-//     sliding; vocab 201088 (116.8B). Its experts ship in MXFP4 (about 4.25 bits a weight),
-//     which dtype cannot say: with bf16 the weights count four times their size.
+//     sliding; vocab 201088 (116.8B). quantization_config: its experts ship in MXFP4 (4-bit
+//     values, one 8-bit scale per 32), the rest in bf16: 65.2 GB of weights.
 //   - gemma-3-27b: text model: 62 layers, 32 heads, 16 kv heads, head_dim 128, hidden 5376,
 //     MLP 21504, sliding_window 1024 with every 6th layer global, tied vocab 262208 (27.0B).
 //   - mistral-small-24b (Mistral-Small-24B-Instruct-2501): 40, 32, 8, head_dim 128 (not
@@ -160,7 +161,7 @@ var modelPresets = map[string]ModelPreset{
 	"kimi-k2": {Layers: 61, Heads: 64, KVHeads: 64, HeadDim: 192, Params: 1_026_408_232_448, Hidden: 7168, DType: "fp8", KVDType: "bf16",
 		KVLoraRank: 512, QKRopeDim: 64, Experts: 384, ExpertsPerToken: 8, ExpertFFN: 2048, SharedExperts: 1, DenseLayers: 1},
 	"gpt-oss-120b": {Layers: 36, Heads: 64, KVHeads: 8, HeadDim: 64, Params: 116_829_156_672, Hidden: 2880,
-		Window: 128, WindowKind: "sliding", FullEvery: 2, Experts: 128, ExpertsPerToken: 4, ExpertFFN: 2880},
+		Window: 128, WindowKind: "sliding", FullEvery: 2, Experts: 128, ExpertsPerToken: 4, ExpertFFN: 2880, ExpertDType: "mxfp4"},
 	"gemma-3-27b": {Layers: 62, Heads: 32, KVHeads: 16, HeadDim: 128, Params: 27_009_346_304, Hidden: 5376,
 		Window: 1024, WindowKind: "sliding", FullEvery: 6},
 	"mistral-small-24b": {Layers: 40, Heads: 32, KVHeads: 8, HeadDim: 128, Params: 23_572_403_200, Hidden: 5120},
@@ -178,7 +179,8 @@ func PresetModel(name string) (Model, bool) {
 	m := Model{Preset: name, Layers: p.Layers, KVHeads: p.KVHeads, HeadDim: p.HeadDim, Heads: p.Heads, Params: p.Params,
 		DType: cmp.Or(p.DType, "bf16"), BlockTokens: 512, Hidden: p.Hidden, KVDType: p.KVDType,
 		KVLoraRank: p.KVLoraRank, QKRopeDim: p.QKRopeDim, Window: p.Window, WindowKind: p.WindowKind, FullEvery: p.FullEvery,
-		Experts: p.Experts, ExpertsPerToken: p.ExpertsPerToken, ExpertFFN: p.ExpertFFN, SharedExperts: p.SharedExperts, DenseLayers: p.DenseLayers}
+		Experts: p.Experts, ExpertsPerToken: p.ExpertsPerToken, ExpertFFN: p.ExpertFFN, SharedExperts: p.SharedExperts, DenseLayers: p.DenseLayers,
+		ExpertDType: p.ExpertDType}
 	return m, true
 }
 

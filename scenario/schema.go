@@ -106,6 +106,8 @@ var schema = []*section{
 			Doc: "intermediate size of one expert: 3 x hidden x expert_ffn parameters"},
 		{Name: "shared_experts", Type: tInt, Min: atLeast0, Max: maxDim, DefaultDoc: "the preset's, else 0", Example: "1",
 			Doc: "experts of expert_ffn every token uses, part of the dense parameters"},
+		{Name: "expert_dtype", Type: tString, Enum: ExpertDTypes, DefaultDoc: "the preset's, else dtype", Example: `"mxfp4"`,
+			Doc: "element type of the routed experts' weights (gpt-oss ships MXFP4: 4.25 bits a weight)"},
 		{Name: "dense_layers", Type: tInt, Min: atLeast0, Max: maxDim, DefaultDoc: "the preset's, else 0", Example: "3",
 			Doc: "the first dense_layers layers have a dense MLP instead of experts"},
 	}},
