@@ -60,7 +60,8 @@
 //	[gpu]                         # optional; the time of one batched step (step_model):
 //	                              # "roofline": max(FLOPs / (peak x compute_efficiency),
 //	                              #             bytes / (bandwidth x memory_efficiency)) + step_overhead,
-//	                              #   FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;
+//	                              #   FLOPs = 2 x active params x new tokens + attention, bytes = weights + KV read,
+//	                              #   plus, with an interconnect, tp's all-reduces and ep's all-to-alls (docs/engine.md);
 //	                              # "linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences
 //	                              #   + c_ctx x context tokens + attention_ns_per_token2 x token pairs
 //	engine = "batched"            # "batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);

@@ -308,7 +308,8 @@ func Scopes() []string { return []string{"node", "cluster"} }
 const gpuDoc = "the time of one batched step (step_model):\n" +
 	`"roofline": max(FLOPs / (peak x compute_efficiency),` + "\n" +
 	"            bytes / (bandwidth x memory_efficiency)) + step_overhead,\n" +
-	"  FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;\n" +
+	"  FLOPs = 2 x active params x new tokens + attention, bytes = weights + KV read,\n" +
+	"  plus, with an interconnect, tp's all-reduces and ep's all-to-alls (docs/engine.md);\n" +
 	`"linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences` + "\n" +
 	"  + c_ctx x context tokens + attention_ns_per_token2 x token pairs"
 
