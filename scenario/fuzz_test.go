@@ -77,6 +77,9 @@ func checkValid(t *testing.T, s *Scenario) {
 	if _, ok := MulChecked(m.LayerBytesPerToken(), int64(m.Layers), int64(m.BlockTokens)); !ok {
 		bad("model bytes per block, all layers", m)
 	}
+	if _, ok := MulChecked(m.LayerBytesPerToken(), int64(m.Layers), int64(m.Window)); !ok {
+		bad("model bytes of a window", m)
+	}
 	if g.DP < 0 || g.EP < 0 || !(g.InterconnectBandwidth >= 0) || !finite(g.InterconnectBandwidth) || g.InterconnectLatency < 0 ||
 		(g.EPs() > 1 && g.EPs() != g.GPUs()) || ((g.DPs() > 1 || g.EPs() > 1) && m.Experts == 0) ||
 		(g.InterconnectBandwidth > 0 && g.GPUs() > 1 && m.Hidden < 1) {
@@ -216,7 +219,7 @@ var parseSeeds = []string{
 	doc("[model]\npreset = \"qwen3-30b-a3b\"\nexperts_per_token = 4\ndense_layers = 2\nshared_experts = 1\n[gpu]\npreset = \"h100\"\ntp = 2\ndp = 2\nep = 4\ninterconnect = \"pcie5\"\ninterconnect_latency = \"5us\"\n"),
 	doc("[model]\npreset = \"gpt-oss-120b\"\nwindow = 4096\nwindow_kind = \"chunked\"\nfull_every = 4\n[gpu]\npreset = \"b200\"\ntp = 2\ninterconnect_bandwidth = \"1e-9B/s\"\n"),
 	doc("[model]\nlayers = 3\nkv_heads = 1\nhead_dim = 8\nheads = 2\nparams = 1e9\nhidden = 16\nkv_lora_rank = 16777216\nqk_rope_head_dim = 16777216\nexperts = 16777216\nexperts_per_token = 16777216\nexpert_ffn = 16777216\n"),
-	doc("[model]\nlayers = 16777216\nkv_heads = 1\nhead_dim = 1\nwindow = 16777216\nfull_every = 16777216\nexperts = 2\nexperts_per_token = 1\nexpert_ffn = 1\nhidden = 1\nparams = 1e300\n"),
+	doc("[model]\nlayers = 16777216\nkv_heads = 4096\nhead_dim = 4096\nwindow = 16777216\nfull_every = 16777216\nblock_tokens = 1\nexperts = 2\nexperts_per_token = 1\nexpert_ffn = 1\nhidden = 1\nparams = 1e300\n"),
 	"[model\n",
 	"",
 }

@@ -226,6 +226,9 @@ func parseModel(t *table) (Model, error) {
 	if _, ok := MulChecked(2, int64(m.DTypeBytes()), int64(m.Layers), int64(m.KVHeads), int64(m.HeadDim), int64(m.BlockTokens)); !ok {
 		return m, t.errf("", "KV bytes per block overflow int64")
 	}
+	if _, ok := MulChecked(m.LayerBytesPerToken(), int64(m.Layers), int64(m.Window)); !ok {
+		return m, t.errf("window", "a window's KV overflows int64")
+	}
 	return m, nil
 }
 
