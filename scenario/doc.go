@@ -89,8 +89,8 @@
 //	                              # replicas of a dense model are [cluster] instances; 1..65536;
 //	                              # default 1
 //	ep = 1                        # 1: experts tensor-parallel like the rest;
-//	                              # tp x dp: each GPU holds whole experts and
-//	                              # every MoE layer dispatches and combines tokens in two all-to-alls (vLLM's enable_expert_parallel);
+//	                              # tp x dp: each GPU holds whole experts (vLLM's
+//	                              # enable_expert_parallel), and with dp > 1 every MoE layer dispatches and combines tokens in two all-to-alls;
 //	                              # 1..65536; default 1
 //	interconnect = "nvlink4"      # the link between the GPUs of one instance: its bandwidth and latency;
 //	                              # none | nvlink3 | nvlink4 | nvlink5 | pcie4 | pcie5 | xgmi;

@@ -133,8 +133,8 @@ var schema = []*section{
 			Doc: "attention data parallelism of a MoE model: dp groups of tp GPUs, each with its own KV,\n" +
 				"share the experts (ep = tp x dp); replicas of a dense model are [cluster] instances"},
 		{Name: "ep", Type: tInt, Min: atLeast1, Max: 1 << 16, DefaultDoc: "1", Example: "1",
-			Doc: "1: experts tensor-parallel like the rest; tp x dp: each GPU holds whole experts and\n" +
-				"every MoE layer dispatches and combines tokens in two all-to-alls (vLLM's enable_expert_parallel)"},
+			Doc: "1: experts tensor-parallel like the rest; tp x dp: each GPU holds whole experts (vLLM's\n" +
+				"enable_expert_parallel), and with dp > 1 every MoE layer dispatches and combines tokens in two all-to-alls"},
 		{Name: "interconnect", Type: tString, Enum: Interconnects, DefaultDoc: "none: collectives take no time", Example: `"nvlink4"`,
 			Doc: "the link between the GPUs of one instance: its bandwidth and latency"},
 		{Name: "interconnect_bandwidth", Type: tBandwidth, Min: above0, DefaultDoc: "the interconnect's", Example: `"450GB/s"`,

@@ -39,15 +39,17 @@ func (c *Collectives) allToAllNs(tokens float64) float64 {
 // Ns is the collectives' time in a step of tokens new tokens. Each of the
 // DP groups computes tokens/DP of them. Per layer: an all-reduce of the
 // group's activations after attention (o_proj) and one after the MLP
-// (down_proj); with EP > 1 a MoE layer instead dispatches and combines
-// its tokens in two all-to-alls.
+// (down_proj) or the experts. With EP > 1 across DP > 1 groups a MoE
+// layer instead dispatches and combines its tokens in two all-to-alls;
+// with one group every GPU has every token, and vLLM all-reduces the
+// experts' partial sums as for tensor-parallel experts.
 func (c *Collectives) Ns(tokens float64) float64 {
 	if !(c.Bandwidth > 0) || !(tokens > 0) {
 		return 0
 	}
 	ar := c.ringAllReduceNs(c.TP, tokens/float64(max(1, c.DP))*c.TokenBytes)
 	ns := float64(c.Layers) * ar // after attention
-	if c.EP > 1 {
+	if c.EP > 1 && c.DP > 1 {
 		ns += float64(c.Layers-c.MoELayers)*ar + float64(c.MoELayers)*2*c.allToAllNs(tokens)
 	} else {
 		ns += float64(c.Layers) * ar // after the MLP or the tensor-parallel experts

@@ -17,13 +17,20 @@ func TestCollectives(t *testing.T) {
 	if got, want := c.Ns(1000), 20*128_880.0; math.Abs(got-want) > 1e-6 {
 		t.Errorf("tp 4: %g ns, want %g", got, want)
 	}
-	// ep = 4 (tp 4), 6 of 10 layers MoE, 2 experts per token: 4 dense
-	// layers keep both all-reduces, every layer its attention one, each
-	// MoE layer 2 all-to-alls of 1000/4 x 2 x 8192 x 3/4 = 3,072,000 B
-	// = 30,720 ns + 1000.
+	// ep = 4 over one group (tp 4), 6 of 10 layers MoE: every GPU has
+	// every token, the experts' sums are all-reduced: as without ep.
 	c.EP, c.MoELayers, c.ExpertsPerToken = 4, 6, 2
-	if got, want := c.Ns(1000), 14*128_880.0+12*31_720.0; math.Abs(got-want) > 1e-6 {
-		t.Errorf("ep 4: %g ns, want %g", got, want)
+	if got, want := c.Ns(1000), 20*128_880.0; math.Abs(got-want) > 1e-6 {
+		t.Errorf("ep 4, dp 1: %g ns, want %g", got, want)
+	}
+	// ep = 4 over tp 2 x dp 2, 2 experts per token: each group
+	// all-reduces 500 tokens, 4,096,000 B in 1 x 4,096,000 / 100e9 =
+	// 40,960 ns + 2 x 1000; 4 dense layers keep both all-reduces, every
+	// layer its attention one, each MoE layer 2 all-to-alls of 1000/4 x 2
+	// x 8192 x 3/4 = 3,072,000 B = 30,720 ns + 1000.
+	c.TP, c.DP = 2, 2
+	if got, want := c.Ns(1000), 14*42_960.0+12*31_720.0; math.Abs(got-want) > 1e-6 {
+		t.Errorf("ep 4, dp 2: %g ns, want %g", got, want)
 	}
 	if c.Ns(0) != 0 || (&Collectives{TP: 8}).Ns(100) != 0 {
 		t.Error("no tokens, or no bandwidth, must cost nothing")
