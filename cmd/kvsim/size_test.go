@@ -207,3 +207,30 @@ func TestSizePresetGeometry(t *testing.T) {
 		t.Errorf("fp8 KV:\n%s", out)
 	}
 }
+
+// --json carries the geometry's fields where a model has them, and only
+// there (a plain model's JSON is as before).
+func TestSizeJSONGeometry(t *testing.T) {
+	out, err := size(t, "--json", "--preset", "gemma-3-27b", "--tokens", "512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// 8,192 B per token and layer; 10 full layers, 52 sliding of window 1024.
+	for k, v := range map[string]any{"layer_bytes_per_token": 8192.0, "full_layers": 10.0, "local_layers": 52.0, "local_kind": "sliding",
+		"window": 1024.0, "bytes_per_token": 81920.0, "local_bytes_per_token": 425984.0, "local_bytes_per_request_max": 436207616.0,
+		"local_bytes_per_request": 425984.0 * 512} {
+		if r[k] != v {
+			t.Errorf("%s = %v; want %v", k, r[k], v)
+		}
+	}
+	out, _ = size(t, "--json", "--layers=32", "--kv-heads=8", "--head-dim=128")
+	for _, k := range []string{"layer_bytes_per_token", "full_layers", "params", "kv_lora_rank"} {
+		if strings.Contains(out, `"`+k+`"`) {
+			t.Errorf("a plain model's JSON has %s:\n%s", k, out)
+		}
+	}
+}
