@@ -47,16 +47,48 @@ func StepModel(sc *scenario.Scenario) sim.StepModel {
 	g, m := sc.GPU, sc.Model
 	switch {
 	case g.StepModel == "roofline":
-		tp := float64(g.TP)
-		return sim.RooflineStep{PeakFLOPs: g.PeakTFLOPs * 1e12 * tp, HBMBandwidth: g.HBMBandwidth * tp,
-			ComputeEff: g.ComputeEff, MemoryEff: g.MemoryEff, OverheadNs: float64(g.StepOverhead),
-			Params: m.Params, WeightBytes: m.WeightBytes(),
-			AttnFLOPsPerPair: 4 * float64(m.Layers) * float64(m.Heads) * float64(m.HeadDim),
-			KVBytesPerToken:  float64(m.BytesPerToken())}
+		return rooflineStep(g, m)
 	case g.LegacyStep:
 		return nil
 	}
 	return sim.LinearStep{C0: g.C0, CPrefill: g.CPrefill, CDecode: g.CDecode, CCtx: g.CCtx, CAttn: g.AttentionNsPerToken2}
+}
+
+// rooflineStep is the roofline of the instance's tp x dp GPUs together:
+// FLOPs and bytes spread evenly over them. Each dp group reads its copy
+// of the dense weights; the experts a step touches are read once.
+func rooflineStep(g scenario.GPU, m scenario.Model) sim.RooflineStep {
+	gpus := float64(g.TP)
+	if g.DPs() > 1 {
+		gpus *= float64(g.DPs())
+	}
+	perPair := 4 * float64(m.Heads) * float64(m.HeadDim) // QK^T and PV of one layer
+	r := sim.RooflineStep{PeakFLOPs: g.PeakTFLOPs * 1e12 * gpus, HBMBandwidth: g.HBMBandwidth * gpus,
+		ComputeEff: g.ComputeEff, MemoryEff: g.MemoryEff, OverheadNs: float64(g.StepOverhead),
+		Params: m.ActiveParams(), WeightBytes: m.WeightBytes(),
+		AttnFLOPsPerPair: 4 * float64(m.FullLayers()) * float64(m.Heads) * float64(m.HeadDim),
+		KVBytesPerToken:  float64(m.BytesPerToken())}
+	if m.LocalLayers() > 0 {
+		r.Window = float64(m.Window)
+		r.LocalAttnFLOPsPerPair = perPair * float64(m.LocalLayers())
+		r.LocalKVBytesPerToken = float64(m.LocalBytesPerToken())
+	}
+	if rep := g.KVReplicas(m); rep > 1 { // each GPU of a tp group reads its copy
+		r.KVBytesPerToken *= float64(rep)
+		r.LocalKVBytesPerToken *= float64(rep)
+	}
+	if m.Experts > 0 {
+		r.WeightBytes = m.DenseParams() * float64(m.DTypeBytes()) * float64(g.DPs())
+		r.Experts, r.ExpertsPerToken = float64(m.Experts), float64(m.ExpertsPerToken)
+		r.MoELayers = float64(m.MoELayers())
+		r.ExpertBytes = m.ExpertParams() * m.ExpertDTypeBytes()
+	}
+	if g.InterconnectBandwidth > 0 && g.GPUs() > 1 {
+		r.Comm = sim.Collectives{TP: g.TP, DP: g.DPs(), EP: g.EPs(), Bandwidth: g.InterconnectBandwidth,
+			LatencyNs: float64(g.InterconnectLatency), Layers: m.Layers, MoELayers: m.MoELayers(),
+			TokenBytes: float64(m.Hidden) * float64(m.ActBytes()), ExpertsPerToken: float64(m.ExpertsPerToken)}
+	}
+	return r
 }
 
 // SimConfig is CoreConfig with the simulator's timing models.

@@ -19,13 +19,37 @@ func (s *Scenario) Describe() string {
 	if m.Preset != "" {
 		b.WriteString(m.Preset + ", ")
 	}
-	fmt.Fprintf(&b, "%d layers x %d kv heads x head_dim %d, %s: %s/token, %s per %d-token block",
-		m.Layers, m.KVHeads, m.HeadDim, m.DType, FormatBytes(m.BytesPerToken()), FormatBytes(m.BytesPerBlock()), m.BlockTokens)
+	kv := m.DType
+	if m.KVType() != m.DType {
+		kv = m.DType + " weights, " + m.KVType() + " KV"
+	}
+	if m.KVLoraRank > 0 {
+		fmt.Fprintf(&b, "%d layers x MLA latent %d + rope %d, %s: %s/token, %s per %d-token block",
+			m.Layers, m.KVLoraRank, m.QKRopeDim, kv, FormatBytes(m.BytesPerToken()), FormatBytes(m.BytesPerBlock()), m.BlockTokens)
+	} else {
+		fmt.Fprintf(&b, "%d layers x %d kv heads x head_dim %d, %s: %s/token, %s per %d-token block",
+			m.Layers, m.KVHeads, m.HeadDim, kv, FormatBytes(m.BytesPerToken()), FormatBytes(m.BytesPerBlock()), m.BlockTokens)
+	}
+	if m.LocalLayers() > 0 {
+		fmt.Fprintf(&b, " (the %d full-attention layers; %d %s layers of window %d keep up to %s per request)",
+			m.FullLayers(), m.LocalLayers(), m.LocalKind(), m.Window, FormatBytes(m.LocalBytesPerToken()*int64(m.Window)))
+	}
 	if m.Heads > 0 {
 		fmt.Fprintf(&b, ", %d query heads", m.Heads)
 	}
 	if m.Params > 0 {
 		fmt.Fprintf(&b, ", %.3g parameters", m.Params)
+	}
+	if m.Experts > 0 {
+		fmt.Fprintf(&b, " (%.3g active: %d of %d experts per token", m.ActiveParams(), m.ExpertsPerToken, m.Experts)
+		if m.SharedExperts > 0 {
+			fmt.Fprintf(&b, " and %d shared", m.SharedExperts)
+		}
+		fmt.Fprintf(&b, " in %d layers", m.MoELayers())
+		if m.ExpertDType != "" && m.ExpertDType != m.DType {
+			fmt.Fprintf(&b, ", experts in %s", m.ExpertDType)
+		}
+		b.WriteByte(')')
 	}
 	b.WriteByte('\n')
 	g := s.GPU
@@ -39,6 +63,9 @@ func (s *Scenario) Describe() string {
 	}
 	if g.Preset != "" || g.HBMCapacity > 0 || g.PeakTFLOPs > 0 || g.HBMBandwidth > 0 {
 		b.WriteString(", ")
+		if g.DPs() > 1 {
+			fmt.Fprintf(&b, "%d x ", g.DPs())
+		}
 		if g.TP > 1 {
 			fmt.Fprintf(&b, "%d x ", g.TP)
 		}
@@ -56,6 +83,19 @@ func (s *Scenario) Describe() string {
 			figs = append(figs, FormatBytes(g.HBMCapacity))
 		}
 		fmt.Fprintf(&b, "(%s)", strings.Join(figs, ", "))
+	}
+	if r := g.KVReplicas(s.Model); r > 1 {
+		fmt.Fprintf(&b, ", each token's KV kept by %d GPUs", r)
+	}
+	if g.EPs() > 1 {
+		fmt.Fprintf(&b, ", experts over %d GPUs", g.EPs())
+	}
+	if g.InterconnectBandwidth > 0 {
+		name := g.Interconnect
+		if name == "" {
+			name = "interconnect"
+		}
+		fmt.Fprintf(&b, ", %s %s each way, %s per collective step", name, FormatBandwidth(g.InterconnectBandwidth), FormatDuration(g.InterconnectLatency))
 	}
 	b.WriteByte('\n')
 	switch {

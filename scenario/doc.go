@@ -10,10 +10,11 @@
 //	                              # default none
 //
 //	[model]                       # required;
-//	                              # bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes
-//	preset = "llama-3.1-8b"       # layers, kv_heads, head_dim, heads and params from the model's config.json;
+//	                              # bytes/token = 2 x layers x kv_heads x head_dim x kv_dtype bytes (MLA: layers x
+//	                              # (kv_lora_rank + qk_rope_head_dim) x kv_dtype bytes), counting only full-attention layers
+//	preset = "llama-3.1-8b"       # the geometry from the model's config.json (docs/engine.md lists the presets);
 //	                              # each key overrides;
-//	                              # llama-3.1-405b | llama-3.1-70b | llama-3.1-8b | llama-3.2-3b | qwen2.5-32b | qwen2.5-72b | qwen2.5-7b;
+//	                              # deepseek-v3 | gemma-3-27b | gpt-oss-120b | kimi-k2 | llama-3.1-405b | llama-3.1-70b | llama-3.1-8b | llama-3.2-3b | llama-3.3-70b | llama-4-scout | mistral-small-24b | qwen2.5-32b | qwen2.5-72b | qwen2.5-7b | qwen3-235b-a22b | qwen3-30b-a3b | qwen3-32b | qwen3-8b;
 //	                              # default none
 //	layers = 32                   # 1..16777216; default the preset's; required without one
 //	kv_heads = 8                  # 1..16777216; default the preset's; required without one
@@ -22,14 +23,45 @@
 //	                              # 1..16777216; default the preset's; needed by step_model = "roofline"
 //	params = 8.03e9               # parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step;
 //	                              # > 0; default the preset's; needed by step_model = "roofline"
-//	dtype = "bf16"                # element type of the KV cache and the weights;
+//	dtype = "bf16"                # element type of the weights (the deepseek-v3 and kimi-k2 presets: fp8), and of the KV cache unless kv_dtype;
 //	                              # fp32 | bf16 | fp16 | fp8 | int8; default "bf16"
 //	block_tokens = 512            # tokens per KV block (Mooncake's); 1..16777216; default 512
+//	hidden = 4096                 # hidden size: one token's activations, what tp and ep collectives move;
+//	                              # sizes an expert; 1..16777216; default the preset's
+//	kv_dtype = "fp8"              # element type of the KV cache; fp32 | bf16 | fp16 | fp8 | int8;
+//	                              # default the preset's, else dtype
+//	kv_lora_rank = 512            # MLA: one cached latent of kv_lora_rank + qk_rope_head_dim elements per token and layer;
+//	                              # 1..16777216; default the preset's; none: K and V per KV head
+//	qk_rope_head_dim = 64         # MLA: the rotary part cached beside the latent; 0..16777216;
+//	                              # default the preset's, else 0
+//	window = 128                  # tokens a local layer attends to;
+//	                              # local layers keep at most this much KV per request,
+//	                              # outside the block cache (docs/engine.md); 1..16777216;
+//	                              # default the preset's; none: every layer attends to the whole context
+//	window_kind = "sliding"       # "sliding": the last window tokens;
+//	                              # "chunked": the tokens of its own window-token chunk;
+//	                              # sliding | chunked; default the preset's, else "sliding"
+//	full_every = 2                # every full_every-th layer (the full_every-th, the 2 x full_every-th, ...) attends to everything;
+//	                              # 1..16777216; default the preset's; required with window
+//	experts = 128                 # routed experts per MoE layer;
+//	                              # params counts them all, FLOPs count experts_per_token of them;
+//	                              # 1..16777216; default the preset's; none: a dense model
+//	experts_per_token = 8         # 1..16777216; default the preset's; required with experts
+//	expert_ffn = 768              # intermediate size of one expert: 3 x hidden x expert_ffn parameters;
+//	                              # 1..16777216; default the preset's; required with experts
+//	shared_experts = 1            # experts of expert_ffn every token uses, part of the dense parameters;
+//	                              # 0..16777216; default the preset's, else 0
+//	expert_dtype = "mxfp4"        # element type of the routed experts' weights (gpt-oss ships MXFP4: 4.25 bits a weight);
+//	                              # fp32 | bf16 | fp16 | fp8 | int8 | mxfp4;
+//	                              # default the preset's, else dtype
+//	dense_layers = 3              # the first dense_layers layers have a dense MLP instead of experts;
+//	                              # 0..16777216; default the preset's, else 0
 //
 //	[gpu]                         # optional; the time of one batched step (step_model):
 //	                              # "roofline": max(FLOPs / (peak x compute_efficiency),
 //	                              #             bytes / (bandwidth x memory_efficiency)) + step_overhead,
-//	                              #   FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;
+//	                              #   FLOPs = 2 x active params x new tokens + attention, bytes = weights + KV read,
+//	                              #   plus, with an interconnect, tp's all-reduces and ep's all-to-alls (docs/engine.md);
 //	                              # "linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences
 //	                              #   + c_ctx x context tokens + attention_ns_per_token2 x token pairs
 //	engine = "batched"            # "batched": vLLM v1-style steps (decodes first, then prefill chunks, under a token budget);
@@ -46,9 +78,26 @@
 //	                              # default "roofline" with a preset (or with peak_tflops or hbm_bandwidth and no rates), else "linear";
 //	                              # "linear" whenever a c_ key is set
 //	preset = "h100"               # peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet;
-//	                              # each key overrides; a100 | b200 | h100 | h200 | l40s; default none
+//	                              # each key overrides;
+//	                              # a100 | b200 | h100 | h100-pcie | h100-sxm | h20 | h200 | l40s | mi300x | rtx-4090 | rtx-pro-6000;
+//	                              # default none
 //	tp = 1                        # tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's;
+//	                              # with an interconnect, two all-reduces of the step's activations per layer;
 //	                              # 1..65536; default 1
+//	dp = 1                        # attention data parallelism of a MoE model: dp groups of tp GPUs, each with its own KV,
+//	                              # share the experts (ep = tp x dp);
+//	                              # replicas of a dense model are [cluster] instances; 1..65536;
+//	                              # default 1
+//	ep = 1                        # 1: experts tensor-parallel like the rest;
+//	                              # tp x dp: each GPU holds whole experts (vLLM's
+//	                              # enable_expert_parallel), and with dp > 1 every MoE layer dispatches and combines tokens in two all-to-alls;
+//	                              # 1..65536; default 1
+//	interconnect = "nvlink4"      # the link between the GPUs of one instance: its bandwidth and latency;
+//	                              # none | nvlink3 | nvlink4 | nvlink5 | pcie4 | pcie5 | xgmi;
+//	                              # default none: collectives take no time
+//	interconnect_bandwidth = "450GB/s"  # per GPU, each direction; > 0; default the interconnect's
+//	interconnect_latency = "1us"  # per step of a collective (a ring all-reduce has 2 x (tp - 1)); >= 0;
+//	                              # default the interconnect's
 //	peak_tflops = 989             # dense bf16 TFLOP/s of one GPU; > 0;
 //	                              # only with step_model = "roofline"; default the preset's
 //	hbm_bandwidth = "3.35TB/s"    # of one GPU; > 0; only with step_model = "roofline";

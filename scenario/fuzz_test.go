@@ -69,6 +69,22 @@ func checkValid(t *testing.T, s *Scenario) {
 		!(m.Params >= 0) || !finite(m.Params) || m.Heads < 0 || (m.Heads > 0 && m.Heads%m.KVHeads != 0) {
 		bad("gpu step model", g)
 	}
+	if m.BytesPerToken() <= 0 || m.FullLayers() < 1 || m.LocalBytesPerToken() < 0 || m.KVDTypeBytes() == 0 ||
+		!(m.ActiveParams() >= 0) || !finite(m.ActiveParams()) || m.ActiveParams() > m.Params ||
+		(m.Experts > 0 && (m.ExpertsPerToken < 1 || m.ExpertsPerToken > m.Experts || m.Hidden < 1 || m.DenseLayers >= m.Layers || !(m.ActiveParams() > 0))) {
+		bad("model geometry", m)
+	}
+	if _, ok := MulChecked(m.LayerBytesPerToken(), int64(m.Layers), int64(m.BlockTokens)); !ok {
+		bad("model bytes per block, all layers", m)
+	}
+	if _, ok := MulChecked(m.LayerBytesPerToken(), int64(m.Layers), int64(m.Window)); !ok {
+		bad("model bytes of a window", m)
+	}
+	if g.DP < 0 || g.EP < 0 || !(g.InterconnectBandwidth >= 0) || !finite(g.InterconnectBandwidth) || g.InterconnectLatency < 0 ||
+		(g.EPs() > 1 && g.EPs() != g.GPUs()) || ((g.DPs() > 1 || g.EPs() > 1) && m.Experts == 0) ||
+		(g.InterconnectBandwidth > 0 && g.GPUs() > 1 && m.Hidden < 1) {
+		bad("gpu parallelism", g)
+	}
 	switch g.StepModel {
 	case "roofline":
 		if g.Engine == "batched" && (!(g.PeakTFLOPs > 0) || !(g.HBMBandwidth > 0) || !(m.Params > 0) || m.Heads < 1) {
@@ -199,6 +215,11 @@ var parseSeeds = []string{
 	doc("[model]\nlayers = 2\nkv_heads = 2\nhead_dim = 64\nheads = 4\nparams = 1e8\n[gpu]\npeak_tflops = 10\nhbm_bandwidth = \"100GB/s\"\nhbm_capacity = \"8GiB\"\n"),
 	doc("[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[tier]]\nkind = \"ssd\"\n[[policy]]\nname = \"t\"\neviction = { hbm = \"lru\", default = \"scenario_test_params\" }\nalpha = 1\nstage = \"pass\"\n"),
 	doc("[[policy]]\nname = \"t\"\n[policy.eviction]\nhbm = \"fifo\"\ndram = \"lru\"\n[slo]\nttft_ms = 500\ntpot_ms = 50\n"),
+	doc("[model]\npreset = \"deepseek-v3\"\nkv_dtype = \"fp8\"\n[gpu]\npreset = \"h200\"\ntp = 8\nep = 8\ninterconnect = \"nvlink4\"\n"),
+	doc("[model]\npreset = \"qwen3-30b-a3b\"\nexperts_per_token = 4\ndense_layers = 2\nshared_experts = 1\n[gpu]\npreset = \"h100\"\ntp = 2\ndp = 2\nep = 4\ninterconnect = \"pcie5\"\ninterconnect_latency = \"5us\"\n"),
+	doc("[model]\npreset = \"gpt-oss-120b\"\nwindow = 4096\nwindow_kind = \"chunked\"\nfull_every = 4\n[gpu]\npreset = \"b200\"\ntp = 2\ninterconnect_bandwidth = \"1e-9B/s\"\n"),
+	doc("[model]\nlayers = 3\nkv_heads = 1\nhead_dim = 8\nheads = 2\nparams = 1e9\nhidden = 16\nkv_lora_rank = 16777216\nqk_rope_head_dim = 16777216\nexperts = 16777216\nexperts_per_token = 16777216\nexpert_ffn = 16777216\n"),
+	doc("[model]\nlayers = 16777216\nkv_heads = 4096\nhead_dim = 4096\nwindow = 16777216\nfull_every = 16777216\nblock_tokens = 1\nexperts = 2\nexperts_per_token = 1\nexpert_ffn = 1\nhidden = 1\nparams = 1e300\n"),
 	"[model\n",
 	"",
 }
@@ -251,6 +272,8 @@ func FuzzLoad(f *testing.F) {
 		{doc("[model]\npreset = \"llama-3.1-8b\"\n"), "gpu.preset=h200"},
 		{doc(""), `policy.lru.eviction={ hbm = "fifo", default = "lru" }`},
 		{doc(""), "slo.tpot_ms=20"},
+		{doc("[model]\npreset = \"qwen3-30b-a3b\"\n[gpu]\npreset = \"h100\"\ntp = 2\n"), "gpu.interconnect=pcie4"},
+		{doc("[model]\npreset = \"gpt-oss-120b\"\n"), "model.window=0"},
 	} {
 		f.Add(c.src, c.set)
 	}

@@ -16,8 +16,17 @@ type GPU struct {
 	PageTokens       int    `key:"page_tokens"`            // the engine's KV page for generated tokens
 	StepModel        string `key:"step_model"`             // "roofline" or "linear"; set from the keys given when absent
 
-	Preset       string  `key:"preset"`             // "" for none
-	TP           int     `key:"tp"`                 // tensor-parallel GPUs
+	Preset string `key:"preset"`               // "" for none
+	TP     int    `key:"tp"`                   // tensor-parallel GPUs
+	DP     int    `key:"dp" json:",omitempty"` // attention data-parallel groups of tp GPUs; 0 for 1
+	EP     int    `key:"ep" json:",omitempty"` // GPUs holding whole experts: 0 (1) or tp x dp
+
+	// The link between the instance's GPUs; zero (none) charges nothing
+	// for collectives, as before these keys.
+	Interconnect          string  `key:"interconnect" json:",omitempty"`
+	InterconnectBandwidth float64 `key:"interconnect_bandwidth" json:",omitempty"` // bytes/s per GPU, each way
+	InterconnectLatency   int64   `key:"interconnect_latency" json:",omitempty"`   // ns per collective step
+
 	PeakTFLOPs   float64 `key:"peak_tflops"`        // dense bf16 of one GPU; 0 when unknown
 	HBMBandwidth float64 `key:"hbm_bandwidth"`      // bytes/s of one GPU; 0 when unknown
 	HBMCapacity  int64   `key:"hbm_capacity"`       // bytes of one GPU; 0 when unknown
@@ -53,10 +62,18 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 	given := func(key string) bool { _, ok := t.m[key]; return ok }
 	var g GPU
 	err := t.bind(&g, func(key string) (any, error) {
+		if ic, ok := interconnects[g.Interconnect]; ok {
+			if x := presetDefault(&ic, key); x != nil {
+				return x, nil
+			}
+		}
 		pre := gpuPresets[g.Preset]
 		return presetDefault(&pre, key), nil
 	})
 	if err != nil {
+		return g, err
+	}
+	if err := g.checkParallel(t, m, mt); err != nil {
 		return g, err
 	}
 	coef := "" // the first linear coefficient given
@@ -114,7 +131,7 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 		}
 		// One token's step must stay within simulated time.
 		tp := float64(g.TP)
-		compute := 2 * m.Params / (g.PeakTFLOPs * 1e12 * tp * g.ComputeEff) * 1e9
+		compute := 2 * m.ActiveParams() / (g.PeakTFLOPs * 1e12 * tp * g.ComputeEff) * 1e9
 		memory := m.WeightBytes() / (g.HBMBandwidth * tp * g.MemoryEff) * 1e9
 		switch {
 		case !(compute+float64(g.StepOverhead) < float64(core.MaxTime)):
@@ -140,7 +157,8 @@ func parseGPU(t *table, m Model, mt *table) (GPU, error) {
 
 // hbmDefault is the hbm tier's capacity when the file gives none: with
 // the GPU's memory known, what vLLM leaves for KV
-// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights);
+// (GPUMemoryUtilization x memory of the tp GPUs, minus the weights,
+// divided among the copies of the KV: KVReplicas);
 // else the kind's default. ok is false, with why, when the weights leave
 // nothing or are unknown.
 func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) {
@@ -151,10 +169,87 @@ func hbmDefault(g GPU, m Model, kindDefault int64) (capacity int64, why string) 
 		return 0, "required with a GPU memory size (a [gpu] preset or hbm_capacity) unless [model] params or preset sizes the weights"
 	}
 	total := GPUMemoryUtilization * float64(g.HBMCapacity) * float64(g.TP)
-	free := total - m.WeightBytes()
+	weights := m.WeightBytes()
+	if dp := g.DPs(); dp > 1 {
+		total *= float64(dp)
+		weights = m.ResidentWeightBytes(dp)
+	}
+	free := total - weights
 	if !(free >= 1) || free >= float64(math.MaxInt64) {
-		return 0, fmt.Sprintf("%s of weights leave no room for KV in %g x %s x tp %d; give capacity or raise tp",
-			FormatBytes(int64(min(m.WeightBytes(), math.MaxInt64/2))), GPUMemoryUtilization, FormatBytes(g.HBMCapacity), g.TP)
+		gpus := fmt.Sprintf("tp %d", g.TP)
+		if g.DPs() > 1 {
+			gpus = fmt.Sprintf("tp %d x dp %d", g.TP, g.DPs())
+		}
+		return 0, fmt.Sprintf("%s of weights leave no room for KV in %g x %s x %s; give capacity or raise tp",
+			FormatBytes(int64(min(weights, math.MaxInt64/2))), GPUMemoryUtilization, FormatBytes(g.HBMCapacity), gpus)
+	}
+	if r := g.KVReplicas(m); r > 1 {
+		free /= float64(r) // each token's KV is kept r times
 	}
 	return int64(free), ""
+}
+
+// KVReplicas is how many of a tp group's GPUs keep each token's KV: vLLM
+// splits KV heads over tp but gives every GPU at least one head, so
+// with fewer KV heads than tp each is kept tp / kv_heads times; MLA's
+// latent is one vector, kept whole by all tp GPUs.
+func (g GPU) KVReplicas(m Model) int {
+	switch {
+	case m.KVLoraRank > 0:
+		return g.TP
+	case g.TP > m.KVHeads:
+		return (g.TP + m.KVHeads - 1) / m.KVHeads
+	}
+	return 1
+}
+
+// DPs is the number of attention data-parallel groups (dp, 1 when unset).
+func (g GPU) DPs() int { return max(1, g.DP) }
+
+// EPs is the number of GPUs the experts are spread over as whole experts
+// (ep, 1 when unset).
+func (g GPU) EPs() int { return max(1, g.EP) }
+
+// GPUs is the instance's GPU count: tp x dp.
+func (g GPU) GPUs() int { return g.TP * g.DPs() }
+
+// checkParallel checks dp, ep and the interconnect against the model: dp
+// and ep only for a model with experts, ep the whole instance, and a
+// full step's collectives within simulated time.
+func (g GPU) checkParallel(t *table, m Model, mt *table) error {
+	given := func(key string) bool { _, ok := t.m[key]; return ok }
+	if (g.DPs() > 1 || g.EPs() > 1) && m.Experts == 0 {
+		key := "dp"
+		if g.DPs() == 1 {
+			key = "ep"
+		}
+		return t.errf(key, "only for a model with experts (data-parallel replicas of a dense model are [cluster] instances)")
+	}
+	if g.DPs() > 1 && g.EPs() != g.GPUs() {
+		return t.errf("dp", "dp = %d needs ep = tp x dp = %d: the dp groups share experts spread over all their GPUs", g.DPs(), g.GPUs())
+	}
+	if g.EPs() > 1 && g.EPs() != g.GPUs() {
+		return t.errf("ep", "%d must be 1 or tp x dp = %d (vLLM spreads experts over all of an instance's GPUs)", g.EPs(), g.GPUs())
+	}
+	if g.EPs() > m.Experts && m.Experts > 0 {
+		return t.errf("ep", "%d GPUs for %d experts leave some without one", g.EPs(), m.Experts)
+	}
+	if g.InterconnectBandwidth > 0 && g.GPUs() > 1 {
+		if m.Hidden == 0 {
+			return mt.errf("hidden", "required with an interconnect: collectives move hidden-size activations")
+		}
+		// A bound on what the step model charges: per layer at most two
+		// collectives each moving under twice the step's activations, each
+		// of under 2 x GPUs latency steps.
+		act := float64(g.MaxBatchedTokens) * float64(m.Hidden) * float64(m.ActBytes()) * float64(max(1, m.ExpertsPerToken))
+		ns := float64(m.Layers) * 4 * (2*act/g.InterconnectBandwidth*1e9 + 2*float64(g.GPUs())*float64(g.InterconnectLatency))
+		if !(ns < float64(core.MaxTime)) {
+			key := "interconnect_bandwidth"
+			if !given(key) && given("interconnect_latency") {
+				key = "interconnect_latency"
+			}
+			return t.errf(key, "a step of %d tokens may spend %s in collectives, past %s", g.MaxBatchedTokens, years(ns), timeLimit)
+		}
+	}
+	return nil
 }

@@ -27,7 +27,7 @@ func parseOK(t *testing.T, src string, sets ...string) *Scenario {
 // A model preset fills the shape from config.json; each key overrides it.
 func TestModelPresets(t *testing.T) {
 	s := parseOK(t, doc("[model]\npreset = \"llama-3.1-8b\"\n"))
-	want := Model{Preset: "llama-3.1-8b", Layers: 32, KVHeads: 8, HeadDim: 128, Heads: 32, Params: 8_030_261_248, DType: "bf16", BlockTokens: 512}
+	want := Model{Preset: "llama-3.1-8b", Layers: 32, KVHeads: 8, HeadDim: 128, Heads: 32, Params: 8_030_261_248, DType: "bf16", BlockTokens: 512, Hidden: 4096}
 	if s.Model != want {
 		t.Errorf("llama-3.1-8b: %+v\nwant %+v", s.Model, want)
 	}
@@ -35,7 +35,7 @@ func TestModelPresets(t *testing.T) {
 		t.Errorf("BytesPerToken %d", got)
 	}
 	s = parseOK(t, doc("[model]\npreset = \"qwen2.5-7b\"\nlayers = 2\nheads = 8\nparams = 1e9\ndtype = \"fp8\"\n"))
-	want = Model{Preset: "qwen2.5-7b", Layers: 2, KVHeads: 4, HeadDim: 128, Heads: 8, Params: 1e9, DType: "fp8", BlockTokens: 512}
+	want = Model{Preset: "qwen2.5-7b", Layers: 2, KVHeads: 4, HeadDim: 128, Heads: 8, Params: 1e9, DType: "fp8", BlockTokens: 512, Hidden: 3584}
 	if s.Model != want {
 		t.Errorf("overridden qwen2.5-7b: %+v\nwant %+v", s.Model, want)
 	}
@@ -63,6 +63,8 @@ func TestGPUPresets(t *testing.T) {
 	want := map[string]GPUPreset{
 		"h100": {989, 3.35e12, 80 << 30}, "h200": {989, 4.8e12, 141 << 30}, "a100": {312, 2.039e12, 80 << 30},
 		"l40s": {362, 0.864e12, 48 << 30}, "b200": {2250, 8e12, 180 << 30},
+		"h100-sxm": {989, 3.35e12, 80 << 30}, "h100-pcie": {756, 2e12, 80 << 30}, "h20": {148, 4e12, 96 << 30},
+		"rtx-4090": {165.2, 1.008e12, 24 << 30}, "rtx-pro-6000": {503.8, 1.792e12, 96 << 30}, "mi300x": {1307.4, 5.3e12, 192 << 30},
 	}
 	if !slices.Equal(GPUPresets(), slices.Sorted(maps.Keys(want))) {
 		t.Errorf("GPU presets %v", GPUPresets())
@@ -236,7 +238,7 @@ func TestNewKeyErrors(t *testing.T) {
 	const tiers3 = "[[tier]]\nkind = \"hbm\"\n[[tier]]\nkind = \"dram\"\n[[tier]]\nkind = \"ssd\"\n"
 	cases := []struct{ name, src, want string }{
 		// [model]
-		{"model preset", doc("[model]\npreset = \"gpt-5\"\n"), `scenarios/x.toml:2: model: preset: unknown preset "gpt-5" (known: llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-3b, qwen2.5-32b, qwen2.5-72b, qwen2.5-7b)`},
+		{"model preset", doc("[model]\npreset = \"gpt-5\"\n"), `scenarios/x.toml:2: model: preset: unknown preset "gpt-5" (known: deepseek-v3, gemma-3-27b, gpt-oss-120b, kimi-k2, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-3b, llama-3.3-70b, llama-4-scout, mistral-small-24b, qwen2.5-32b, qwen2.5-72b, qwen2.5-7b, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, qwen3-8b)`},
 		{"model preset type", doc("[model]\npreset = 8\n"), `scenarios/x.toml:2: model: preset: must be a string, got integer 8`},
 		{"heads zero", doc(m8b + "heads = 0\n"), `scenarios/x.toml:3: model: heads: must be > 0`},
 		{"heads not a multiple", doc(m8b + "heads = 12\n"), `scenarios/x.toml:3: model: heads: 12 query heads are not a multiple of 8 kv_heads`},
@@ -252,7 +254,7 @@ func TestNewKeyErrors(t *testing.T) {
 		{"max_num_seqs", doc("[gpu]\nmax_num_seqs = -1\n"), `scenarios/x.toml:2: gpu: max_num_seqs: must be >= 1`},
 		{"max_num_seqs float", doc("[gpu]\nmax_num_seqs = 2.5\n"), `scenarios/x.toml:2: gpu: max_num_seqs: must be an integer, got float 2.5`},
 		{"step_model", doc("[gpu]\nstep_model = \"exact\"\n"), `scenarios/x.toml:2: gpu: step_model: unknown step_model "exact" (known: roofline, linear)`},
-		{"gpu preset", doc("[gpu]\npreset = \"h800\"\n"), `scenarios/x.toml:2: gpu: preset: unknown preset "h800" (known: a100, b200, h100, h200, l40s)`},
+		{"gpu preset", doc("[gpu]\npreset = \"h800\"\n"), `scenarios/x.toml:2: gpu: preset: unknown preset "h800" (known: a100, b200, h100, h100-pcie, h100-sxm, h20, h200, l40s, mi300x, rtx-4090, rtx-pro-6000)`},
 		{"tp", doc("[gpu]\ntp = 0\n"), `scenarios/x.toml:2: gpu: tp: must be >= 1`},
 		{"peak_tflops", doc("[gpu]\npeak_tflops = 0\n"), `scenarios/x.toml:2: gpu: peak_tflops: must be > 0`},
 		{"hbm_bandwidth unit", doc("[gpu]\nhbm_bandwidth = \"3TB\"\n"), `scenarios/x.toml:2: gpu: hbm_bandwidth: bad bandwidth "3TB": unknown unit "TB" (use GB/s, GiB/s, MB/s, MiB/s, Gbit/s, Gbps, ...)`},
@@ -271,10 +273,10 @@ func TestNewKeyErrors(t *testing.T) {
 		{"figures with rates", doc("[gpu]\nhbm_bandwidth = \"1TB/s\"\ndecode_tokens_per_s = 10\n"), `scenarios/x.toml:2: gpu: hbm_bandwidth: only with step_model = "roofline" (step_model is "linear")`},
 		{"bandwidth with coefficients", doc(m8b + "[gpu]\nhbm_bandwidth = \"3TB/s\"\nc0 = \"1ms\"\n"), `scenarios/x.toml:4: gpu: hbm_bandwidth: only with step_model = "roofline" (step_model is "linear")`},
 		{"efficiency with linear", doc("[gpu]\nprefill_tokens_per_s = 1000\ncompute_efficiency = 0.4\n"), `scenarios/x.toml:3: gpu: compute_efficiency: only with step_model = "roofline" (step_model is "linear")`},
-		{"roofline without params", doc("[gpu]\npreset = \"h100\"\n[[tier]]\nkind = \"hbm\"\ncapacity = \"1GiB\"\n"), `scenarios/x.toml:6: model: params: required for step_model = "roofline" (or a [model] preset: llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-3b, qwen2.5-32b, qwen2.5-72b, qwen2.5-7b)`},
+		{"roofline without params", doc("[gpu]\npreset = \"h100\"\n[[tier]]\nkind = \"hbm\"\ncapacity = \"1GiB\"\n"), `scenarios/x.toml:6: model: params: required for step_model = "roofline" (or a [model] preset: deepseek-v3, gemma-3-27b, gpt-oss-120b, kimi-k2, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-3b, llama-3.3-70b, llama-4-scout, mistral-small-24b, qwen2.5-32b, qwen2.5-72b, qwen2.5-7b, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, qwen3-8b)`},
 		{"roofline without heads", doc("[gpu]\npreset = \"h100\"\n[model]\nlayers = 2\nkv_heads = 1\nhead_dim = 64\nparams = 1e9\n"), `scenarios/x.toml:3: model: heads: required for step_model = "roofline" (query heads, or a [model] preset)`},
-		{"roofline without peak", doc(m8b + "[gpu]\nstep_model = \"roofline\"\nhbm_bandwidth = \"1TB/s\"\n"), `scenarios/x.toml:3: gpu: peak_tflops: required for step_model = "roofline" (or a [gpu] preset: a100, b200, h100, h200, l40s)`},
-		{"roofline without bandwidth", doc(m8b + "[gpu]\npeak_tflops = 100\n"), `scenarios/x.toml:3: gpu: hbm_bandwidth: required for step_model = "roofline" (or a [gpu] preset: a100, b200, h100, h200, l40s)`},
+		{"roofline without peak", doc(m8b + "[gpu]\nstep_model = \"roofline\"\nhbm_bandwidth = \"1TB/s\"\n"), `scenarios/x.toml:3: gpu: peak_tflops: required for step_model = "roofline" (or a [gpu] preset: a100, b200, h100, h100-pcie, h100-sxm, h20, h200, l40s, mi300x, rtx-4090, rtx-pro-6000)`},
+		{"roofline without bandwidth", doc(m8b + "[gpu]\npeak_tflops = 100\n"), `scenarios/x.toml:3: gpu: hbm_bandwidth: required for step_model = "roofline" (or a [gpu] preset: a100, b200, h100, h100-pcie, h100-sxm, h20, h200, l40s, mi300x, rtx-4090, rtx-pro-6000)`},
 		{"roofline past the time limit", doc(m8b + "[gpu]\npreset = \"h100\"\npeak_tflops = 1e-20\n"), `scenarios/x.toml:5: gpu: peak_tflops: one token takes 1.02e+11 years of compute, past the simulated-time limit of 146 years (2^62 ns)`},
 		{"weights past the GPU memory", doc("[model]\npreset = \"llama-3.1-70b\"\n[gpu]\npreset = \"h100\"\n"), `scenarios/x.toml:5: tier "hbm": capacity: 131.42 GiB of weights leave no room for KV in 0.9 x 80 GiB x tp 1; give capacity or raise tp`},
 		{"GPU memory without params", doc("[gpu]\npreset = \"h100\"\nstep_model = \"linear\"\n"), `scenarios/x.toml:8: tier "hbm": capacity: required with a GPU memory size (a [gpu] preset or hbm_capacity) unless [model] params or preset sizes the weights`},

@@ -75,9 +75,9 @@ var schema = []*section{
 		{Name: "profile", Type: tString, DefaultDoc: "none", Example: `"hw.toml"`,
 			Doc: "link figures from kvsim calibrate replace the default links"},
 	}},
-	{name: "model", required: true, doc: "bytes/token = 2 x layers x kv_heads x head_dim x dtype bytes", fields: []field{
+	{name: "model", required: true, doc: "bytes/token = 2 x layers x kv_heads x head_dim x kv_dtype bytes (MLA: layers x\n(kv_lora_rank + qk_rope_head_dim) x kv_dtype bytes), counting only full-attention layers", fields: []field{
 		{Name: "preset", Type: tString, DefaultDoc: "none", Enum: ModelPresets, Example: `"llama-3.1-8b"`,
-			Doc: "layers, kv_heads, head_dim, heads and params from the model's config.json; each key overrides"},
+			Doc: "the geometry from the model's config.json (docs/engine.md lists the presets); each key overrides"},
 		{Name: "layers", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "32"},
 		{Name: "kv_heads", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "8"},
 		{Name: "head_dim", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: presetOrRequired, Example: "128"},
@@ -85,8 +85,31 @@ var schema = []*section{
 			Doc: "query heads, a multiple of kv_heads: attention FLOPs = 4 x layers x heads x head_dim per token pair"},
 		{Name: "params", Type: tNumber, Min: above0, DefaultDoc: "the preset's; needed by step_model = \"roofline\"", Example: "8.03e9",
 			Doc: "parameters: 2 FLOPs per parameter per token, params x dtype bytes of weights read per step"},
-		{Name: "dtype", Type: tString, Default: "bf16", Enum: DTypes, Example: `"bf16"`, Doc: "element type of the KV cache and the weights"},
+		{Name: "dtype", Type: tString, Default: "bf16", Enum: DTypes, Example: `"bf16"`, Doc: "element type of the weights (the deepseek-v3 and kimi-k2 presets: fp8), and of the KV cache unless kv_dtype"},
 		{Name: "block_tokens", Type: tInt, Default: int64(512), Min: above0, Max: maxDim, Example: "512", Doc: "tokens per KV block (Mooncake's)"},
+		{Name: "hidden", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's", Example: "4096",
+			Doc: "hidden size: one token's activations, what tp and ep collectives move; sizes an expert"},
+		{Name: "kv_dtype", Type: tString, Enum: DTypes, DefaultDoc: "the preset's, else dtype", Example: `"fp8"`, Doc: "element type of the KV cache"},
+		{Name: "kv_lora_rank", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; none: K and V per KV head", Example: "512",
+			Doc: "MLA: one cached latent of kv_lora_rank + qk_rope_head_dim elements per token and layer"},
+		{Name: "qk_rope_head_dim", Type: tInt, Min: atLeast0, Max: maxDim, DefaultDoc: "the preset's, else 0", Example: "64", Doc: "MLA: the rotary part cached beside the latent"},
+		{Name: "window", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; none: every layer attends to the whole context", Example: "128",
+			Doc: "tokens a local layer attends to; local layers keep at most this much KV per request,\noutside the block cache (docs/engine.md)"},
+		{Name: "window_kind", Type: tString, Enum: WindowKinds, DefaultDoc: `the preset's, else "sliding"`, Example: `"sliding"`,
+			Doc: `"sliding": the last window tokens; "chunked": the tokens of its own window-token chunk`},
+		{Name: "full_every", Type: tInt, Min: atLeast1, Max: maxDim, DefaultDoc: "the preset's; required with window", Example: "2",
+			Doc: "every full_every-th layer (the full_every-th, the 2 x full_every-th, ...) attends to everything"},
+		{Name: "experts", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; none: a dense model", Example: "128",
+			Doc: "routed experts per MoE layer; params counts them all, FLOPs count experts_per_token of them"},
+		{Name: "experts_per_token", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; required with experts", Example: "8"},
+		{Name: "expert_ffn", Type: tInt, Min: above0, Max: maxDim, DefaultDoc: "the preset's; required with experts", Example: "768",
+			Doc: "intermediate size of one expert: 3 x hidden x expert_ffn parameters"},
+		{Name: "shared_experts", Type: tInt, Min: atLeast0, Max: maxDim, DefaultDoc: "the preset's, else 0", Example: "1",
+			Doc: "experts of expert_ffn every token uses, part of the dense parameters"},
+		{Name: "expert_dtype", Type: tString, Enum: ExpertDTypes, DefaultDoc: "the preset's, else dtype", Example: `"mxfp4"`,
+			Doc: "element type of the routed experts' weights (gpt-oss ships MXFP4: 4.25 bits a weight)"},
+		{Name: "dense_layers", Type: tInt, Min: atLeast0, Max: maxDim, DefaultDoc: "the preset's, else 0", Example: "3",
+			Doc: "the first dense_layers layers have a dense MLP instead of experts"},
 	}},
 	{name: "gpu", doc: gpuDoc, fields: []field{
 		{Name: "engine", Type: tString, Default: "batched", Enum: func() []string { return []string{"batched", "simple"} },
@@ -104,7 +127,20 @@ var schema = []*section{
 		{Name: "preset", Type: tString, DefaultDoc: "none", Enum: GPUPresets, Example: `"h100"`,
 			Doc: "peak_tflops, hbm_bandwidth and hbm_capacity from the data sheet; each key overrides"},
 		{Name: "tp", Type: tInt, Default: int64(1), Min: atLeast1, Max: 1 << 16, Example: "1",
-			Doc: "tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's"},
+			Doc: "tensor-parallel GPUs serving the model: FLOP/s, bandwidth and memory are tp times one GPU's;\n" +
+				"with an interconnect, two all-reduces of the step's activations per layer"},
+		{Name: "dp", Type: tInt, Min: atLeast1, Max: 1 << 16, DefaultDoc: "1", Example: "1",
+			Doc: "attention data parallelism of a MoE model: dp groups of tp GPUs, each with its own KV,\n" +
+				"share the experts (ep = tp x dp); replicas of a dense model are [cluster] instances"},
+		{Name: "ep", Type: tInt, Min: atLeast1, Max: 1 << 16, DefaultDoc: "1", Example: "1",
+			Doc: "1: experts tensor-parallel like the rest; tp x dp: each GPU holds whole experts (vLLM's\n" +
+				"enable_expert_parallel), and with dp > 1 every MoE layer dispatches and combines tokens in two all-to-alls"},
+		{Name: "interconnect", Type: tString, Enum: Interconnects, DefaultDoc: "none: collectives take no time", Example: `"nvlink4"`,
+			Doc: "the link between the GPUs of one instance: its bandwidth and latency"},
+		{Name: "interconnect_bandwidth", Type: tBandwidth, Min: above0, DefaultDoc: "the interconnect's", Example: `"450GB/s"`,
+			Doc: "per GPU, each direction"},
+		{Name: "interconnect_latency", Type: tDuration, Min: atLeast0, DefaultDoc: "the interconnect's", Example: `"1us"`,
+			Doc: "per step of a collective (a ring all-reduce has 2 x (tp - 1))"},
 		{Name: "peak_tflops", Type: tNumber, Min: above0, DefaultDoc: "the preset's", Example: "989", Only: roofline, Doc: "dense bf16 TFLOP/s of one GPU"},
 		{Name: "hbm_bandwidth", Type: tBandwidth, Min: above0, DefaultDoc: "the preset's", Example: `"3.35TB/s"`, Only: roofline, Doc: "of one GPU"},
 		{Name: "hbm_capacity", Type: tBytes, Min: above0, DefaultDoc: "the preset's", Example: `"80GiB"`,
@@ -272,7 +308,8 @@ func Scopes() []string { return []string{"node", "cluster"} }
 const gpuDoc = "the time of one batched step (step_model):\n" +
 	`"roofline": max(FLOPs / (peak x compute_efficiency),` + "\n" +
 	"            bytes / (bandwidth x memory_efficiency)) + step_overhead,\n" +
-	"  FLOPs = 2 x params x new tokens + attention, bytes = weights + KV read;\n" +
+	"  FLOPs = 2 x active params x new tokens + attention, bytes = weights + KV read,\n" +
+	"  plus, with an interconnect, tp's all-reduces and ep's all-to-alls (docs/engine.md);\n" +
 	`"linear": c0 + c_prefill x prefill tokens + c_decode x decoding sequences` + "\n" +
 	"  + c_ctx x context tokens + attention_ns_per_token2 x token pairs"
 

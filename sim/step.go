@@ -70,6 +70,23 @@ type RooflineStep struct {
 	WeightBytes      float64 // bytes of weights read per step (Params x dtype bytes)
 	AttnFLOPsPerPair float64 // 4 x layers x query heads x head dim
 	KVBytesPerToken  float64
+
+	// Local-attention layers (sliding window or chunked): a new token
+	// attends to at most Window tokens, a sequence reads at most Window
+	// tokens of their KV. Zero Window: none.
+	Window                float64
+	LocalAttnFLOPsPerPair float64
+	LocalKVBytesPerToken  float64
+
+	// Routed experts: the step reads the experts its tokens touch
+	// (DistinctExperts) in each MoE layer, on top of WeightBytes (then the
+	// dense part only). Zero Experts: a dense model.
+	Experts         float64
+	ExpertsPerToken float64
+	MoELayers       float64
+	ExpertBytes     float64 // one expert of one layer
+
+	Comm Collectives // tensor and expert parallelism; zero: free
 }
 
 // StepNs implements StepModel: every new token costs 2 FLOPs per parameter
@@ -79,7 +96,19 @@ func (r RooflineStep) StepNs(b *StepBatch) float64 {
 	tok := float64(b.PrefillTokens + b.DecodeSeqs)
 	flops := 2*r.Params*tok + r.AttnFLOPsPerPair*b.AttnPairs
 	bytes := r.WeightBytes + r.KVBytesPerToken*(float64(b.ContextTokens)+tok)
-	return max(flops/(r.PeakFLOPs*r.ComputeEff), bytes/(r.HBMBandwidth*r.MemoryEff))*1e9 + r.OverheadNs
+	if r.Window > 0 {
+		flops += r.LocalAttnFLOPsPerPair * min(b.AttnPairs, r.Window*tok)
+		seqs := float64(b.PrefillSeqs + b.DecodeSeqs)
+		bytes += r.LocalKVBytesPerToken * (min(float64(b.ContextTokens), r.Window*seqs) + tok)
+	}
+	if r.Experts > 0 {
+		bytes += r.MoELayers * DistinctExperts(r.Experts, r.ExpertsPerToken, tok) * r.ExpertBytes
+	}
+	ns := max(flops/(r.PeakFLOPs*r.ComputeEff), bytes/(r.HBMBandwidth*r.MemoryEff))*1e9 + r.OverheadNs
+	if r.Comm.Bandwidth > 0 {
+		ns += r.Comm.Ns(tok)
+	}
+	return ns
 }
 
 // LegacyStep maps the simple engine's rates onto a LinearStep, for
@@ -130,6 +159,14 @@ func checkStep(m StepModel) error {
 		}
 		if !fin(m.OverheadNs, m.Params, m.WeightBytes, m.AttnFLOPsPerPair, m.KVBytesPerToken) {
 			return errors.New("sim: roofline overhead and model sizes must be finite and >= 0")
+		}
+		if !fin(m.Window, m.LocalAttnFLOPsPerPair, m.LocalKVBytesPerToken, m.Experts, m.ExpertsPerToken, m.MoELayers, m.ExpertBytes) ||
+			m.ExpertsPerToken > m.Experts {
+			return errors.New("sim: roofline window and expert figures must be finite and >= 0, experts per token at most experts")
+		}
+		if c := m.Comm; !fin(c.Bandwidth, c.LatencyNs, c.TokenBytes, c.ExpertsPerToken) || c.TP < 0 || c.DP < 0 || c.EP < 0 ||
+			c.MoELayers > c.Layers {
+			return errors.New("sim: collectives' figures must be finite and >= 0")
 		}
 	case *RooflineStep:
 		return checkStep(*m)

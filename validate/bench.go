@@ -156,7 +156,7 @@ func parseMeta(b []byte, name string) (*Engine, error) {
 	for _, f := range []struct {
 		key string
 		dst *int
-	}{{"tensor_parallel_size", &e.TP}, {"max_num_seqs", &e.MaxNumSeqs}, {"max_num_batched_tokens", &e.MaxNumBatchedTokens}} {
+	}{{"tensor_parallel_size", &e.TP}, {"data_parallel_size", &e.DP}, {"max_num_seqs", &e.MaxNumSeqs}, {"max_num_batched_tokens", &e.MaxNumBatchedTokens}} {
 		raw, ok := m.Kwargs[f.key]
 		if !ok || isNull(raw) {
 			continue

@@ -37,6 +37,7 @@ type Engine struct {
 	Model               string `json:"model,omitempty"`
 	Version             string `json:"version,omitempty"`
 	TP                  int    `json:"tp,omitempty"`
+	DP                  int    `json:"dp,omitempty"`
 	MaxNumSeqs          int    `json:"max_num_seqs,omitempty"`
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens,omitempty"`
 }

@@ -107,7 +107,7 @@ func mismatches(rs *Records, sc *scenario.Scenario) []string {
 	for _, m := range []struct {
 		key       string
 		rec, scen int
-	}{{"max_num_seqs", e.MaxNumSeqs, sc.GPU.MaxSeqs}, {"max_num_batched_tokens", e.MaxNumBatchedTokens, sc.GPU.MaxBatchedTokens}, {"tp", e.TP, sc.GPU.TP}} {
+	}{{"max_num_seqs", e.MaxNumSeqs, sc.GPU.MaxSeqs}, {"max_num_batched_tokens", e.MaxNumBatchedTokens, sc.GPU.MaxBatchedTokens}, {"tp", e.TP, sc.GPU.TP}, {"dp", e.DP, max(sc.GPU.DP, 1)}} {
 		if m.rec != 0 && m.rec != m.scen {
 			out = append(out, fmt.Sprintf("the run recorded %s = %d, the scenario %s has %d: the comparison is of different engines (set [gpu] %s = %d to match)",
 				m.key, m.rec, sc.Path, m.scen, m.key, m.rec))

@@ -12,8 +12,9 @@ import (
 )
 
 func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("size", "kvsim size [--scenario FILE] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]", stderr)
+	fs := newFlags("size", "kvsim size [--scenario FILE | --preset MODEL] [--layers N --kv-heads N --head-dim N] [--dtype T] [--tokens N] [--hbm SIZE] [--json]", stderr)
 	scen := fs.String("scenario", "", "take the model and the hbm tier's capacity from this scenario `file`")
+	preset := fs.String("preset", "", "take the model from this [model] preset: "+strings.Join(scenario.ModelPresets(), ", "))
 	layers := fs.Int("layers", 0, "transformer layers")
 	kvHeads := fs.Int("kv-heads", 0, "KV heads per layer")
 	headDim := fs.Int("head-dim", 0, "head dimension")
@@ -43,6 +44,16 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		m, budget, haveBudget, tiers = s.Model, s.Tiers[0].Capacity, true, s.Tiers
 	}
+	if *preset != "" {
+		if *scen != "" {
+			return badInputf("--preset: not with --scenario (its [model] preset says which)")
+		}
+		pm, ok := scenario.PresetModel(*preset)
+		if !ok {
+			return badInputf("--preset: unknown model preset %q (known: %s)", *preset, strings.Join(scenario.ModelPresets(), ", "))
+		}
+		m = pm
+	}
 	// Explicit flags override the scenario.
 	for _, f := range []struct {
 		name string
@@ -53,17 +64,17 @@ func runSize(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			*f.dst = f.val
 		}
 		if *f.dst <= 0 {
-			if !set[f.name] && *scen == "" {
+			if !set[f.name] && *scen == "" && *preset == "" {
 				return badInputf("--%s is required (or --scenario)", f.name)
 			}
 			return badInputf("--%s: must be > 0", f.name)
 		}
 	}
 	if set["dtype"] {
-		m.DType = *dtype
+		m.DType, m.KVDType = *dtype, "" // --dtype is the KV cache's
 	}
-	if m.DTypeBytes() == 0 {
-		return badInputf("--dtype: unknown dtype %q (known: %s)", m.DType, strings.Join(scenario.DTypes(), ", "))
+	if m.KVDTypeBytes() == 0 {
+		return badInputf("--dtype: unknown dtype %q (known: %s)", m.KVType(), strings.Join(scenario.DTypes(), ", "))
 	}
 	if set["hbm"] {
 		if budget, err = scenario.ParseBytes(*hbm); err != nil {
@@ -99,6 +110,15 @@ func printSize(w io.Writer, r *scenario.SizeReport) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "model:        %d layers x %d kv heads x head_dim %d, %s (%d bytes/element)\n",
 		r.Layers, r.KVHeads, r.HeadDim, r.DType, r.DTypeBytes)
+	if r.KVLoraRank > 0 {
+		fmt.Fprintf(&sb, "MLA:          one latent of %d + rope %d elements per layer (no K/V split): %s per token and layer\n",
+			r.KVLoraRank, r.QKRopeDim, b(r.LayerBytesPerToken))
+	}
+	if r.LocalLayers > 0 {
+		fmt.Fprintf(&sb, "full layers:  %d of %d keep every token, %s per token and layer\n", r.FullLayers, r.Layers, b(r.LayerBytesPerToken))
+		fmt.Fprintf(&sb, "%-13s %d, window %d: %s per token, at most %s per request (outside the block cache)\n",
+			r.LocalKind+" layers:", r.LocalLayers, r.Window, b(r.LocalBytesPerToken), b(r.LocalBytesMax))
+	}
 	fmt.Fprintf(&sb, "per token:    %s\n", b(r.BytesPerToken))
 	fmt.Fprintf(&sb, "per block:    %s, %d tokens\n", b(r.BytesPerBlock), r.BlockTokens)
 	if r.BytesPerRequest != nil {
@@ -109,6 +129,13 @@ func printSize(w io.Writer, r *scenario.SizeReport) error {
 			fmt.Fprintf(&sb, " = %d blocks", *r.BlocksPerRequest)
 		}
 		sb.WriteByte('\n')
+		if r.LocalBytesRequest != nil {
+			fmt.Fprintf(&sb, "%-13s %s in the %d %s layers\n", "", b(*r.LocalBytesRequest), r.LocalLayers, r.LocalKind)
+		}
+	}
+	if r.Experts > 0 {
+		fmt.Fprintf(&sb, "params:       %.4g total, %.4g active (%d of %d experts per token in %d layers)\n",
+			r.Params, r.ActiveParams, r.ExpertsPerToken, r.Experts, r.MoELayers)
 	}
 	if r.HBMBytes != nil {
 		fmt.Fprintf(&sb, "HBM budget:   %s holds %d tokens, %d blocks\n", b(*r.HBMBytes), *r.TokensFit, *r.BlocksFit)

@@ -164,3 +164,73 @@ func TestSizeBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The geometry a preset brings: MLA's latent, local layers outside the
+// block cache, active parameters.
+func TestSizePresetGeometry(t *testing.T) {
+	out, err := size(t, "--preset", "deepseek-v3", "--tokens", "4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// (512 + 64) x 2 bytes = 1,152 per layer, x 61 layers = 70,272 a token.
+		"MLA:          one latent of 512 + rope 64 elements per layer (no K/V split): 1.13 KiB (1152 bytes) per token and layer",
+		"per token:    68.63 KiB (70272 bytes)",
+		"per block:    34.31 MiB (35979264 bytes), 512 tokens",
+		"params:       6.71e+11 total, 3.755e+10 active (8 of 256 experts per token in 58 layers)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = size(t, "--preset", "gpt-oss-120b", "--tokens", "4096", "--hbm", "40GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// 2 x 8 x 64 x 2 = 2,048 per layer; 18 full layers keep every token.
+		"full layers:  18 of 36 keep every token, 2 KiB (2048 bytes) per token and layer",
+		"sliding layers: 18, window 128: 36 KiB (36864 bytes) per token, at most 4.5 MiB (4718592 bytes) per request (outside the block cache)",
+		"per block:    18 MiB (18874368 bytes), 512 tokens",
+		// 40 GiB / (8 blocks x 18 MiB + 4.5 MiB) = 42,949,672,960 / 155,713,536 = 275.8.
+		"requests fit: 275 of 4096 tokens",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := size(t, "--preset", "gpt-9"); err == nil || !strings.Contains(err.Error(), `--preset: unknown model preset "gpt-9"`) {
+		t.Errorf("unknown preset: %v", err)
+	}
+	// --dtype sets the KV cache's element: fp8 halves the latent.
+	if out, _ := size(t, "--preset", "deepseek-v3", "--dtype", "fp8"); !strings.Contains(out, "per token:    34.31 KiB (35136 bytes)") {
+		t.Errorf("fp8 KV:\n%s", out)
+	}
+}
+
+// --json carries the geometry's fields where a model has them, and only
+// there (a plain model's JSON is as before).
+func TestSizeJSONGeometry(t *testing.T) {
+	out, err := size(t, "--json", "--preset", "gemma-3-27b", "--tokens", "512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// 8,192 B per token and layer; 10 full layers, 52 sliding of window 1024.
+	for k, v := range map[string]any{"layer_bytes_per_token": 8192.0, "full_layers": 10.0, "local_layers": 52.0, "local_kind": "sliding",
+		"window": 1024.0, "bytes_per_token": 81920.0, "local_bytes_per_token": 425984.0, "local_bytes_per_request_max": 436207616.0,
+		"local_bytes_per_request": 425984.0 * 512} {
+		if r[k] != v {
+			t.Errorf("%s = %v; want %v", k, r[k], v)
+		}
+	}
+	out, _ = size(t, "--json", "--layers=32", "--kv-heads=8", "--head-dim=128")
+	for _, k := range []string{"layer_bytes_per_token", "full_layers", "params", "kv_lora_rank"} {
+		if strings.Contains(out, `"`+k+`"`) {
+			t.Errorf("a plain model's JSON has %s:\n%s", k, out)
+		}
+	}
+}
