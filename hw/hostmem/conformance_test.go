@@ -26,3 +26,23 @@ func TestMemStoreConformance(t *testing.T) {
 		return m
 	}, storetest.MaxBytes(slot), storetest.FailWrites(func(t *testing.T, s store.Store) { *failing[s] = true }))
 }
+
+// TestMemStoreAllocs: a write and a read of a held block allocate nothing.
+func TestMemStoreAllocs(t *testing.T) {
+	m := NewMemStore("test", 4096, 4, func(n int) (Chunk, error) { return Chunk{Mem: make([]byte, n)}, nil })
+	defer m.Close()
+	buf := make([]byte, 4096)
+	if err := m.Put(1, buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := m.Put(1, buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Get(1, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Put+Get allocate %.1f times", n)
+	}
+}
