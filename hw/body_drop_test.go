@@ -38,6 +38,9 @@ func (d *dropping) Get(b int32, dst []byte) (int, error) {
 	payload.Fill(dst, b)
 	return len(dst), nil
 }
+
+var _ store.Dropper = (*dropping)(nil)
+
 func (d *dropping) Dropped() (evicted, failed []int32) {
 	e := d.evicted
 	d.evicted = nil

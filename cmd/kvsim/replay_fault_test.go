@@ -23,6 +23,9 @@ func (d faultyDisk) Get(k int32, b []byte) (int, error) { return d.s.Get(uint64(
 func (d faultyDisk) Delete(k int32)                     { d.s.Delete(uint64(k)) }
 func (d faultyDisk) Has(k int32) bool                   { return d.s.Has(uint64(k)) }
 func (d faultyDisk) Close() error                       { return d.s.Close() }
+
+var _ store.LossReporter = faultyDisk{}
+
 func (d faultyDisk) Lost() []int32 {
 	var out []int32
 	for _, k := range d.s.Evicted() {
