@@ -34,19 +34,21 @@ var allowed = map[string][]string{
 	"workload": {"core", "policy", "trace"},
 	"sim":      {"core", "policy"},
 	"cluster":  {"core", "param", "policy", "sim"},
-	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
+	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},
-	"hw/hostmem":           {"hw/ioengine", "hw/internal/sys"},
-	"hw/bucket":            {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
-	"hw/accel":             {"hw/ioengine", "hw/hostmem", "hw/internal/sys"},
-	"hw/blockdev":          {"hw/hostmem", "hw/ioengine"},                  // nvmeof on a raw device
-	"hw/rdma":              {"hw/internal/sys"},                            // the verbs path: libibverbs by purego, for the remote tiers
-	"hw/rdma/rdmatest":     {},                                             // the fake libibverbs, for tests (testHelpers)
-	"hw/rdmastore":         {"hw/hostmem", "hw/rdma", "internal/endpoint"}, // remote DRAM over RDMA: the client store and kvsim serve's server
-	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/ioengine", "hw/payload", "hw/rdma"},
-	"hw/remote":            {"hw/hostmem", "internal/endpoint"},
+	"hw/store":             {},           // the store contract and its capabilities: standard library only
+	"hw/store/storetest":   {"hw/store"}, // the conformance suite every store runs (testHelpers)
+	"hw/hostmem":           {"hw/store", "hw/ioengine", "hw/internal/sys"},
+	"hw/bucket":            {"hw/store", "hw/ioengine", "hw/hostmem", "hw/internal/sys"},
+	"hw/accel":             {"hw/store", "hw/ioengine", "hw/hostmem", "hw/internal/sys"},
+	"hw/blockdev":          {"hw/store", "hw/hostmem", "hw/ioengine"},                  // nvmeof on a raw device
+	"hw/rdma":              {"hw/internal/sys"},                                        // the verbs path: libibverbs by purego, for the remote tiers
+	"hw/rdma/rdmatest":     {},                                                         // the fake libibverbs, for tests (testHelpers)
+	"hw/rdmastore":         {"hw/store", "hw/hostmem", "hw/rdma", "internal/endpoint"}, // remote DRAM over RDMA: the client store and kvsim serve's server
+	"hw/doctor":            {"hw", "hw/accel", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/rdma"},
+	"hw/remote":            {"hw/store", "hw/hostmem", "internal/endpoint"},
 	"hw/remote/remotetest": {}, // a redis-server of a test's own (testHelpers)
 	"hw/internal/sys":      {},
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
@@ -82,7 +84,7 @@ var testExtra = map[string][]string{
 
 // testHelpers are packages only test files may import (skip-or-fail,
 // shared data paths, golden files); each also needs its row in allowed.
-var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest", "hw/remote/remotetest", "hw/rdma/rdmatest"}
+var testHelpers = []string{"internal/testenv", "internal/golden", "internal/coretest", "hw/internal/hwtest", "hw/remote/remotetest", "hw/rdma/rdmatest", "hw/store/storetest"}
 
 // pkgRow gives the row of allowed that governs directory dir.
 func pkgRow(dir string) (string, bool) {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"kvsim/core"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 )
 
 // LinkStat is what really happened on one logical link (from->to tier).
@@ -36,17 +36,6 @@ type pendingMove struct {
 	d, pred  int64
 }
 
-// dropper is a store that drops blocks on its own: evicted to stay within
-// its capacity, or failed with a write (the copy is lost).
-type dropper interface {
-	Dropped() (evicted, failed []int32)
-}
-
-// recoverer is a store that may hold blocks when it is opened.
-type recoverer interface {
-	Blocks() (keys []int32, sizes []int)
-}
-
 // LostCopy is a copy the body could not keep; the driver passes it to
 // core.Lost after the current event.
 type LostCopy struct {
@@ -57,7 +46,7 @@ type LostCopy struct {
 
 // BodyOptions configure a real body.
 type BodyOptions struct {
-	Stores []hostmem.Store // one per tier, tier 0 being HBM
+	Stores []store.Store // one per tier, tier 0 being HBM
 	// RealBytes maps a block's model size to the bytes really moved
 	// (replays scale blocks down so real traces fit the machine).
 	RealBytes func(modelBytes int64) int
@@ -198,10 +187,10 @@ func (b *Body) goneByStore(blk core.Block, t int) bool {
 	return false
 }
 
-// drops collects the blocks store t dropped on its own.
+// drops collects the blocks store t dropped on its own (store.Dropper)
+// or found lost (store.LossReporter).
 func (b *Body) drops(t int) {
-	switch s := b.o.Stores[t].(type) {
-	case dropper:
+	if s, ok := b.o.Stores[t].(store.Dropper); ok {
 		ev, failed := s.Dropped()
 		for _, k := range ev {
 			b.storeEvicted(k, t)
@@ -214,8 +203,9 @@ func (b *Body) drops(t int) {
 			b.settle(k, t)
 			b.fail(k, t, fmt.Errorf("lost with a bucket whose write failed"))
 		}
-	case interface{ Evicted() []int32 }:
-		for _, k := range s.Evicted() {
+	}
+	if s, ok := b.o.Stores[t].(store.LossReporter); ok {
+		for _, k := range s.Lost() {
 			b.fail(k, t, fmt.Errorf("dropped by the store"))
 		}
 	}
@@ -321,7 +311,7 @@ func (b *Body) Move(now int64, req core.ReqID, blk core.Block, bytes int64, from
 	if b.o.Predict != nil {
 		pred = b.o.Predict(from, to, int64(n))
 	}
-	if _, later := b.o.Stores[to].(dropper); later {
+	if _, later := b.o.Stores[to].(store.Dropper); later {
 		// The copy may still be lost: settle at Finish.
 		lp := b.lastPend[to]
 		if int(blk) >= len(lp) {
@@ -346,7 +336,7 @@ func (b *Body) stopped() bool { return b.o.Stopped != nil && b.o.Stopped() }
 // last command and before Links and VerifyStores.
 func (b *Body) Finish() {
 	for t, s := range b.o.Stores {
-		if f, ok := s.(interface{ Flush() error }); ok {
+		if f, ok := s.(store.Flusher); ok {
 			if err := f.Flush(); err != nil && len(b.Errors) < 8 {
 				b.Errors = append(b.Errors, fmt.Sprintf("tier %s: flush: %v", b.tierName(t), err))
 			}
@@ -377,7 +367,7 @@ func (b *Body) Warm(c *core.Core) {
 		return
 	}
 	for t, s := range b.o.Stores {
-		r, ok := s.(recoverer)
+		r, ok := s.(store.Recoverer)
 		if !ok || t == 0 {
 			continue
 		}
@@ -476,7 +466,7 @@ func (b *Body) VerifyStores(blocks int) {
 			n := b.o.RealBytes(b.core.BlockBytes(blk))
 			got, err := s.Get(blk, b.buf[:n])
 			b.Checked++
-			if errors.Is(err, hostmem.ErrNotStored) {
+			if errors.Is(err, store.ErrNotStored) {
 				// Gone from a store that can lose keys on its own (a
 				// remote server's eviction): lost, but nothing was corrupt.
 				b.fail(blk, t, err)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"kvsim/core"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 )
 
 // dropping holds one block: a put evicts the one it held, as a bucket
@@ -33,11 +33,14 @@ func (d *dropping) Has(b int32) bool { return d.held == b }
 func (d *dropping) Close() error     { return nil }
 func (d *dropping) Get(b int32, dst []byte) (int, error) {
 	if b != d.held {
-		return 0, hostmem.ErrNotStored
+		return 0, store.ErrNotStored
 	}
 	payload.Fill(dst, b)
 	return len(dst), nil
 }
+
+var _ store.Dropper = (*dropping)(nil)
+
 func (d *dropping) Dropped() (evicted, failed []int32) {
 	e := d.evicted
 	d.evicted = nil
@@ -56,7 +59,7 @@ func TestStoreEvictedWithinEvent(t *testing.T) {
 		hbm := emulatedStore("emulated", TierOptions{SlotBytes: 64})
 		dram := emulatedStore("emulated", TierOptions{SlotBytes: 64})
 		ssd := &dropping{held: 1}
-		body, err := NewBody(BodyOptions{Stores: []hostmem.Store{hbm, dram, ssd}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: 64})
+		body, err := NewBody(BodyOptions{Stores: []store.Store{hbm, dram, ssd}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: 64})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"kvsim/core"
-	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 	"kvsim/internal/coretest"
 	"kvsim/policy"
 )
@@ -46,7 +46,7 @@ func TestBodyStopped(t *testing.T) {
 	hbm := emulatedStore("emulated", TierOptions{SlotBytes: 64})
 	defer hbm.Close()
 	far := &counting{}
-	body, err := NewBody(BodyOptions{Stores: []hostmem.Store{hbm, far}, RealBytes: func(n int64) int { return int(n) },
+	body, err := NewBody(BodyOptions{Stores: []store.Store{hbm, far}, RealBytes: func(n int64) int { return int(n) },
 		MaxBytes: 64, Verify: true, Stopped: stop.Load})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestBodyStopped(t *testing.T) {
 
 	n := 0
 	stopAfter := func() bool { n++; return n > 50 }
-	body2, err := NewBody(BodyOptions{Stores: []hostmem.Store{hbm, &counting{}}, RealBytes: func(n int64) int { return int(n) },
+	body2, err := NewBody(BodyOptions{Stores: []store.Store{hbm, &counting{}}, RealBytes: func(n int64) int { return int(n) },
 		MaxBytes: 64, Stopped: stopAfter})
 	if err != nil {
 		t.Fatal(err)

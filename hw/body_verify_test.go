@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"kvsim/core"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 	"kvsim/internal/coretest"
 	"kvsim/policy"
 )
@@ -23,7 +23,7 @@ func (vanishing) Close() error            { return nil }
 func (vanishing) Get(b int32, dst []byte) (int, error) {
 	switch b {
 	case 1:
-		return 0, fmt.Errorf("evicted: %w", hostmem.ErrNotStored)
+		return 0, fmt.Errorf("evicted: %w", store.ErrNotStored)
 	case 2:
 		payload.Fill(dst, 3)
 	default:
@@ -46,7 +46,7 @@ func TestVerifyStoresGoneIsLostNotCorrupt(t *testing.T) {
 	}
 	hbm := emulatedStore("emulated", TierOptions{SlotBytes: 64})
 	defer hbm.Close()
-	body, err := NewBody(BodyOptions{Stores: []hostmem.Store{hbm, vanishing{}}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: 64, Verify: true})
+	body, err := NewBody(BodyOptions{Stores: []store.Store{hbm, vanishing{}}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: 64, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,13 @@
 // tierkind_*.go file) and drives them (Body, Sequential). The stores
 // themselves live in hw's parts:
 //
+//   - hw/store: the contract every store implements and its named
+//     capabilities; hw/store/storetest, the conformance suite each
+//     store's package runs (docs/stores.md)
 //   - hw/ioengine: io_uring with a pread/pwrite fallback, O_DIRECT files,
 //     arenas of unmoving memory, the raw-device I/O bench
-//   - hw/hostmem: memfd/hugepage DRAM pools and their sharing, the Store
-//     contract and MemStore
+//   - hw/hostmem: memfd/hugepage DRAM pools and their sharing, and
+//     MemStore
 //   - hw/bucket: the SSD tier's bucket store and its fault seams
 //   - hw/accel: CUDA/HIP via purego (emulated without a GPU), the pinned
 //     buffer pool, device stores

@@ -3,7 +3,7 @@ package hw
 import (
 	"slices"
 
-	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 )
 
 // A tier kind's store is registered by the one file that implements it
@@ -17,7 +17,7 @@ type tierKind struct {
 	hostMemory func(t TierSpec, gpu bool) bool
 	// open makes the tier's store; it may add notes and StoreOpens to ss
 	// before it returns, and returns a note of its own ("" for none).
-	open func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error)
+	open func(ss *Stores, t TierSpec, o TierOptions) (store.Store, string, error)
 }
 
 var tierKinds = map[string]tierKind{}

@@ -3,14 +3,14 @@ package hw
 import (
 	"fmt"
 
-	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 )
 
 // ssd and nvmeof are bucket stores in o.Dir (NVMe-oF where o.Dir is on
 // a fabric namespace).
 func init() {
 	for _, kind := range []string{"ssd", "nvmeof"} {
-		registerTierKind(kind, tierKind{open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+		registerTierKind(kind, tierKind{open: func(ss *Stores, t TierSpec, o TierOptions) (store.Store, string, error) {
 			if t.Device != "" {
 				return deviceStore(t, o)
 			}

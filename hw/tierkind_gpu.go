@@ -2,14 +2,14 @@ package hw
 
 import (
 	"kvsim/hw/accel"
-	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 )
 
 // hbm and pinned live on the accelerator when there is one, else in host
 // memory (OpenStores notes why).
 func init() {
 	for _, kind := range []string{"hbm", "pinned"} {
-		registerTierKind(kind, tierKind{gpu: true, hostMemory: gpuHostMemory, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+		registerTierKind(kind, tierKind{gpu: true, hostMemory: gpuHostMemory, open: func(ss *Stores, t TierSpec, o TierOptions) (store.Store, string, error) {
 			if ss.dev != nil {
 				return accel.NewDeviceStore(ss.dev, t.Kind, o.SlotBytes, ss.pool), "", nil
 			}

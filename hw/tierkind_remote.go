@@ -7,6 +7,7 @@ import (
 	"kvsim/hw/hostmem"
 	"kvsim/hw/rdmastore"
 	"kvsim/hw/remote"
+	"kvsim/hw/store"
 )
 
 // remote_dram is a Redis or Valkey server when the tier names a redis://
@@ -16,7 +17,7 @@ import (
 // kvsim calibrate --remote measures the server's moves as "remote"; without
 // it the profile gives the emulated tier's figures.
 func init() {
-	registerTierKind("remote_dram", tierKind{hostMemory: func(t TierSpec, _ bool) bool { return t.Endpoint == "" }, open: func(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+	registerTierKind("remote_dram", tierKind{hostMemory: func(t TierSpec, _ bool) bool { return t.Endpoint == "" }, open: func(ss *Stores, t TierSpec, o TierOptions) (store.Store, string, error) {
 		if t.Endpoint == "" {
 			ss.Notes = append(ss.Notes, fmt.Sprintf("tier %q: remote DRAM is emulated in local memory (%s; give the tier an endpoint = \"redis://HOST:PORT\", or \"rdma://HOST:PORT\" of a kvsim serve --rdma, to use a real store)", t.Name, rdmaState("")))
 			return emulatedStore("emulated (no RDMA)", o), "", nil
@@ -40,7 +41,7 @@ func init() {
 // rdmaTier opens the tier in a kvsim serve's memory; where this machine
 // has no verbs path (no library, no device, no active port) it falls back
 // to local memory, and the note and backend say why.
-func rdmaTier(ss *Stores, t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+func rdmaTier(ss *Stores, t TierSpec, o TierOptions) (store.Store, string, error) {
 	s, err := rdmastore.Open(rdmastore.Options{Endpoint: t.Endpoint, Tier: t.Name, Lanes: t.Lanes, SlotBytes: o.SlotBytes, Capacity: t.Capacity})
 	if rdmastore.Unavailable(err) {
 		why := strings.TrimPrefix(err.Error(), "rdma: ")

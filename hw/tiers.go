@@ -10,6 +10,7 @@ import (
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/hw/remote"
+	"kvsim/hw/store"
 )
 
 // TierSpec is one tier of a replay, with its capacity already scaled to
@@ -71,7 +72,7 @@ type StoreOpen struct {
 
 // Stores are the real stores of a hierarchy and the device behind them.
 type Stores struct {
-	List   []hostmem.Store
+	List   []store.Store
 	Notes  []string    // where a fallback happened, and why
 	Opened []StoreOpen // one per storage tier, in tier order
 	// Left, after Close, is what remote stores could not delete.
@@ -171,7 +172,7 @@ func OpenStores(tiers []TierSpec, o TierOptions) (ss *Stores, err error) {
 		}
 	}
 	for _, t := range tiers {
-		var s hostmem.Store
+		var s store.Store
 		var note string
 		if k, ok := tierKinds[t.Kind]; ok {
 			s, note, err = k.open(ss, t, o)
@@ -194,7 +195,7 @@ func slotsPerChunk(slot int) int { return max(1, (64<<20)/max(slot, 1)) }
 
 // emulatedStore holds a tier in local memory; label names it (its tier
 // kind's file says why it is emulated).
-func emulatedStore(label string, o TierOptions) hostmem.Store {
+func emulatedStore(label string, o TierOptions) store.Store {
 	return hostmem.NewMemStore(label, o.SlotBytes, slotsPerChunk(o.SlotBytes), emulatedChunk)
 }
 

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
 	"kvsim/hw/remote/remotetest"
+	"kvsim/hw/store"
 )
 
 // TestTiersHoldTheirCapacity: every store kind, given a tier of capacity
@@ -87,7 +87,7 @@ func TestTiersHoldTheirCapacity(t *testing.T) {
 
 // fill puts blocks first.. of the given sizes into s, reads them back,
 // and fails t on any refusal or drop.
-func fill(t *testing.T, s hostmem.Store, sizes []int, first int) {
+func fill(t *testing.T, s store.Store, sizes []int, first int) {
 	t.Helper()
 	maxSize := 0
 	for _, n := range sizes {
@@ -101,19 +101,19 @@ func fill(t *testing.T, s hostmem.Store, sizes []int, first int) {
 			t.Fatalf("block %d of %d bytes (%d held): %v", k, n, first+i, err)
 		}
 	}
-	if f, ok := s.(interface{ Flush() error }); ok {
+	if f, ok := s.(store.Flusher); ok {
 		if err := f.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	switch d := s.(type) {
-	case dropper:
+	if d, ok := s.(store.Dropper); ok {
 		if ev, failed := d.Dropped(); len(ev)+len(failed) > 0 {
 			t.Fatalf("the store dropped %d blocks and lost %d", len(ev), len(failed))
 		}
-	case interface{ Evicted() []int32 }:
-		if ev := d.Evicted(); len(ev) > 0 {
-			t.Fatalf("the store dropped %d blocks", len(ev))
+	}
+	if d, ok := s.(store.LossReporter); ok {
+		if ev := d.Lost(); len(ev) > 0 {
+			t.Fatalf("the store lost %d blocks", len(ev))
 		}
 	}
 	for i, n := range sizes {

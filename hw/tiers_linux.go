@@ -22,13 +22,14 @@ import (
 	"kvsim/hw/bucket"
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 )
 
 // dramStore keeps DRAM blocks in memfd pools (hugepages per o.Hugepages),
 // the way Mooncake's store holds its DRAM segment.
 // With a GPU, each pool is registered as pinned memory (cudaHostRegister)
 // so copies to and from HBM need no staging buffer.
-func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (hostmem.Store, string, error) {
+func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (store.Store, string, error) {
 	per := slotsPerChunk(o.SlotBytes)
 	// Probe once so a hugepage shortage fails (require) or is reported (try)
 	// before the replay starts, not at the first demotion.
@@ -73,7 +74,7 @@ func dramStore(t TierSpec, o TierOptions, pinned *accel.PinnedBufferPool) (hostm
 	return s, note, nil
 }
 
-// bucketTier adapts a bucket.Store to hostmem.Store. It holds the store folder's
+// bucketTier adapts a bucket.Store to store.Store. It holds the store folder's
 // marker, locked, until Close.
 type bucketTier struct {
 	s       *bucket.Store
@@ -82,22 +83,45 @@ type bucketTier struct {
 	eng     ioengine.Engine // made here (the fault seam): closed after the store
 	lost    int64           // the store's LostBlocks already reported
 	evicted int64           // and its EvictedBlocks
+	closed  bool
 }
 
-func (b *bucketTier) Backend() string                      { return b.backend }
-func (b *bucketTier) Put(k int32, data []byte) error       { return b.s.Put(uint64(k), data) }
+var (
+	_ store.Store      = (*bucketTier)(nil)
+	_ store.Flusher    = (*bucketTier)(nil)
+	_ store.Recoverer  = (*bucketTier)(nil)
+	_ store.Dropper    = (*bucketTier)(nil)
+	_ store.Concurrent = (*bucketTier)(nil)
+)
+
+func (b *bucketTier) Backend() string { return b.backend }
+func (b *bucketTier) Put(k int32, data []byte) error {
+	if k < 0 { // a key Blocks could not list
+		return fmt.Errorf("bucket store: block %d: negative id", k)
+	}
+	return b.s.Put(uint64(k), data)
+}
 func (b *bucketTier) Get(k int32, dst []byte) (int, error) { return b.s.Get(uint64(k), dst) }
 func (b *bucketTier) Delete(k int32)                       { b.s.Delete(uint64(k)) }
 func (b *bucketTier) Has(k int32) bool                     { return b.s.Has(uint64(k)) }
 func (b *bucketTier) Flush() error                         { return b.s.Flush() }
 
+// ConcurrentSafe implements store.Concurrent: the bucket store has one mutex.
+func (b *bucketTier) ConcurrentSafe() {}
+
 // Close closes the store, then releases its lock.
 func (b *bucketTier) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
 	err := b.s.Close()
 	if b.eng != nil {
 		b.eng.Close()
 	}
-	b.lock.Close()
+	if b.lock != nil {
+		b.lock.Close()
+	}
 	return err
 }
 
@@ -257,7 +281,7 @@ func identityMismatch(have, want []StoreField) string {
 
 // diskStore opens the bucket store of tier t in o.Dir/tier-<name>: new,
 // reopened, or emptied (o.Fresh). See OpenStores for what is refused.
-func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOpen, err error) {
+func diskStore(t TierSpec, o TierOptions) (_ store.Store, _ string, op StoreOpen, err error) {
 	dir := filepath.Join(o.Dir, "tier-"+t.Name)
 	op = StoreOpen{Tier: t.Name, Dir: dir}
 	lock, have, damaged, err := claimStoreDir(dir)
@@ -349,7 +373,7 @@ func diskStore(t TierSpec, o TierOptions) (_ hostmem.Store, _ string, op StoreOp
 
 // deviceStore keeps an nvmeof tier in slots of its device (blockdev),
 // labelled by what the device really is.
-func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+func deviceStore(t TierSpec, o TierOptions) (store.Store, string, error) {
 	s, err := blockdev.Open(blockdev.Options{Path: t.Device, SlotBytes: o.SlotBytes, Capacity: t.Capacity,
 		Engine: o.Engine, QueueDepth: o.QueueDepth})
 	if err != nil {

@@ -4,18 +4,18 @@ package hw
 
 import (
 	"kvsim/hw/accel"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 )
 
-func dramStore(t TierSpec, o TierOptions, _ *accel.PinnedBufferPool) (hostmem.Store, string, error) {
+func dramStore(t TierSpec, o TierOptions, _ *accel.PinnedBufferPool) (store.Store, string, error) {
 	return nil, "", ioengine.ErrUnsupported
 }
-func diskStore(t TierSpec, o TierOptions) (hostmem.Store, string, StoreOpen, error) {
+func diskStore(t TierSpec, o TierOptions) (store.Store, string, StoreOpen, error) {
 	return nil, "", StoreOpen{}, ioengine.ErrUnsupported
 }
 
-func deviceStore(t TierSpec, o TierOptions) (hostmem.Store, string, error) {
+func deviceStore(t TierSpec, o TierOptions) (store.Store, string, error) {
 	return nil, "", ioengine.ErrUnsupported
 }
 

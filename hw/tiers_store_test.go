@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 )
 
 // tierTestDir is a fresh folder on a disk filesystem (O_DIRECT works).
@@ -38,7 +38,7 @@ func openSSD(dir string, fresh bool, id []StoreField) (*Stores, error) {
 		TierOptions{Dir: dir, SlotBytes: 4096, Engine: "pread", Fresh: fresh, Identity: id})
 }
 
-func putBlocks(t *testing.T, s hostmem.Store, n int) {
+func putBlocks(t *testing.T, s store.Store, n int) {
 	t.Helper()
 	buf := make([]byte, 4096)
 	for k := range int32(n) {
@@ -180,7 +180,7 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := ss.Opened[0]
-	keys, sizes := ss.List[0].(recoverer).Blocks()
+	keys, sizes := ss.List[0].(store.Recoverer).Blocks()
 	if op.State != "reopened" || op.Blocks != 25 || len(keys) != 25 || keys[0] != 0 || keys[24] != 24 || sizes[3] != 4096 {
 		t.Errorf("reopen: %+v, keys %v", op, keys)
 	}
@@ -204,7 +204,7 @@ func TestStoreReopen(t *testing.T) {
 	if op := ss.Opened[0]; op.State != "emptied" || op.Blocks != 25 {
 		t.Errorf("fresh: %+v", op)
 	}
-	if keys, _ := ss.List[0].(recoverer).Blocks(); len(keys) != 0 {
+	if keys, _ := ss.List[0].(store.Recoverer).Blocks(); len(keys) != 0 {
 		t.Errorf("fresh left %d blocks", len(keys))
 	}
 	ss.Close()
@@ -237,7 +237,7 @@ func TestStoreScratch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
-		if keys, _ := ss.List[0].(recoverer).Blocks(); len(keys) != 0 {
+		if keys, _ := ss.List[0].(store.Recoverer).Blocks(); len(keys) != 0 {
 			t.Errorf("open %d: %d blocks of a scratch store kept", i, len(keys))
 		}
 		if want := []string{"new", "emptied", "emptied"}[i]; ss.Opened[0].State != want {

@@ -6,15 +6,15 @@ import (
 	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/hw/bucket"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 	"kvsim/scenario"
 	"kvsim/sim"
 	"kvsim/trace"
 	"kvsim/workload"
 )
 
-// faultyDisk adapts a bucket store whose engine fails writes to hostmem.Store.
+// faultyDisk adapts a bucket store whose engine fails writes to store.Store.
 type faultyDisk struct{ s *bucket.Store }
 
 func (d faultyDisk) Backend() string                    { return "faulty" }
@@ -23,7 +23,10 @@ func (d faultyDisk) Get(k int32, b []byte) (int, error) { return d.s.Get(uint64(
 func (d faultyDisk) Delete(k int32)                     { d.s.Delete(uint64(k)) }
 func (d faultyDisk) Has(k int32) bool                   { return d.s.Has(uint64(k)) }
 func (d faultyDisk) Close() error                       { return d.s.Close() }
-func (d faultyDisk) Evicted() []int32 {
+
+var _ store.LossReporter = faultyDisk{}
+
+func (d faultyDisk) Lost() []int32 {
 	var out []int32
 	for _, k := range d.s.Evicted() {
 		out = append(out, int32(k))
@@ -42,7 +45,7 @@ func TestReplayDiskFull(t *testing.T) {
 	}
 	const blockBytes = 16384
 	scale := float64(blockBytes) / float64(sc.Model.BytesPerBlock())
-	mem := func(kind string) hostmem.Store {
+	mem := func(kind string) store.Store {
 		ss, err := hw.OpenStores([]hw.TierSpec{{Name: kind, Kind: kind}}, hw.TierOptions{SlotBytes: blockBytes, Hugepages: "off", Device: "emulated"})
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +59,7 @@ func TestReplayDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := []hostmem.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
+	stores := []store.Store{mem("hbm"), mem("dram"), faultyDisk{bs}}
 	defer func() {
 		for _, s := range stores {
 			s.Close()

@@ -17,6 +17,7 @@ type fakeDev struct {
 	failPinned    bool // HostAlloc fails
 	failRegister  bool // HostRegister fails
 	failCopy      bool // copies fail
+	failH2D       bool // copies to the device fail
 	memlock       bool // MemlockAccounted
 	pinned        map[*byte]int
 	livePinned    int64 // bytes HostAlloc'd and not freed
@@ -126,7 +127,10 @@ func (f *fakeDev) IsPinned(b []byte) bool { return false }
 
 func (f *fakeDev) CopyH2D(dst uintptr, src []byte, s AccelStream) error {
 	f.count("CopyH2D")
-	if f.failCopy {
+	f.mu.Lock()
+	fail := f.failCopy || f.failH2D
+	f.mu.Unlock()
+	if fail {
 		return errors.New("fake: copy failed")
 	}
 	return f.Device.CopyH2D(dst, src, s)

@@ -6,6 +6,7 @@ import (
 
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 )
 
 // devChunkBytes is the size of one device or pinned allocation a store
@@ -20,7 +21,7 @@ func devChunkSlots(slot int) int { return max(1, devChunkBytes/max(slot, 1)) }
 // for its copy. kind "pinned": blocks live in page-locked host memory. A
 // device that is not Available gives the emulated store (host memory,
 // Backend "emulated"). pool may be nil: the store then keeps its own.
-func NewDeviceStore(dev Device, kind string, slotBytes int, pool *PinnedBufferPool) hostmem.Store {
+func NewDeviceStore(dev Device, kind string, slotBytes int, pool *PinnedBufferPool) store.Store {
 	perChunk := devChunkSlots(slotBytes)
 	switch {
 	case kind != "hbm" && kind != "pinned":
@@ -65,7 +66,7 @@ type devErrStore struct{ err error }
 
 func (e *devErrStore) Backend() string                      { return "invalid (" + e.err.Error() + ")" }
 func (e *devErrStore) Put(b int32, data []byte) error       { return e.err }
-func (e *devErrStore) Get(b int32, dst []byte) (int, error) { return 0, hostmem.ErrNotStored }
+func (e *devErrStore) Get(b int32, dst []byte) (int, error) { return 0, store.ErrNotStored }
 func (e *devErrStore) Delete(b int32)                       {}
 func (e *devErrStore) Has(b int32) bool                     { return false }
 func (e *devErrStore) Close() error                         { return nil }
@@ -86,7 +87,13 @@ type devStore struct {
 	n        int
 	stream   AccelStream
 	hasSt    bool
+	closed   bool
 }
+
+var (
+	_ store.Store = (*devStore)(nil)
+	_ store.Store = (*devErrStore)(nil)
+)
 
 func (s *devStore) Backend() string { return s.backend }
 
@@ -114,6 +121,9 @@ func (s *devStore) getStream() (AccelStream, error) {
 
 // Put implements Store; a block already held is overwritten.
 func (s *devStore) Put(b int32, data []byte) error {
+	if s.closed {
+		return fmt.Errorf("%s: %w", s.backend, store.ErrClosed)
+	}
 	if b < 0 {
 		return fmt.Errorf("%s: block %d: must be >= 0", s.backend, b)
 	}
@@ -188,8 +198,11 @@ func (s *devStore) h2d(dst uintptr, data []byte, st AccelStream) error {
 
 // Get implements Store.
 func (s *devStore) Get(b int32, dst []byte) (int, error) {
+	if s.closed {
+		return 0, fmt.Errorf("%s: %w", s.backend, store.ErrClosed)
+	}
 	if !s.Has(b) {
-		return 0, hostmem.ErrNotStored
+		return 0, store.ErrNotStored
 	}
 	n := int(s.size[b])
 	if len(dst) < n {
@@ -233,6 +246,10 @@ func (s *devStore) Delete(b int32) {
 
 // Close frees the device memory, the stream and a pool of the store's own.
 func (s *devStore) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var errs []error
 	if s.hasSt {
 		errs = append(errs, s.dev.StreamSync(s.stream), s.dev.DestroyStream(s.stream))

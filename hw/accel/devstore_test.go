@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 )
 
 func devFill(n int, seed byte) []byte {
@@ -76,7 +76,7 @@ func TestDeviceStoreHBM(t *testing.T) {
 	if s.Has(7) {
 		t.Fatal("Delete")
 	}
-	if _, err := s.Get(7, dst); !errors.Is(err, hostmem.ErrNotStored) {
+	if _, err := s.Get(7, dst); !errors.Is(err, store.ErrNotStored) {
 		t.Fatalf("Get deleted: %v", err)
 	}
 	if err := s.Put(1, make([]byte, slot+1)); err == nil {

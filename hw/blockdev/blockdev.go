@@ -25,6 +25,7 @@ import (
 
 	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 )
 
 // Signature starts the first sector of a device kvsim has claimed.
@@ -64,6 +65,9 @@ type Options struct {
 	Capacity   int64  // the tier's bytes: a device without a slot per SlotBytes of it is refused (0: the whole device)
 	Engine     string // auto, io_uring, pread
 	QueueDepth int
+	// WrapEngine, for tests, puts an engine around the one made (a
+	// bucket.FaultEngine, to fail writes); the store closes both.
+	WrapEngine func(ioengine.Engine) ioengine.Engine
 }
 
 type slot struct {
@@ -72,11 +76,12 @@ type slot struct {
 	crc uint32
 }
 
-// Store is a hostmem.Store on a device. Safe for concurrent use.
+// Store is a store.Store on a device. Safe for concurrent use.
 type Store struct {
 	mu       sync.Mutex
 	f        *os.File
 	eng      ioengine.Engine
+	inner    ioengine.Engine // the engine made, when WrapEngine wrapped it
 	arena    *ioengine.Arena
 	slot     int // bytes per slot, aligned
 	slots    int
@@ -88,7 +93,15 @@ type Store struct {
 	DevBytes int64
 }
 
-var _ hostmem.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Concurrent = (*Store)(nil)
+)
+
+var errClosed = fmt.Errorf("blockdev: %w", store.ErrClosed)
+
+// ConcurrentSafe implements store.Concurrent: one mutex serialises it.
+func (s *Store) ConcurrentSafe() {}
 
 // Open opens (and if blank, claims) the device at o.Path.
 func Open(o Options) (_ *Store, err error) {
@@ -150,6 +163,9 @@ func Open(o Options) (_ *Store, err error) {
 	if reason != "" {
 		s.backend += " (" + reason + ")"
 	}
+	if o.WrapEngine != nil {
+		s.inner, s.eng = s.eng, o.WrapEngine(s.eng)
+	}
 	if err := s.claim(o.Path); err != nil {
 		return nil, err
 	}
@@ -205,7 +221,7 @@ func (s *Store) claim(path string) error {
 	return nil
 }
 
-// Backend implements hostmem.Store.
+// Backend implements store.Store.
 func (s *Store) Backend() string { return s.backend }
 
 // Slots is the number of slots, and SlotBytes their size.
@@ -214,11 +230,17 @@ func (s *Store) SlotBytes() int { return s.slot }
 
 func (s *Store) off(idx int32) int64 { return headerBytes + int64(idx)*int64(s.slot) }
 
-// Put implements hostmem.Store: data goes to a free slot (b's old copy,
+// Put implements store.Store: data goes to a free slot (b's old copy,
 // if any, is freed once the new one is written).
 func (s *Store) Put(b int32, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.f == nil {
+		return errClosed
+	}
+	if b < 0 {
+		return fmt.Errorf("blockdev: block %d: negative id", b)
+	}
 	if len(data) > s.slot {
 		return fmt.Errorf("blockdev: block %d: %d bytes, slots hold %d", b, len(data), s.slot)
 	}
@@ -240,14 +262,17 @@ func (s *Store) Put(b int32, data []byte) error {
 	return nil
 }
 
-// Get implements hostmem.Store: a copy whose bytes do not match their
+// Get implements store.Store: a copy whose bytes do not match their
 // checksum is an error, never returned.
 func (s *Store) Get(b int32, dst []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.f == nil {
+		return 0, errClosed
+	}
 	sl, ok := s.index[b]
 	if !ok {
-		return 0, hostmem.ErrNotStored
+		return 0, store.ErrNotStored
 	}
 	if len(dst) < int(sl.n) {
 		return 0, fmt.Errorf("blockdev: block %d: %d bytes into %d", b, sl.n, len(dst))
@@ -262,7 +287,7 @@ func (s *Store) Get(b int32, dst []byte) (int, error) {
 	return copy(dst, buf[:sl.n]), nil
 }
 
-// Delete implements hostmem.Store.
+// Delete implements store.Store.
 func (s *Store) Delete(b int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,7 +297,7 @@ func (s *Store) Delete(b int32) {
 	}
 }
 
-// Has implements hostmem.Store.
+// Has implements store.Store.
 func (s *Store) Has(b int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -280,13 +305,22 @@ func (s *Store) Has(b int32) bool {
 	return ok
 }
 
-// Close implements hostmem.Store.
+// Close implements store.Store.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var first error
 	if s.eng != nil {
 		first = s.eng.Close()
 		s.eng = nil
 	}
+	if s.inner != nil {
+		if err := s.inner.Close(); err != nil && first == nil {
+			first = err
+		}
+		s.inner = nil
+	}
+	clear(s.index) // Has is false from now on
 	if s.arena != nil {
 		if err := s.arena.Close(); err != nil && first == nil {
 			first = err

@@ -1035,7 +1035,7 @@ func (s *Store) Has(key uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.index[key]
-	return ok
+	return ok && !s.closed
 }
 
 // Size is the length of key's block.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 )
 
 // The Store's types, shared by the Linux store (bucket.go) and the
@@ -90,9 +90,9 @@ type StoreStats struct {
 // Errors from the store. I/O errors come wrapped in *BucketError, so
 // errors.Is(err, unix.ENOSPC) and the like work.
 var (
-	ErrBucketNotFound = fmt.Errorf("bucket store: %w", hostmem.ErrNotStored)
+	ErrBucketNotFound = fmt.Errorf("bucket store: %w", store.ErrNotStored)
 	ErrBucketChecksum = errors.New("bucket store: block checksum mismatch")
-	ErrBucketClosed   = errors.New("bucket store: closed")
+	ErrBucketClosed   = fmt.Errorf("bucket store: %w", store.ErrClosed)
 	ErrBucketShortDst = errors.New("bucket store: destination smaller than the block")
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/ioengine"
+	"kvsim/hw/store"
 	"kvsim/internal/testenv"
 )
 
@@ -217,7 +217,7 @@ func TestBucketRoundTrip(t *testing.T) {
 					t.Fatalf("GetBatch key %d: n=%d err=%v", k, ns[i], errs[i])
 				}
 			}
-			if !errors.Is(errs[len(keys)-1], ErrBucketNotFound) || !errors.Is(errs[len(keys)-1], hostmem.ErrNotStored) {
+			if !errors.Is(errs[len(keys)-1], ErrBucketNotFound) || !errors.Is(errs[len(keys)-1], store.ErrNotStored) {
 				t.Fatalf("unknown key: %v", errs[len(keys)-1])
 			}
 			// Short destination.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"kvsim/hw"
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 )
 
 // LinkFit is a measured link: a transfer of n bytes takes Latency + n/Bandwidth.
@@ -26,11 +26,11 @@ type LinkFit struct {
 // just computed, so it is in the CPU caches of an emulated tier); cold
 // writes them all first (a block promoted or demoted from a lower tier has
 // not been touched for a while).
-func MeasureMoves(a, b hostmem.Store, small, large, count int, base int32, hot bool) (LinkFit, error) {
+func MeasureMoves(a, b store.Store, small, large, count int, base int32, hot bool) (LinkFit, error) {
 	if small <= 0 || large <= small || count <= 0 {
 		return LinkFit{}, fmt.Errorf("calibrate: bad sizes %d, %d", small, large)
 	}
-	body, err := hw.NewBody(hw.BodyOptions{Stores: []hostmem.Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
+	body, err := hw.NewBody(hw.BodyOptions{Stores: []store.Store{a, b}, RealBytes: func(n int64) int { return int(n) }, MaxBytes: large})
 	if err != nil {
 		return LinkFit{}, err
 	}
@@ -46,7 +46,7 @@ func MeasureMoves(a, b hostmem.Store, small, large, count int, base int32, hot b
 			}
 		}
 		// Reads come from the medium, not a write buffer.
-		if f, ok := a.(interface{ Flush() error }); ok {
+		if f, ok := a.(store.Flusher); ok {
 			if err := f.Flush(); err != nil {
 				return 0, err
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kvsim/hw/payload"
+	"kvsim/hw/store"
 )
 
 // TestMemStore: blocks of any size up to a slot, across chunks, reused
@@ -41,7 +42,7 @@ func TestMemStore(t *testing.T) {
 		n, err := m.Get(b, buf)
 		switch {
 		case b < 10 && b%2 == 0:
-			if !errors.Is(err, ErrNotStored) || m.Has(b) {
+			if !errors.Is(err, store.ErrNotStored) || m.Has(b) {
 				t.Errorf("block %d: deleted but %v", b, err)
 			}
 		case err != nil || !payload.Verify(buf[:n], b):

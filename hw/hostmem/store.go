@@ -1,25 +1,11 @@
 package hostmem
 
 import (
-	"errors"
 	"fmt"
 	"io"
+
+	"kvsim/hw/store"
 )
-
-// Store holds the blocks of one tier on real memory or storage.
-type Store interface {
-	// Backend names the path this tier really uses, e.g. "emulated",
-	// "memfd+hugetlb-2MB", "io_uring+O_DIRECT".
-	Backend() string
-	Put(b int32, data []byte) error
-	Get(b int32, dst []byte) (int, error)
-	Delete(b int32)
-	Has(b int32) bool
-	Close() error
-}
-
-// ErrNotStored is returned by Get for a block the store does not hold.
-var ErrNotStored = errors.New("block not stored")
 
 // Chunk is memory a MemStore carves into slots, with whatever owns it.
 type Chunk struct {
@@ -41,7 +27,10 @@ type MemStore struct {
 	where    []int32 // block -> chunk*perChunk + slot + 1 (0: absent)
 	size     []int32
 	n        int
+	closed   bool
 }
+
+var _ store.Store = (*MemStore)(nil)
 
 // NewMemStore makes a store of slotBytes-sized slots, growing by chunks of
 // perChunk slots from newChunk.
@@ -53,7 +42,7 @@ func NewMemStore(backend string, slotBytes, perChunk int, newChunk func(bytes in
 func (m *MemStore) Backend() string { return m.backend }
 
 // Has implements Store.
-func (m *MemStore) Has(b int32) bool { return int(b) < len(m.where) && m.where[b] != 0 }
+func (m *MemStore) Has(b int32) bool { return b >= 0 && int(b) < len(m.where) && m.where[b] != 0 }
 
 // Len is the number of blocks held.
 func (m *MemStore) Len() int { return m.n }
@@ -85,6 +74,12 @@ func (m *MemStore) alloc() (int32, error) {
 
 // Put implements Store; a block already held is overwritten.
 func (m *MemStore) Put(b int32, data []byte) error {
+	if m.closed {
+		return fmt.Errorf("%s: %w", m.backend, store.ErrClosed)
+	}
+	if b < 0 {
+		return fmt.Errorf("%s: block %d: negative id", m.backend, b)
+	}
 	if len(data) > m.slot {
 		return fmt.Errorf("%s: block %d is %d bytes, slots hold %d", m.backend, b, len(data), m.slot)
 	}
@@ -109,7 +104,10 @@ func (m *MemStore) Put(b int32, data []byte) error {
 // Get implements Store.
 func (m *MemStore) Get(b int32, dst []byte) (int, error) {
 	if !m.Has(b) {
-		return 0, ErrNotStored
+		if m.closed {
+			return 0, fmt.Errorf("%s: %w", m.backend, store.ErrClosed)
+		}
+		return 0, store.ErrNotStored
 	}
 	n := int(m.size[b])
 	if len(dst) < n {
@@ -135,6 +133,7 @@ func (m *MemStore) Delete(b int32) {
 
 // Close releases every chunk.
 func (m *MemStore) Close() error {
+	m.closed = true
 	var first error
 	for _, c := range m.chunks {
 		if c.Closer != nil {

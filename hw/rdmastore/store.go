@@ -11,6 +11,7 @@ import (
 
 	"kvsim/hw/hostmem"
 	"kvsim/hw/rdma"
+	"kvsim/hw/store"
 )
 
 // Endpoint is a parsed rdma:// endpoint.
@@ -47,8 +48,8 @@ type Options struct {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrGone is a block whose copy went with a server that failed or
-// restarted: lost (a hostmem.ErrNotStored), not corrupt.
-var ErrGone = fmt.Errorf("the RDMA server failed or restarted with it: %w", hostmem.ErrNotStored)
+// restarted: lost (a store.ErrNotStored), not corrupt.
+var ErrGone = fmt.Errorf("the RDMA server failed or restarted with it: %w", store.ErrNotStored)
 
 // downFor is how long a server that could not be reached is taken as
 // down: each move fails at once meanwhile instead of dialling again.
@@ -57,7 +58,7 @@ const downFor = time.Second
 // maxSlots bounds the index of a store given no capacity (12 bytes a slot).
 const maxSlots = 1 << 22
 
-// Store is a hostmem.Store in the memory a kvsim serve exposes: block b
+// Store is a store.Store in the memory a kvsim serve exposes: block b
 // lives in a slot of SlotBytes there, written and read with one-sided RDMA
 // through a registered staging buffer here. It is driven from one
 // goroutine, like the body; moves go round robin over the lanes.
@@ -77,12 +78,21 @@ type Store struct {
 	sum     []uint32
 	free    []int32
 	n       int
-	missing []int32 // lost with a server that failed, not yet reported (Evicted)
+	missing []int32 // lost with a server that failed, not yet reported (Lost)
 	// After the server could not be reached, moves fail at once until
 	// downUntil.
 	downUntil time.Time
 	downErr   error
+	backend   string
 }
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.Flusher      = (*Store)(nil)
+	_ store.LossReporter = (*Store)(nil)
+)
+
+var errClosed = fmt.Errorf("rdma store: %w", store.ErrClosed)
 
 // Open connects o.Lanes queue pairs to the server at o.Endpoint. An error
 // for which Unavailable is true means this machine has no verbs path (the
@@ -141,6 +151,8 @@ func Open(o Options) (s *Store, err error) {
 	if o.Capacity <= 0 {
 		slots = min(have, maxSlots)
 	}
+	p := s.dev.Port()
+	s.backend = fmt.Sprintf("rdma %s port %d (%s) to %s, %d queue pairs", s.dev.Info().Name, p.Num, p.LinkLayer, s.ep.Addr, len(s.lanes))
 	s.size, s.sum, s.free = make([]int32, slots), make([]uint32, slots), make([]int32, slots)
 	for i := range s.free {
 		s.free[i] = int32(slots - 1 - i) // popped from the end: slot 0 first
@@ -164,13 +176,10 @@ func (s *Store) SlotOf(b int32) int64 {
 	return int64(s.where[b]-1) * int64(s.slot)
 }
 
-// Backend implements hostmem.Store.
-func (s *Store) Backend() string {
-	p := s.dev.Port()
-	return fmt.Sprintf("rdma %s port %d (%s) to %s, %d queue pairs", s.dev.Info().Name, p.Num, p.LinkLayer, s.ep.Addr, len(s.lanes))
-}
+// Backend implements store.Store (named at Open: it answers after Close).
+func (s *Store) Backend() string { return s.backend }
 
-// Has implements hostmem.Store.
+// Has implements store.Store.
 func (s *Store) Has(b int32) bool { return b >= 0 && int(b) < len(s.where) && s.where[b] != 0 }
 
 // Len is the number of blocks held.
@@ -237,7 +246,7 @@ func (s *Store) broke(i int) {
 	}
 }
 
-// loseAll forgets every block held: they are reported by Evicted.
+// loseAll forgets every block held: they are reported by Lost.
 func (s *Store) loseAll() {
 	for b, w := range s.where {
 		if w != 0 {
@@ -253,8 +262,11 @@ func (s *Store) release(b int32) {
 	s.n--
 }
 
-// Put implements hostmem.Store: an RDMA WRITE of data into b's slot.
+// Put implements store.Store: an RDMA WRITE of data into b's slot.
 func (s *Store) Put(b int32, data []byte) error {
+	if s.dev == nil {
+		return errClosed
+	}
 	if b < 0 || len(data) > s.slot {
 		return fmt.Errorf("rdma store: block %d of %d bytes: negative id or larger than a slot (%d)", b, len(data), s.slot)
 	}
@@ -288,11 +300,14 @@ func (s *Store) Put(b int32, data []byte) error {
 	return nil
 }
 
-// Get implements hostmem.Store: an RDMA READ of b's slot, served only if
+// Get implements store.Store: an RDMA READ of b's slot, served only if
 // its CRC32-C is the one written.
 func (s *Store) Get(b int32, dst []byte) (int, error) {
+	if s.dev == nil {
+		return 0, errClosed
+	}
 	if !s.Has(b) {
-		return 0, hostmem.ErrNotStored
+		return 0, store.ErrNotStored
 	}
 	i, c, err := s.lane()
 	if err != nil {
@@ -319,7 +334,7 @@ func (s *Store) Get(b int32, dst []byte) (int, error) {
 	return copy(dst, s.buf[:n]), nil
 }
 
-// Delete implements hostmem.Store: the slot is free again (its bytes stay
+// Delete implements store.Store: the slot is free again (its bytes stay
 // on the server until overwritten).
 func (s *Store) Delete(b int32) {
 	if s.Has(b) {
@@ -329,8 +344,11 @@ func (s *Store) Delete(b int32) {
 
 // Flush checks that the server still stands (a READ of a few bytes on
 // each queue pair: one that died quietly fails it); when it cannot be
-// reached, every block held is lost (reported by Evicted).
+// reached, every block held is lost (reported by Lost).
 func (s *Store) Flush() error {
+	if s.dev == nil {
+		return errClosed
+	}
 	for i, c := range s.lanes {
 		if c != nil && c.Read(s.buf[:8], 0) != nil {
 			s.broke(i)
@@ -346,8 +364,8 @@ func (s *Store) Flush() error {
 	return nil
 }
 
-// Evicted returns and forgets the blocks lost with a server that failed.
-func (s *Store) Evicted() []int32 {
+// Lost returns and forgets the blocks lost with a server that failed.
+func (s *Store) Lost() []int32 {
 	m := s.missing
 	s.missing = nil
 	return m
@@ -374,6 +392,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.dev.Close())
 		s.dev = nil
 	}
+	s.where, s.n = nil, 0 // Has is false from now on
 	return errors.Join(errs...)
 }
 

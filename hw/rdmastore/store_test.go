@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
 	"kvsim/hw/rdma"
 	"kvsim/hw/rdma/rdmatest"
+	"kvsim/hw/store"
 	"kvsim/internal/testenv"
 )
 
@@ -107,14 +107,14 @@ func TestStoreRoundTrip(t *testing.T) {
 	if st.Has(7) || st.SlotOf(7) != -1 {
 		t.Error("deleted block still held")
 	}
-	if _, err := st.Get(7, buf); !errors.Is(err, hostmem.ErrNotStored) {
+	if _, err := st.Get(7, buf); !errors.Is(err, store.ErrNotStored) {
 		t.Errorf("get of a deleted block: %v", err)
 	}
 	payload.Fill(buf, 99)
 	if err := st.Put(99, buf); err != nil || st.SlotOf(99) != off {
 		t.Errorf("the freed slot %d not reused: %d, %v", off, st.SlotOf(99), err)
 	}
-	if err := st.Flush(); err != nil || len(st.Evicted()) != 0 {
+	if err := st.Flush(); err != nil || len(st.Lost()) != 0 {
 		t.Errorf("flush with the server up: %v", err)
 	}
 	if err := st.Put(100, make([]byte, slot+1)); err == nil {
@@ -135,7 +135,7 @@ func TestStoreCorrupt(t *testing.T) {
 	}
 	srv.Bytes()[st.SlotOf(3)+100] ^= 1
 	_, err := st.Get(3, buf)
-	if err == nil || errors.Is(err, hostmem.ErrNotStored) || !strings.Contains(err.Error(), "CRC32-C mismatch") {
+	if err == nil || errors.Is(err, store.ErrNotStored) || !strings.Contains(err.Error(), "CRC32-C mismatch") {
 		t.Fatalf("corrupt slot: %v", err)
 	}
 	if st.Has(3) {
@@ -215,7 +215,7 @@ func TestStoreMemlock(t *testing.T) {
 
 // TestStoreServerGone: a server that stops loses every copy it held: the
 // next moves fail (lost, not corrupt), Flush reports the rest as lost
-// (Evicted), and a server started again at the same address is taken
+// (Lost), and a server started again at the same address is taken
 // anew, empty.
 func TestStoreServerGone(t *testing.T) {
 	srv := serve(t, 16*slot, nil)
@@ -239,7 +239,7 @@ func TestStoreServerGone(t *testing.T) {
 	if err := st.Flush(); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("flush: %v", err)
 	}
-	lost := st.Evicted()
+	lost := st.Lost()
 	if len(lost) != 5 || st.Len() != 0 || st.Has(3) {
 		t.Errorf("lost %v (want blocks 1-5), %d still held", lost, st.Len())
 	}
@@ -355,14 +355,14 @@ func TestStoreFlushFindsServerGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Flush(); err != nil || len(st.Evicted()) != 0 {
+	if err := st.Flush(); err != nil || len(st.Lost()) != 0 {
 		t.Fatalf("flush with the server up: %v", err)
 	}
 	srv.Close()
 	if err := st.Flush(); err == nil {
 		t.Error("flush found the stopped server standing")
 	}
-	if lost := st.Evicted(); len(lost) != 3 || st.Len() != 0 {
+	if lost := st.Lost(); len(lost) != 3 || st.Len() != 0 {
 		t.Errorf("lost %v, %d held", lost, st.Len())
 	}
 }

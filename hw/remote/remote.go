@@ -17,7 +17,7 @@
 // next command. A key the server dropped behind kvsim's back (maxmemory
 // eviction, FLUSHALL, a restart) or a server that is down makes Get fail:
 // the copy is lost, never served. Flush checks every block held and
-// reports the missing ones (Evicted). Close deletes every key this store
+// reports the missing ones (Lost). Close deletes every key this store
 // wrote, within CleanupTimeout; what it could not delete, Left says.
 package remote
 
@@ -41,6 +41,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"kvsim/hw/hostmem"
+	"kvsim/hw/store"
 )
 
 // Options configure a remote store.
@@ -86,10 +87,10 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 // ErrGone is a block the server no longer holds: evicted (maxmemory),
 // flushed, or lost with a restart.
-// It is a hostmem.ErrNotStored: a lost copy, not a corrupt one.
-var ErrGone = fmt.Errorf("the server no longer holds it (evicted by maxmemory, flushed, or restarted): %w", hostmem.ErrNotStored)
+// It is a store.ErrNotStored: a lost copy, not a corrupt one.
+var ErrGone = fmt.Errorf("the server no longer holds it (evicted by maxmemory, flushed, or restarted): %w", store.ErrNotStored)
 
-// Store is a hostmem.Store over a Redis or Valkey server. It is driven
+// Store is a store.Store over a Redis or Valkey server. It is driven
 // from one goroutine, like the body.
 type Store struct {
 	c       *redis.Client
@@ -102,7 +103,7 @@ type Store struct {
 	written []bool // per block: its keys may be on the server (no DEL of them succeeded since a write)
 	nw      int    // blocks written
 	dels    []int32
-	missing []int32 // found gone, not yet reported (Evicted)
+	missing []int32 // found gone, not yet reported (Lost)
 	meta    [metaBytes]byte
 	keys    []any // scratch for MGET / DEL
 	// After a failure to reach the server, commands fail at once until
@@ -115,6 +116,15 @@ type Store struct {
 	left      *Left
 	note      string
 }
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.Flusher      = (*Store)(nil)
+	_ store.LossReporter = (*Store)(nil)
+)
+
+// errClosed is a command after Close.
+var errClosed = fmt.Errorf("remote store: %w", store.ErrClosed)
 
 // CleanupTimeout bounds Close's deletion of this run's keys: a server that
 // stalls at the end must not hang the exit.
@@ -287,6 +297,9 @@ func keyStrings(ks []any) []string {
 // Put writes b's payload and metadata in one MSET (with the queued
 // deletes, in one round trip).
 func (s *Store) Put(b int32, data []byte) error {
+	if s.c == nil {
+		return errClosed
+	}
 	if b < 0 {
 		return fmt.Errorf("block %d: negative id", b)
 	}
@@ -317,8 +330,11 @@ func (s *Store) Put(b int32, data []byte) error {
 
 // Get reads b into dst and checks it against its metadata.
 func (s *Store) Get(b int32, dst []byte) (int, error) {
+	if s.c == nil {
+		return 0, errClosed
+	}
 	if !s.Has(b) {
-		return 0, hostmem.ErrNotStored
+		return 0, store.ErrNotStored
 	}
 	p := s.c.Pipeline()
 	sent := s.queueDels(p)
@@ -381,10 +397,13 @@ func (s *Store) Delete(b int32) {
 }
 
 // Flush sends the queued deletes and checks that the server still holds
-// every block this store holds; the missing ones are reported by Evicted.
+// every block this store holds; the missing ones are reported by Lost.
 // A server that does not answer has lost them all, as far as kvsim can
 // tell.
 func (s *Store) Flush() error {
+	if s.c == nil {
+		return errClosed
+	}
 	var held []int32
 	for b, h := range s.held {
 		if h {
@@ -417,8 +436,8 @@ func (s *Store) Flush() error {
 	return nil
 }
 
-// Evicted returns and forgets the blocks Flush found gone.
-func (s *Store) Evicted() []int32 {
+// Lost returns and forgets the blocks Flush found gone.
+func (s *Store) Lost() []int32 {
 	m := s.missing
 	s.missing = nil
 	return m

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"kvsim/hw/hostmem"
 	"kvsim/hw/payload"
 	"kvsim/hw/remote"
 	"kvsim/hw/remote/remotetest"
+	"kvsim/hw/store"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -77,7 +77,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("block %d: %d bytes, %v", i, got, err)
 		}
 	}
-	if _, err := s.Get(99, make([]byte, 16)); !errors.Is(err, hostmem.ErrNotStored) {
+	if _, err := s.Get(99, make([]byte, 16)); !errors.Is(err, store.ErrNotStored) {
 		t.Errorf("absent block: %v", err)
 	}
 	// A block larger than the buffer is refused, not cut.
@@ -140,10 +140,10 @@ func TestFlushedKeysAreGone(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ev := s.Evicted()
+	ev := s.Lost()
 	slices.Sort(ev)
 	if want := []int32{0, 1, 2, 4, 5, 6, 7, 8, 9}; !slices.Equal(ev, want) {
-		t.Errorf("Evicted %v, want %v", ev, want)
+		t.Errorf("Lost %v, want %v", ev, want)
 	}
 	if s.Len() != 0 {
 		t.Errorf("%d blocks still held", s.Len())
@@ -162,7 +162,7 @@ func TestMaxmemoryEviction(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	gone := len(s.Evicted())
+	gone := len(s.Lost())
 	if gone == 0 {
 		t.Fatal("maxmemory 4mb kept 12 MiB")
 	}
