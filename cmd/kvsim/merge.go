@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"kvsim/experiment"
+	"kvsim/results"
+)
+
+// runMerge finishes a sweep run in shards (kvsim sweep --shard I/N) into
+// one shared results folder: once every point's folder holds its complete
+// set, it writes the folder's index.html, the page the unsharded sweep
+// writes. Each DIR is merged in turn.
+func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("merge", "kvsim merge [--assets DIR] [--wait] DIR...", stderr)
+	var o runOptions
+	fs.StringVar(&o.assets, "assets", "", "local ECharts 5 dist `DIR` for an offline index (as the sweep's --assets)")
+	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	addWaitFlag(fs, &o.wait)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return badInputf("merge: want at least one DIR, the --out of kvsim sweep --shard")
+	}
+	if o.assets != "" {
+		if _, err := os.Stat(filepath.Join(o.assets, "echarts.min.js")); err != nil {
+			return badInputf("merge: --assets: %v", err)
+		}
+	}
+	for _, dir := range pos {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return badInputf("merge: %s: not a folder", dir)
+		}
+	}
+	for _, dir := range pos {
+		mo := o.output("merge", stderr)
+		mo.Out = dir
+		sums, err := experiment.Merge(ctx, dir, mo)
+		if err != nil { // an *experiment.IncompleteError exits 1: not bad input, the shards are not done
+			return err
+		}
+		if !*quiet {
+			fmt.Fprintf(stdout, "merged %d points: wrote %s\n", len(sums), filepath.Join(dir, results.IndexFile))
+		}
+	}
+	return nil
+}
