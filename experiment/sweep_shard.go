@@ -73,6 +73,12 @@ func (s *Sweep) RunShard(ctx context.Context, o Options, i, n int, done func(k i
 		return nil, nil, err
 	}
 	defer r.Close()
+	// Before any run_id: a piped trace is hashed from its copy.
+	release, err := SpoolScenarios(ctx, s.Points...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 	ids := make([]string, len(s.Points))
 	for _, k := range ks {
 		if ids[k], err = s.pointRunID(k, o); err != nil {
@@ -82,11 +88,6 @@ func (s *Sweep) RunShard(ctx context.Context, o Options, i, n int, done func(k i
 	if err := s.keepManifest(ctx, o, ids); err != nil {
 		return nil, nil, err
 	}
-	release, err := SpoolScenarios(ctx, s.Points...)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer release()
 	for _, k := range ks {
 		sc := s.Points[k]
 		o.Sweep = &results.SweepPoint{Key: s.Key, Value: s.Values[k]}

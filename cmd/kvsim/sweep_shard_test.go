@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"kvsim/results"
@@ -97,6 +99,27 @@ func TestSweepShardMerge(t *testing.T) {
 		t.Fatalf("merge: status %d: %s%s", code, stdout, stderr)
 	}
 	sameSweepFolders(t, full, sh)
+
+	// Shards at once into one folder, as on a cluster: each locks its own
+	// points' folders, the manifest is written under the folder's lock.
+	conc := filepath.Join(dir, "conc")
+	var wg sync.WaitGroup
+	errs := make([]string, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			if _, stderr, code := runKvsim(append(shardSweep, "--out", conc, "--shard", fmt.Sprintf("%d/4", i))...); code != 0 {
+				errs[i] = fmt.Sprintf("shard %d/4: status %d: %s", i, code, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	if e := strings.Join(errs, ""); e != "" {
+		t.Fatal(e)
+	}
+	if _, stderr, code := runKvsim("merge", conc); code != 0 {
+		t.Fatalf("merge: status %d: %s", code, stderr)
+	}
+	sameSweepFolders(t, full, conc)
 
 	// A finished point is not run again: its summary (wall-clock figures
 	// included) stays as it was.
