@@ -30,7 +30,7 @@ kvsim=$(realpath "$1") work=$(realpath "$2") timeout=${3:-300}
 [ -x "$kvsim" ] || die "$1: not an executable"
 [ -d "$work" ] || die "$2: not a folder"
 [ "$(id -u)" = 0 ] || die "needs root (slurmd runs jobs as any user)"
-for c in munged slurmctld slurmd sbatch squeue scontrol sinfo; do
+for c in munged slurmctld slurmd sbatch squeue scancel scontrol sinfo; do
 	command -v $c >/dev/null || die "$c not found: apt-get install slurm-wlm munge"
 done
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +68,15 @@ cleanup() {
 		echo "slurm-test.sh: failed (status $rc); the daemons' logs:" >&2
 		show_logs >&2
 	fi
+	# Jobs still queued or running (a wait that timed out) go first: a
+	# job's processes outlive slurmd.
+	if [ -f "$state/slurmctld.pid" ] && [ -n "$(squeue -h -o %A 2>/dev/null)" ]; then
+		scancel --quiet $(squeue -h -o %A) 2>/dev/null || true
+		for _ in $(seq 100); do
+			[ -z "$(squeue -h -o %A 2>/dev/null)" ] && break
+			sleep 0.1
+		done
+	fi
 	stop "$state/slurmd.pid"
 	stop "$state/slurmctld.pid"
 	stop "$state/munged.pid"
@@ -83,6 +92,7 @@ free_port() {
 	local p
 	for _ in $(seq 50); do
 		p=$((20000 + RANDOM % 30000))
+		command -v ss >/dev/null || { echo $p; return; } # iproute2 absent: a random pair
 		ss -Htln "sport = :$p" | grep -q . || ss -Htln "sport = :$((p + 1))" | grep -q . || { echo $p; return; }
 	done
 	die "no free port"
@@ -134,7 +144,7 @@ wait_for() { # what, then a command that succeeds once it is so
 	local what=$1
 	shift
 	until "$@"; do
-		[ $SECONDS -lt $deadline ] || { echo "slurm-test.sh: $what: not after ${timeout}s" >&2; exit 1; }
+		[ $SECONDS -lt $deadline ] || { echo "slurm-test.sh: $what: not after ${timeout}s; squeue:" >&2; squeue >&2 || true; exit 1; }
 		sleep 0.5
 	done
 }
@@ -152,11 +162,13 @@ submit=$(sed -n 's/^#   \(jid=.*\)$/\1/p; s/^#   \(sbatch --dependency=.*\)$/\1/
 [ "$(echo "$submit" | wc -l)" = 2 ] || die "sweep.sbatch: no submit instructions"
 (cd "$work" && eval "$submit"$'\n''echo "$jid" >array.jobid')
 jid=$(cat "$work/array.jobid")
-gone() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
-wait_for "jobs done (squeue: $(squeue -h 2>&1 | tr '\n' ';'))" gone
+# Done when nothing runs or can still run: a merge whose array failed
+# waits for ever (DependencyNeverSatisfied), and is cancelled below.
+gone() { [ -z "$(squeue -h -o '%i %r' 2>/dev/null | grep -v DependencyNeverSatisfied)" ]; }
+wait_for "jobs done" gone
 states=$(scontrol -o show job | sed -n 's/.*JobId=\([0-9]*\) .*JobName=\([^ ]*\) .*JobState=\([A-Z_]*\) .*/\2 \3/p' | sort | uniq -c)
 echo "$states"
-echo "$states" | grep -q "$shards kvsim-sweep COMPLETED" || { echo "slurm-test.sh: array job $jid: not every task completed" >&2; exit 1; }
+echo "$states" | grep -q "$shards kvsim-sweep COMPLETED" || { echo "slurm-test.sh: array job $jid: not every task completed (the merge job never runs)" >&2; exit 1; }
 echo "$states" | grep -q "1 kvsim-merge COMPLETED" || { echo "slurm-test.sh: the merge job did not complete" >&2; exit 1; }
 
 echo "== compare"
