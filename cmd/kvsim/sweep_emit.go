@@ -38,8 +38,11 @@ type emitOptions struct {
 // not what to sweep.
 var emitFlags = map[string]bool{"emit": true, "shards": true, "script": true, "kvsim": true, "image": true, "pvc": true, "mount": true, "parallelism": true}
 
+// k8sFlags are the emit flags of --emit k8s alone.
+var k8sFlags = map[string]bool{"image": true, "pvc": true, "mount": true, "parallelism": true}
+
 func addEmitFlags(fs *flag.FlagSet, e *emitOptions) {
-	fs.StringVar(&e.target, "emit", "", "write, instead of running, a Slurm array script (slurm) or a Kubernetes Indexed Job manifest (k8s) running this sweep's shards")
+	fs.StringVar(&e.target, "emit", "", "write, instead of running the sweep, what runs its shards on a cluster: `TARGET` slurm (an array script) or k8s (an Indexed Job manifest)")
 	fs.IntVar(&e.shards, "shards", 0, "with --emit: how many shards (`N`; default one per point)")
 	fs.StringVar(&e.script, "script", "", "with --emit: write to `FILE` (default: stdout)")
 	fs.StringVar(&e.kvsim, "kvsim", "", "with --emit: the kvsim `COMMAND` the jobs run (default: this kvsim's absolute path for slurm, kvsim for k8s)")
@@ -49,13 +52,20 @@ func addEmitFlags(fs *flag.FlagSet, e *emitOptions) {
 	fs.IntVar(&e.parallelism, "parallelism", 0, "with --emit k8s: pods at once (`N`; default: every shard)")
 }
 
-// check refuses flags that do not go together, before any work.
-func (e *emitOptions) check(sharded bool) error {
+// check refuses flags that do not go together, before any work; given
+// are the flags given.
+func (e *emitOptions) check(sharded bool, given map[string]bool) error {
+	for _, name := range sortedKeys(emitFlags) {
+		switch {
+		case name == "emit" || !given[name]:
+		case e.target == "":
+			return badInputf("sweep: --%s goes with --emit slurm|k8s", name)
+		case e.target == "slurm" && k8sFlags[name]:
+			return badInputf("sweep: --%s goes with --emit k8s", name)
+		}
+	}
 	switch {
 	case e.target == "":
-		if e.shards != 0 || e.script != "" || e.parallelism != 0 {
-			return badInputf("sweep: --shards, --script and --parallelism go with --emit slurm|k8s")
-		}
 		return nil
 	case e.target != "slurm" && e.target != "k8s":
 		return badInputf("sweep: --emit %q: want slurm or k8s", e.target)

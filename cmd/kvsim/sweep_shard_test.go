@@ -154,6 +154,9 @@ func TestSweepShardMerge(t *testing.T) {
 		append(slices.Clone(shardSweep), "--emit", "pbs"),
 		append(slices.Clone(shardSweep), "--emit", "k8s", "--shards", "-1"),
 		append(slices.Clone(shardSweep), "--shards", "2"),
+		append(slices.Clone(shardSweep), "--image", "x"),
+		append(slices.Clone(shardSweep), "--emit", "slurm", "--pvc", "x"),
+		append(slices.Clone(shardSweep), "--emit", "k8s", "--mount", "rel"),
 	} {
 		if _, stderr, code := runKvsim(bad...); code != 2 || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: status %d, %q", bad, code, stderr)
