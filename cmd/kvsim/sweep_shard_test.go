@@ -132,6 +132,23 @@ func TestSweepShardMerge(t *testing.T) {
 	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
 		t.Error("a rerun of a finished shard rewrote its summary.json")
 	}
+	// A set cut short (a shard killed between its renames: no report.html)
+	// is not done: merge names it, and the shard's rerun runs it again.
+	if err := os.Remove(filepath.Join(sh, "hbm_dram-workload.speedup-4", results.PageFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runKvsim("merge", sh); code != 1 || !strings.Contains(stderr, "(hbm_dram-workload.speedup-4)") {
+		t.Errorf("merge of a cut set: status %d, %q", code, stderr)
+	}
+	stdout, stderr, code = runKvsim(slices.DeleteFunc(append(shardSweep, "--out", sh, "--shard", "2/3"), func(s string) bool { return s == "--quiet" })...)
+	if code != 0 || !strings.Contains(stdout, "0 already done") {
+		t.Errorf("rerun of a cut set: status %d: %s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runKvsim("merge", sh); code != 0 {
+		t.Fatalf("merge: status %d: %s", code, stderr)
+	}
+	sameSweepFolders(t, full, sh)
+
 	// Another limit is another run: its points are run again.
 	if _, stderr, code := runKvsim(append(shardSweep, "--out", sh, "--shard", "0/3", "--limit", "100")...); code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
