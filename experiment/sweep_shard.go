@@ -213,21 +213,18 @@ func (e *IncompleteError) Error() string {
 // is written). The points' folders are locked while they are read (o.Wait
 // waits for a shard still writing one); assets is as for kvsim sweep.
 func Merge(ctx context.Context, dir string, o Options) ([]*results.Summary, error) {
-	m, err := ReadManifest(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, BadInputf("merge: %s: no sharded sweep there (no %s): run kvsim sweep --shard I/N --out %s first", dir, ManifestFile, dir)
-	}
+	m, err := readManifestInput(dir)
 	if err != nil {
-		return nil, BadInputf("merge: %v", err)
+		return nil, err
 	}
 	if err := checkPagePath("merge:", "merge:", dir, results.IndexFile, o.Assets, "move it"); err != nil {
 		return nil, err
 	}
+	if err := m.check(dir); err != nil {
+		return nil, err
+	}
 	var dirs []string
 	for _, p := range m.Points {
-		if p.Name == "" || p.Name != filepath.Base(p.Name) || p.Name == "." || p.Name == ".." {
-			return nil, BadInputf("merge: %s: point folder %q is not a name", filepath.Join(dir, ManifestFile), p.Name)
-		}
 		dirs = append(dirs, filepath.Join(dir, p.Name))
 	}
 	var present []string
@@ -257,4 +254,151 @@ func Merge(ctx context.Context, dir string, o Options) ([]*results.Summary, erro
 		return nil, err
 	}
 	return sums, nil
+}
+
+// readManifestInput is ReadManifest for merge: a missing or foreign
+// manifest is bad input.
+func readManifestInput(dir string) (*Manifest, error) {
+	m, err := ReadManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, BadInputf("merge: %s: no sharded sweep there (no %s): run kvsim sweep --shard I/N --out %s first", dir, ManifestFile, dir)
+	}
+	if err != nil {
+		return nil, BadInputf("merge: %v", err)
+	}
+	return m, nil
+}
+
+// check refuses a manifest (in dir) whose point folders are not names.
+func (m *Manifest) check(dir string) error {
+	for _, p := range m.Points {
+		if p.Name == "" || p.Name != filepath.Base(p.Name) || p.Name == "." || p.Name == ".." {
+			return BadInputf("merge: %s: point folder %q is not a name", filepath.Join(dir, ManifestFile), p.Name)
+		}
+	}
+	return nil
+}
+
+// Collect assembles into dest a sweep whose shards wrote into separate
+// folders (dirs, each one shard's --out, their manifests the same sweep's):
+// each point dest does not already hold done is copied, with its copy of
+// ECharts, from a folder where it is done, as one set (results.CopySet);
+// then dest gets the manifest and is merged (Merge). A point done nowhere
+// is left out and named by Merge's *IncompleteError.
+func Collect(ctx context.Context, dest string, dirs []string, o Options) ([]*results.Summary, error) {
+	var m *Manifest
+	for _, d := range dirs {
+		dm, err := readManifestInput(d)
+		if err != nil {
+			return nil, err
+		}
+		if err := dm.check(d); err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = dm
+		} else if dm.Key != m.Key || !slices.Equal(dm.Points, m.Points) {
+			return nil, BadInputf("merge: %s and %s hold different sweeps (their %s differ): merge one sweep's shards at a time", dirs[0], d, ManifestFile)
+		}
+	}
+	what := "merge: --into"
+	if err := PrepareDir(what, dest); err != nil {
+		return nil, err
+	}
+	for _, p := range m.Points {
+		if err := collectPoint(ctx, what, filepath.Join(dest, p.Name), p, dirs, o.Wait); err != nil {
+			return nil, err
+		}
+	}
+	if err := putManifest(ctx, what, dest, m); err != nil {
+		return nil, err
+	}
+	return Merge(ctx, dest, o)
+}
+
+// collectPoint copies point p into the folder dst from the first of dirs
+// that holds it done, unless dst does; dst's lock is held throughout, each
+// source's while it is read.
+func collectPoint(ctx context.Context, what, dst string, p ManifestPoint, dirs []string, wait bool) error {
+	if err := PrepareDir(what, dst); err != nil {
+		return err
+	}
+	f, err := results.Lock(ctx, dst, wait)
+	if err != nil {
+		return lockErr(ctx, err)
+	}
+	defer f.Unlock()
+	if _, ok := readDone(dst, p.RunID); ok {
+		return nil
+	}
+	dstInfo, _ := os.Stat(dst)
+	for _, d := range dirs {
+		src := filepath.Join(d, p.Name)
+		st, err := os.Stat(src)
+		if err != nil || !st.IsDir() || os.SameFile(st, dstInfo) {
+			continue
+		}
+		sf, err := results.Lock(ctx, src, wait)
+		if err != nil {
+			return lockErr(ctx, err)
+		}
+		_, ok := readDone(src, p.RunID)
+		if ok {
+			err = copyPoint(what, src, dst)
+		}
+		sf.Unlock()
+		if ok || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyPoint copies a done point's folder: its copy of ECharts first (the
+// page needs it), then its set.
+func copyPoint(what, src, dst string) error {
+	assets := filepath.Join(src, results.AssetsDir)
+	if _, err := os.Stat(filepath.Join(assets, results.EChartsFile)); err == nil {
+		if err := CheckAssetsDir(what, dst, assets); err != nil {
+			return err
+		}
+		if _, err := PageOptions(dst, assets); err != nil {
+			return err
+		}
+	}
+	if err := results.CopySet(src, dst); err != nil {
+		if errors.Is(err, results.ErrNotOurs) {
+			return BadInputf("%s %v; it will not be replaced: move it or give another --into", what, err)
+		}
+		return fmt.Errorf("merge: %w", PathErr(err))
+	}
+	return nil
+}
+
+// putManifest makes m dir's manifest, under dir's lock, replacing only a
+// manifest (or an empty file).
+func putManifest(ctx context.Context, what, dir string, m *Manifest) error {
+	f, err := results.Lock(ctx, dir, true)
+	if err != nil {
+		return lockErr(ctx, err)
+	}
+	defer f.Unlock()
+	p := filepath.Join(dir, ManifestFile)
+	old, err := ReadManifest(dir)
+	if err == nil && old.Key == m.Key && slices.Equal(old.Points, m.Points) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if ok, _ := results.Replaceable(p, func(string) bool { return false }); !ok {
+			return BadInputf("%s %s: %v; it will not be replaced: move it or give another --into", what, p, err)
+		}
+	}
+	b, err := results.MarshalJSON(m)
+	if err != nil {
+		return err
+	}
+	if err := f.WriteFile(ManifestFile, b); err != nil {
+		return fmt.Errorf("merge: %s: %w", p, PathErr(err))
+	}
+	return nil
 }

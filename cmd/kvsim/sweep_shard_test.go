@@ -160,8 +160,40 @@ func TestSweepShardMerge(t *testing.T) {
 		t.Errorf("merge of a changed sweep: status %d, %q", code, stderr)
 	}
 
+	// Shards into separate folders, copied into one by merge --into; again,
+	// nothing changes.
+	var parts []string
+	for i := range 3 {
+		parts = append(parts, filepath.Join(dir, fmt.Sprintf("part%d", i)))
+		if _, stderr, code := runKvsim(append(shardSweep, "--out", parts[i], "--shard", fmt.Sprintf("%d/3", i))...); code != 0 {
+			t.Fatalf("shard %d/3: status %d: %s", i, code, stderr)
+		}
+	}
+	into := filepath.Join(dir, "into")
+	if stdout, stderr, code := runKvsim(append([]string{"merge", "--into", into}, parts...)...); code != 0 || !strings.Contains(stdout, "merged 4 points from 3 folders") {
+		t.Fatalf("merge --into: status %d: %s%s", code, stdout, stderr)
+	}
+	sameSweepFolders(t, full, into)
+	p = filepath.Join(into, "hbm_dram-workload.speedup-2", results.SummaryFile)
+	before, _ = os.ReadFile(p)
+	if _, stderr, code := runKvsim(append([]string{"merge", "--into", into}, parts...)...); code != 0 {
+		t.Fatalf("merge --into again: status %d: %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+		t.Error("merge --into again rewrote a point")
+	}
+	// A missing shard is named; another sweep's folder is refused.
+	if _, stderr, code := runKvsim("merge", "--into", filepath.Join(dir, "into2"), parts[0], parts[2]); code != 1 || !strings.Contains(stderr, "1 of 4 points are not done (hbm_dram-workload.speedup-0.5)") {
+		t.Errorf("merge --into without shard 1: status %d, %q", code, stderr)
+	}
+	if _, stderr, code := runKvsim("merge", "--into", filepath.Join(dir, "into3"), parts[0], conc); code != 0 {
+		t.Errorf("merge --into of the same sweep from other folders: status %d, %q", code, stderr)
+	}
+
 	for _, bad := range [][]string{
 		{"merge"},
+		{"merge", "--into", filepath.Join(dir, "into4"), parts[0], full},
+		{"merge", "--into", filepath.Join(dir, "into4"), parts[0], sh}, // sh's sweep is now --limit 100's
 		{"merge", full}, // no manifest: not a sharded sweep
 		{"merge", filepath.Join(dir, "none")},
 		append(slices.Clone(shardSweep), "--shard", "3/3"),
