@@ -225,9 +225,15 @@ func CopySet(src, dst string) error {
 		return named("remove", old, err)
 	}
 	syncDir(dst)
+	if err := commitStep("remove " + PageFile); err != nil {
+		return err
+	}
 	for i, n := range order {
 		if err := os.Rename(temps[i], filepath.Join(dst, n)); err != nil {
 			return named("rename", filepath.Join(dst, n), err)
+		}
+		if err := commitStep(n); err != nil {
+			return err
 		}
 	}
 	syncDir(dst)
