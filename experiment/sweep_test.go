@@ -49,3 +49,24 @@ func TestSweepOrder(t *testing.T) {
 		}
 	}
 }
+
+// ShardPoints: point k goes to shard k mod N, every point to one shard.
+func TestShardPoints(t *testing.T) {
+	seen := map[int]int{}
+	for i := range 4 {
+		for _, k := range ShardPoints(10, i, 4) {
+			if k%4 != i {
+				t.Errorf("shard %d/4 has point %d", i, k)
+			}
+			seen[k]++
+		}
+	}
+	for k := range 10 {
+		if seen[k] != 1 {
+			t.Errorf("point %d in %d shards", k, seen[k])
+		}
+	}
+	if got := ShardPoints(2, 3, 4); len(got) != 0 {
+		t.Errorf("shard 3/4 of 2 points: %v", got)
+	}
+}

@@ -25,6 +25,9 @@ const (
 	IndexFile   = "index.html"     // DIR/index.html, comparing DIR's scenarios
 	AssetsDir   = "assets"         // a local copy of ECharts beside a page
 	EChartsFile = "echarts.min.js" // in AssetsDir
+	// ManifestFile lists a sharded sweep's points for kvsim merge
+	// (experiment.Manifest): hidden, like LockFile, being bookkeeping.
+	ManifestFile = ".kvsim-sweep.json"
 )
 
 // SetFiles are the files of one run's results folder, in no order.
@@ -43,7 +46,7 @@ var (
 // staleTemps are every temporary a killed kvsim may leave in a results
 // folder; nothing else there is removed.
 var staleTemps = []atomicfile.Temp{PartTemp, atomicfile.For(RequestsFile), atomicfile.For(SummaryFile),
-	atomicfile.For(PageFile), atomicfile.For(IndexFile), ProbeTemp}
+	atomicfile.For(PageFile), atomicfile.For(IndexFile), atomicfile.For(ManifestFile), ProbeTemp}
 
 // lockPoll is how often a waiting Lock retries a held lock.
 const lockPoll = 100 * time.Millisecond

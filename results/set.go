@@ -193,3 +193,49 @@ func MixedSet(dir string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CopySet copies the results set of folder src into folder dst in
+// WriteSet's kill-safe order: every file staged first, the old
+// report.html removed, then requests.csv, summary.json and report.html
+// renamed in. The caller holds both folders' locks.
+func CopySet(src, dst string) error {
+	if err := CheckSetOurs(dst); err != nil {
+		return err
+	}
+	var temps []string
+	defer func() {
+		for _, t := range temps {
+			os.Remove(t) // gone once renamed
+		}
+	}()
+	order := []string{RequestsFile, SummaryFile, PageFile}
+	for _, n := range order {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			return err
+		}
+		t, err := stage(filepath.Join(dst, n), b)
+		if err != nil {
+			return named("write", filepath.Join(dst, n), err)
+		}
+		temps = append(temps, t)
+	}
+	old := filepath.Join(dst, PageFile)
+	if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return named("remove", old, err)
+	}
+	syncDir(dst)
+	if err := commitStep("remove " + PageFile); err != nil {
+		return err
+	}
+	for i, n := range order {
+		if err := os.Rename(temps[i], filepath.Join(dst, n)); err != nil {
+			return named("rename", filepath.Join(dst, n), err)
+		}
+		if err := commitStep(n); err != nil {
+			return err
+		}
+	}
+	syncDir(dst)
+	return nil
+}

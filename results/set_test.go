@@ -163,3 +163,66 @@ func TestOwnedMarks(t *testing.T) {
 		t.Error("a user's page is replaceable")
 	}
 }
+
+// TestCopySetKilledAtEachStep: CopySet, stopped after each step as a kill
+// would, leaves what WriteSet leaves: one run's files or files told as
+// mixed; at the end, the source's set byte for byte; no temporary.
+func TestCopySetKilledAtEachStep(t *testing.T) {
+	const a, b = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+	killed := errors.New("killed")
+	defer func() { commitStep = func(string) error { return nil } }()
+	src := t.TempDir()
+	if err := writeRunSet(t, src, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		step  string
+		state [3]string // summary, requests, page
+		mixed bool
+	}{
+		{"remove report.html", [3]string{a, a, "-"}, false},
+		{RequestsFile, [3]string{a, b, "-"}, true},
+		{SummaryFile, [3]string{b, b, "-"}, false},
+		{PageFile, [3]string{b, b, b}, false},
+	} {
+		commitStep = func(string) error { return nil }
+		dst := t.TempDir()
+		if err := writeRunSet(t, dst, a); err != nil {
+			t.Fatal(err)
+		}
+		commitStep = func(s string) error {
+			if s == c.step {
+				return killed
+			}
+			return nil
+		}
+		if err := CopySet(src, dst); !errors.Is(err, killed) {
+			t.Fatalf("%s: %v", c.step, err)
+		}
+		if got := setState(dst); got != c.state || (MixedSet(dst) != "") != c.mixed {
+			t.Errorf("killed after %s: %v (mixed %q), want %v", c.step, got, MixedSet(dst), c.state)
+		}
+	}
+	commitStep = func(string) error { return nil }
+	dst := t.TempDir()
+	if err := CopySet(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range SetFiles {
+		x, _ := os.ReadFile(filepath.Join(src, n))
+		y, _ := os.ReadFile(filepath.Join(dst, n))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs", n)
+		}
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 3 {
+		t.Errorf("left in the folder: %v", ents)
+	}
+	// A file kvsim did not write is not replaced.
+	if err := os.WriteFile(filepath.Join(dst, SummaryFile), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopySet(src, dst); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("over another file: %v", err)
+	}
+}

@@ -80,6 +80,7 @@ func commands() []command {
 	return []command{
 		{"run", "simulate scenarios in virtual time and write results", runRun},
 		{"sweep", "simulate a scenario at several capacities of one tier", runSweep},
+		{"merge", "write the index of a sweep run in shards (sweep --shard) once every shard is done", runMerge},
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},
 		{"mrc", "miss-ratio curves of eviction policies", runMrc},

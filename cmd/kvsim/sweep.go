@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -22,7 +24,7 @@ import (
 // value, every policy each time, and one table sets hit ratio and TTFT
 // against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... SCENARIO.toml", stderr)
+	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... [--shard I/N | --emit slurm|k8s [--shards N]] SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
@@ -35,8 +37,22 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("quiet", false, "print nothing but errors (no table)")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
+	shardFlag := fs.String("shard", "", "run only share `I/N` of the points (0-based: point k is shard k mod N's), into a --out the shards share; kvsim merge writes the index")
+	var em emitOptions
+	addEmitFlags(fs, &em)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	shard, shards := -1, 0
+	if *shardFlag != "" {
+		if shard, shards, err = parseShard(*shardFlag); err != nil {
+			return err
+		}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := em.check(*shardFlag != "", given); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -137,13 +153,31 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if em.target != "" {
+		return em.write(stdout, fs, args, len(scs), o.out, o.assets, ins)
+	}
 	so := o.output("sweep: --out", stderr)
 	so.Limit, so.Workers = o.limit, o.workers
-	sums, err := sw.Run(ctx, so, func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
+	var sums []*results.Summary
+	var reused []bool
+	if shard >= 0 {
+		sums, reused, err = sw.RunShard(ctx, so, shard, shards, func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
+		var ls []string
+		for _, k := range experiment.ShardPoints(len(labels), shard, shards) {
+			ls = append(ls, labels[k])
+		}
+		labels = ls
+	} else {
+		sums, err = sw.Run(ctx, so, func(_ int, sum *results.Summary) error { warnEmpty(stderr, sum); return nil })
+	}
 	if err != nil {
 		return err
 	}
 	if *quiet {
+		return nil
+	}
+	if len(sums) == 0 {
+		fmt.Fprintf(stdout, "shard %s: no points (the sweep has %d); when every shard has finished: kvsim merge %s\n", *shardFlag, len(scs), o.out)
 		return nil
 	}
 	if *vary != "" {
@@ -164,6 +198,29 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	tw.Flush()
+	if shard >= 0 {
+		n := 0
+		for _, r := range reused {
+			if r {
+				n++
+			}
+		}
+		fmt.Fprintf(stdout, "shard %s: %d of the sweep's %d points (%d already done, kept); when every shard has finished: kvsim merge %s\n",
+			*shardFlag, len(sums), len(scs), n, o.out)
+		return nil
+	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.out, "index.html"))
 	return nil
+}
+
+// parseShard reads --shard I/N, 0-based: SLURM_ARRAY_TASK_ID (from
+// --array=0-(N-1)) and JOB_COMPLETION_INDEX count from 0.
+func parseShard(v string) (i, n int, err error) {
+	a, b, ok := strings.Cut(v, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, badInputf("sweep: --shard %q: want I/N with 0 <= I < N (0-based, as SLURM_ARRAY_TASK_ID from --array=0-(N-1))", v)
+	}
+	return i, n, nil
 }
