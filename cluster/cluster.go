@@ -209,7 +209,11 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 	}
 	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n), Prefill: cfg.Prefill}
-	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
+	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n), poolTier: -1,
+		tokBytes: make([]int64, n), hbm: make([]int64, n)}
+	if cfg.PoolShare > 0 {
+		v.poolTier = len(cfg.Instances[0].Core.Tiers) - 1
+	}
 	var lag *lagging
 	if cfg.StaleNs < 0 {
 		return nil, fmt.Errorf("cluster: a view %d ns stale", cfg.StaleNs)
@@ -254,6 +258,10 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 		v.sims[i] = s
 		v.blockTokens[i] = cfg.Instances[i].Core.BlockTokens
+		v.tokBytes[i] = cfg.Instances[i].Core.BytesPerToken
+		if ts := cfg.Instances[i].Core.Tiers; len(ts) > 0 {
+			v.hbm[i] = ts[0].Capacity
+		}
 	}
 	g := sim.NewGroup(v.sims, fab)
 	if cfg.Prefill > 0 { // the router sees the prefill instances only
@@ -541,6 +549,9 @@ type view struct {
 	sims        []*sim.Sim
 	blockTokens []int
 	lag         *lagging
+	poolTier    int
+	tokBytes    []int64 // KV bytes per token, per instance
+	hbm         []int64 // HBM capacity, per instance
 }
 
 // load is what the View tells of an instance's work.
@@ -590,6 +601,26 @@ func (v *view) Prefix(i int, blocks []core.Block) (hbm, any int) {
 		}
 	}
 	return hbm, any
+}
+
+func (v *view) Tiers(i int, blocks []core.Block, out []uint8) []uint8 {
+	for _, b := range blocks {
+		w := v.where(i, b)
+		if w == 0 {
+			break
+		}
+		out = append(out, uint8(bits.TrailingZeros8(w)))
+	}
+	return out
+}
+
+func (v *view) PoolTier() int { return v.poolTier }
+
+func (v *view) KVUsage(i int) float64 {
+	if v.hbm[i] <= 0 {
+		return 0
+	}
+	return min(float64(v.load(i).runToks)*float64(v.tokBytes[i])/float64(v.hbm[i]), 1)
 }
 
 // livePrefix is Prefix on the instances' current state (the best-prefix
