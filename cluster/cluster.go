@@ -55,10 +55,26 @@ type Result struct {
 	// prefix of (in any tier); BestPrefix those of them sent to an
 	// instance holding the longest.
 	WithPrefix, BestPrefix int64
+	// Regret holds each routed request's decision, in routing order.
+	Regret  []Decision
 	Prefill                int            // Config.Prefill: instances before it prefill, after it decode
 	Pool                   *PoolStats     // nil without a pool
 	NICs                   []sim.NICStats // per node; nil without a fabric
 }
+
+// Decision is one routing decision scored against the truth: the cached
+// prefix (in any tier) of the chosen instance and of the routed instance
+// holding the longest (the lowest index on ties), in blocks, and the time
+// loading each would take (every block from its fastest tier, over idle
+// links; HBM blocks free).
+type Decision struct {
+	Arrival            int64
+	Chosen, Best       int32
+	ChosenLoad, BestLoad int64
+}
+
+// RegretBlocks is the blocks of cached prefix the choice gave up.
+func (d *Decision) RegretBlocks() int32 { return d.Best - d.Chosen }
 
 // BestPrefixShare is the share of routed requests with a cached prefix
 // somewhere that went to an instance holding the longest one (0 when no
@@ -370,7 +386,7 @@ func (rt *routing) route(r *core.Request, inject bool) error {
 		return fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, len(v.sims))
 	}
 	res.Chosen[inst]++
-	v.scorePrefix(res, inst, r.Blocks)
+	v.scorePrefix(res, inst, r)
 	if rt.cfg.Prefill > 0 {
 		r = rt.d.prefillOf(r)
 	}
@@ -525,12 +541,16 @@ func (d *disagg) handOver(i int, r *core.Record) {
 	}
 }
 
-// scorePrefix counts whether inst holds the longest cached prefix of blocks.
-func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
-	best, mine := 0, 0
+// scorePrefix counts whether inst holds the longest cached prefix of r's
+// blocks, and records the decision (Decision).
+func (v *view) scorePrefix(res *Result, inst int, r *core.Request) {
+	blocks := r.Blocks
+	best, at, mine := 0, 0, 0
 	for i := range v.sims {
 		a := v.livePrefix(i, blocks)
-		best = max(best, a)
+		if a > best {
+			best, at = a, i
+		}
 		if i == inst {
 			mine = a
 		}
@@ -541,6 +561,36 @@ func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
 			res.BestPrefix++
 		}
 	}
+	if mine == best {
+		at = inst
+	}
+	d := Decision{Arrival: r.Arrival, Chosen: int32(mine), Best: int32(best), ChosenLoad: v.loadNs(inst, blocks[:mine])}
+	d.BestLoad = d.ChosenLoad
+	if at != inst {
+		d.BestLoad = v.loadNs(at, blocks[:best])
+	}
+	res.Regret = append(res.Regret, d)
+}
+
+// loadNs is the time instance i would take to load blocks into HBM, each
+// from its fastest tier now, the links idle.
+func (v *view) loadNs(i int, blocks []core.Block) int64 {
+	s := v.sims[i]
+	c := s.Core()
+	var bytes [core.MaxTiers]int64
+	for _, b := range blocks {
+		if w := c.Where(b); w != 0 {
+			bytes[bits.TrailingZeros8(w)] += c.BlockBytes(b)
+		}
+	}
+	var t int64
+	for tier := 1; tier < c.Tiers(); tier++ {
+		if bytes[tier] > 0 {
+			_, service := s.EstimateLoad(s.Now(), tier, bytes[tier])
+			t = core.AddTime(t, service)
+		}
+	}
+	return t
 }
 
 // view is the View over the instances' simulators: live, or through a

@@ -1,6 +1,9 @@
 package experiment
 
 import (
+	"math"
+	"slices"
+
 	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/results"
@@ -193,4 +196,62 @@ type oneInstance struct{}
 func (*oneInstance) Name() string { return "one_instance" }
 func (*oneInstance) Route(int64, *core.Request, cluster.View) (int, bool) {
 	return 0, false
+}
+
+// regretIntervals bounds the points of routing.over_time.
+const regretIntervals = 100
+
+// routing summarises the router's decisions against the truth (nil: none).
+func routing(cr *cluster.Result) *results.Routing {
+	ds := cr.Regret
+	if len(ds) == 0 {
+		return nil
+	}
+	n := float64(len(ds))
+	out := &results.Routing{Decisions: int64(len(ds))}
+	regrets := make([]int32, len(ds))
+	var sum, with int64
+	var chosen, best float64
+	for k := range ds {
+		r := ds[k].RegretBlocks()
+		regrets[k] = r
+		sum += int64(r)
+		if r > 0 {
+			with++
+		}
+		chosen += float64(ds[k].ChosenLoad)
+		best += float64(ds[k].BestLoad)
+	}
+	slices.Sort(regrets)
+	rank := max(int(math.Ceil(0.99*n))-1, 0)
+	out.RegretBlocks = results.Spread{Mean: float64(sum) / n, P99: float64(regrets[rank]), Max: float64(regrets[len(regrets)-1])}
+	out.RegretShare = float64(with) / n
+	out.ChosenLoadMs, out.BestLoadMs = chosen/n/1e6, best/n/1e6
+	t0, t1 := ds[0].Arrival, ds[0].Arrival
+	for k := range ds { // closed-loop turns are routed out of arrival order
+		t0, t1 = min(t0, ds[k].Arrival), max(t1, ds[k].Arrival)
+	}
+	width := max((t1-t0)/regretIntervals+1, 1)
+	cnt := make([]int64, regretIntervals+1)
+	reg := make([]int64, regretIntervals+1)
+	wr := make([]int64, regretIntervals+1)
+	for k := range ds {
+		b := (ds[k].Arrival - t0) / width
+		cnt[b]++
+		reg[b] += int64(ds[k].RegretBlocks())
+		if ds[k].RegretBlocks() > 0 {
+			wr[b]++
+		}
+	}
+	ot := &results.RegretSeries{}
+	for b := range cnt {
+		if cnt[b] == 0 {
+			continue
+		}
+		ot.TimesS = append(ot.TimesS, float64(t0+int64(b)*width)/1e9)
+		ot.MeanBlocks = append(ot.MeanBlocks, float64(reg[b])/float64(cnt[b]))
+		ot.Share = append(ot.Share, float64(wr[b])/float64(cnt[b]))
+	}
+	out.OverTime = ot
+	return out
 }

@@ -127,6 +127,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 		}
 		if r.cluster != nil {
 			pol.Instances, pol.Router = instances(sc, r.cluster)
+			pol.Routing = routing(r.cluster)
 			pol.NICs, pol.Pool = nics(r.cluster, r.res.End), poolStats(sc, r.cluster, r.res)
 		}
 		sum.Policies = append(sum.Policies, pol)
