@@ -57,9 +57,9 @@ type Result struct {
 	WithPrefix, BestPrefix int64
 	// Regret holds each routed request's decision, in routing order.
 	Regret  []Decision
-	Prefill                int            // Config.Prefill: instances before it prefill, after it decode
-	Pool                   *PoolStats     // nil without a pool
-	NICs                   []sim.NICStats // per node; nil without a fabric
+	Prefill int            // Config.Prefill: instances before it prefill, after it decode
+	Pool    *PoolStats     // nil without a pool
+	NICs    []sim.NICStats // per node; nil without a fabric
 }
 
 // Decision is one routing decision scored against the truth: the cached
@@ -68,8 +68,8 @@ type Result struct {
 // loading each would take (every block from its fastest tier, over idle
 // links; HBM blocks free).
 type Decision struct {
-	Arrival            int64
-	Chosen, Best       int32
+	Arrival              int64
+	Chosen, Best         int32
 	ChosenLoad, BestLoad int64
 }
 
