@@ -16,13 +16,20 @@ import (
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--out FILE [--force]]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...]] [--out FILE [--force]]", stderr)
 	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
 	fs.Float64Var(&c.RatePerSec, "rate", c.RatePerSec, "new conversations per second (Poisson)")
 	fs.Float64Var(&c.MeanTurns, "turns", c.MeanTurns, "mean turns per conversation (geometric)")
 	fs.IntVar(&c.SystemPromptTokens, "system-tokens", c.SystemPromptTokens, "system prompt tokens shared by every request")
+	shape := fs.String("shape", "chat", "`SHAPE` of the workload: chat (multi-turn conversations) or shared-prefix (customers' shared prompts, users' fixed questions; mooncake format)")
+	sp := trace.SharedPrefixConfig{BlockTokens: trace.DefaultBlockTokens, Groups: 150, Users: 5, QuestionTokens: 1200, OutputTokens: 1000}
+	fs.IntVar(&sp.Groups, "groups", sp.Groups, "shared-prefix: customers, each with its own system prompt")
+	fs.IntVar(&sp.Users, "users", sp.Users, "shared-prefix: users per customer, each with a fixed question")
+	fs.IntVar(&sp.QuestionTokens, "question-tokens", sp.QuestionTokens, "shared-prefix: tokens of each user's question")
+	fs.IntVar(&sp.OutputTokens, "output-tokens", sp.OutputTokens, "shared-prefix: output tokens of every request")
+	stages := fs.String("stages", "15x50", "shared-prefix: Poisson `RATExSECONDS` stages, comma-separated")
 	out := fs.String("out", "", "output file (default stdout); written whole or not at all")
 	force := fs.Bool("force", false, "replace --out if it exists (a trace cannot be told to be kvsim's)")
 	pos, err := parseFlags(fs, args)
@@ -36,6 +43,24 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInputf("gen: %v", err)
 	}
 	generate := trace.Generate
+	switch *shape {
+	case "chat":
+	case "shared-prefix":
+		if *format != "mooncake" {
+			return badInputf("gen: --shape shared-prefix writes mooncake only")
+		}
+		st, err := trace.ParseStages(*stages)
+		if err != nil {
+			return badInputf("gen: --stages: %v", err)
+		}
+		sp.Seed, sp.SystemTokens, sp.Stages = c.Seed, c.SystemPromptTokens, st
+		if err := sp.Validate(); err != nil {
+			return badInputf("gen: %v", err)
+		}
+		generate = func(w io.Writer, _ trace.GenConfig) error { return trace.GenerateSharedPrefix(w, sp) }
+	default:
+		return badInputf("gen: --shape: %q is not chat or shared-prefix", *shape)
+	}
 	switch *format {
 	case "mooncake":
 	case "azure":

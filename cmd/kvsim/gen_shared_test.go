@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGenReproducesSharedPrefixTrace: the command traces/README.md gives
+// rewrites traces/llmd_shared_prefix.jsonl byte for byte.
+func TestGenReproducesSharedPrefixTrace(t *testing.T) {
+	const stages = "15x50,3x20,10x20,15x20,20x38,22x34,25x30,30x25,35x21,40x38,43x36,46x33,49x30,52x29,55x27,57x26,60x25"
+	doc, err := os.ReadFile("../../traces/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "--shape shared-prefix --system-tokens 6000 \\\n  --stages "+stages+" \\\n  --out traces/llmd_shared_prefix.jsonl") {
+		t.Fatal("traces/README.md no longer gives the command this test runs")
+	}
+	out := filepath.Join(t.TempDir(), "t.jsonl")
+	args := []string{"--shape", "shared-prefix", "--system-tokens", "6000", "--stages", stages, "--out", out}
+	if err := runGen(context.Background(), args, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	want, err := os.ReadFile("../../traces/llmd_shared_prefix.jsonl")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the documented command does not reproduce traces/llmd_shared_prefix.jsonl (%v)", err)
+	}
+}
