@@ -99,3 +99,46 @@ func mustRouter(t *testing.T, name string) cluster.Router {
 	}
 	return r
 }
+
+// TestAgenticSessionsSummary: a closed-loop run of agentic sessions
+// reports each session's makespan and the TTFT of its calls by depth.
+func TestAgenticSessionsSummary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentic.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := trace.AgenticConfig{Seed: 2, BlockTokens: 512, Sessions: 6, RatePerSec: 1, Depth: 2, Fanout: 3,
+		SystemTokens: 1024, TaskTokens: 700, ToolTokens: 300, OutputTokens: 30, ToolWaitSec: 1}
+	if err := trace.GenerateAgentic(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sc := load(t, "../scenarios/quickstart.toml", "workload.trace="+path, "workload.mode=closed")
+	sum, err := Run(context.Background(), sc, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sum.Policies[0].Sessions
+	if s == nil || s.Sessions != 6 || len(s.TTFTByDepthMs) != 3 {
+		t.Fatalf("sessions %+v", s)
+	}
+	// A session waits at least two tool waits' worth of calls: its
+	// makespan exceeds its calls' own work, and every depth has a TTFT.
+	if !(s.MakespanS.Mean > 0) || s.MakespanS.Max < s.MakespanS.Mean {
+		t.Fatalf("makespan %+v", s.MakespanS)
+	}
+	for d, q := range s.TTFTByDepthMs {
+		if !(q.Mean > 0) {
+			t.Fatalf("depth %d: %+v", d, q)
+		}
+	}
+	// Without sessions, none.
+	plain, err := Run(context.Background(), load(t, "../scenarios/quickstart.toml"), Options{Workers: 1, Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Policies[0].Sessions != nil {
+		t.Fatal("sessions on an open-loop run")
+	}
+}

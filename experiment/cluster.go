@@ -9,6 +9,7 @@ import (
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
+	"kvsim/workload"
 )
 
 // NewRouter builds the router of sc's [cluster], its parameters from the
@@ -254,4 +255,91 @@ func routing(cr *cluster.Result) *results.Routing {
 	}
 	out.OverTime = ot
 	return out
+}
+
+// sessionStats gathers a closed-loop run's records for Sessions.
+type sessionStats struct {
+	cl            *workload.Closed
+	arrival, done []int64
+	ttft          []int64 // -1: rejected
+	seen          []bool
+}
+
+func newSessionStats(cl *workload.Closed) *sessionStats {
+	n := cl.Requests()
+	return &sessionStats{cl: cl, arrival: make([]int64, n), done: make([]int64, n), ttft: make([]int64, n), seen: make([]bool, n)}
+}
+
+func (s *sessionStats) add(r *core.Record) {
+	if r.Seq < 0 || int(r.Seq) >= len(s.seen) {
+		return
+	}
+	s.arrival[r.Seq], s.done[r.Seq], s.seen[r.Seq] = r.Arrival, r.Done, true
+	s.ttft[r.Seq] = -1
+	if !r.Rejected {
+		s.ttft[r.Seq] = r.TTFT()
+	}
+}
+
+// summary is nil when no request follows another. A parent's seq is below
+// its children's (the trace names earlier lines), so one pass gives roots
+// and depths.
+func (s *sessionStats) summary() *results.Sessions {
+	n := len(s.seen)
+	root, depth := make([]int64, n), make([]int, n)
+	follows := false
+	for k := range n {
+		root[k] = int64(k)
+		if p := s.cl.Parent(int64(k)); p >= 0 {
+			root[k], depth[k], follows = root[p], depth[p]+1, true
+		}
+	}
+	if !follows {
+		return nil
+	}
+	start, end := map[int64]int64{}, map[int64]int64{}
+	var order []int64
+	var byDepth [][]float64
+	for k := range n {
+		if !s.seen[k] {
+			continue
+		}
+		r := root[k]
+		if _, ok := start[r]; !ok {
+			order = append(order, r)
+			start[r] = s.arrival[k]
+		}
+		start[r] = min(start[r], s.arrival[k])
+		end[r] = max(end[r], s.done[k])
+		if s.ttft[k] >= 0 {
+			for len(byDepth) <= depth[k] {
+				byDepth = append(byDepth, nil)
+			}
+			byDepth[depth[k]] = append(byDepth[depth[k]], float64(s.ttft[k])/1e6)
+		}
+	}
+	mk := make([]float64, 0, len(order))
+	for _, r := range order {
+		mk = append(mk, float64(end[r]-start[r])/1e9)
+	}
+	out := &results.Sessions{Sessions: int64(len(order)), MakespanS: spread(mk)}
+	for _, v := range byDepth {
+		out.TTFTByDepthMs = append(out.TTFTByDepthMs, spread(v))
+	}
+	return out
+}
+
+// spread is v's mean, nearest-rank p99 and max (zeros for none).
+func spread(v []float64) results.Spread {
+	if len(v) == 0 {
+		return results.Spread{}
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	rank := max(int(math.Ceil(0.99*float64(len(v))))-1, 0)
+	return results.Spread{Mean: sum / float64(len(v)), P99: v[rank], Max: v[len(v)-1]}
 }

@@ -125,6 +125,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			}
 			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
 		}
+		pol.Sessions = r.sessions
 		if r.cluster != nil {
 			pol.Instances, pol.Router = instances(sc, r.cluster)
 			pol.Routing = routing(r.cluster)

@@ -160,6 +160,8 @@ type Policy struct {
 	Instances []Instance `json:"instances,omitempty"`
 	Router    *Router    `json:"router,omitempty"`
 	Routing   *Routing   `json:"routing,omitempty"`
+	// Sessions: closed-loop runs whose requests follow others only.
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// NICs is each node's NIC traffic: clusters whose nodes exchange KV
 	// (a pooled tier, disaggregation) only.
 	NICs []NIC `json:"nics,omitempty"`
@@ -256,6 +258,18 @@ type Routing struct {
 	BestLoadMs   float64 `json:"best_load_ms"`
 	// OverTime is the regret per interval of arrival time.
 	OverTime *RegretSeries `json:"over_time,omitempty"`
+}
+
+// Sessions describes a closed-loop run's sessions (a conversation's turns,
+// an agent's tree of calls): each session is a first request and every
+// request that follows it, directly or not.
+type Sessions struct {
+	Sessions int64 `json:"sessions"`
+	// MakespanS is from a session's first arrival to its last completion.
+	MakespanS Spread `json:"makespan_s"`
+	// TTFTByDepthMs is the TTFT of the requests at each depth: 0 the
+	// first, 1 those following it, and so on (rejected ones left out).
+	TTFTByDepthMs []Spread `json:"ttft_ms_by_depth"`
 }
 
 // Spread is a mean, a 99th percentile (nearest rank) and a maximum.
