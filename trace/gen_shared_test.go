@@ -62,3 +62,28 @@ func TestGenerateSharedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestAgenticCallFields: call_id links a call to its parent call's line
+// (several may follow one), delay is its wait; a wrong type is a bad line.
+func TestAgenticCallFields(t *testing.T) {
+	const in = `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1], "call_id": 5, "parent_call_id": -1}
+{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "call_id": 6, "parent_call_id": 5, "delay": 3}
+{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "call_id": 7, "parent_call_id": 5, "delay": 4, "session_id": "s"}
+{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "call_id": "x"}
+`
+	r := NewReader(strings.NewReader(in), "calls.jsonl", Options{BlockTokens: 16, SkipBadLines: true})
+	var got [][2]int64
+	var q Request
+	for r.Next(&q) == nil {
+		got = append(got, [2]int64{int64(q.Parent), q.Think})
+	}
+	want := [][2]int64{{0, 0}, {1, 3e6}, {1, 4e6}}
+	if len(got) != len(want) {
+		t.Fatalf("%d requests: %v", len(got), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("request %d: parent, think %v; want %v", i, got[i], want[i])
+		}
+	}
+}

@@ -32,3 +32,27 @@ func TestGenReproducesSharedPrefixTrace(t *testing.T) {
 		t.Fatalf("the documented command does not reproduce traces/llmd_shared_prefix.jsonl (%v)", err)
 	}
 }
+
+func TestGenShapeErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--shape", "dag"},
+		{"--shape", "agentic", "--format", "azure"},
+		{"--shape", "shared-prefix", "--format", "azure"},
+		{"--shape", "shared-prefix", "--stages", "3"},
+		{"--shape", "agentic", "--fanout", "0"},
+		{"--shape", "agentic", "--depth", "40", "--fanout", "2"},
+	} {
+		if err := runGen(context.Background(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+	var out bytes.Buffer
+	args := []string{"--shape", "agentic", "--sessions", "1", "--depth", "1", "--fanout", "3", "--output-tokens", "9"}
+	if err := runGen(context.Background(), args, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 4 || strings.Count(out.String(), `"parent_call_id": 0,`) != 3 ||
+		strings.Count(out.String(), `"output_length": 9,`) != 4 {
+		t.Fatalf("1 session of depth 1, fan-out 3: %d lines\n%s", n, out.String())
+	}
+}
