@@ -55,10 +55,26 @@ type Result struct {
 	// prefix of (in any tier); BestPrefix those of them sent to an
 	// instance holding the longest.
 	WithPrefix, BestPrefix int64
-	Prefill                int            // Config.Prefill: instances before it prefill, after it decode
-	Pool                   *PoolStats     // nil without a pool
-	NICs                   []sim.NICStats // per node; nil without a fabric
+	// Regret holds each routed request's decision, in routing order.
+	Regret  []Decision
+	Prefill int            // Config.Prefill: instances before it prefill, after it decode
+	Pool    *PoolStats     // nil without a pool
+	NICs    []sim.NICStats // per node; nil without a fabric
 }
+
+// Decision is one routing decision scored against the truth: the cached
+// prefix (in any tier) of the chosen instance and of the routed instance
+// holding the longest (the lowest index on ties), in blocks, and the time
+// loading each would take (every block from its fastest tier, over idle
+// links; HBM blocks free).
+type Decision struct {
+	Arrival              int64
+	Chosen, Best         int32
+	ChosenLoad, BestLoad int64
+}
+
+// RegretBlocks is the blocks of cached prefix the choice gave up.
+func (d *Decision) RegretBlocks() int32 { return d.Best - d.Chosen }
 
 // BestPrefixShare is the share of routed requests with a cached prefix
 // somewhere that went to an instance holding the longest one (0 when no
@@ -209,7 +225,11 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 	}
 	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n), Prefill: cfg.Prefill}
-	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n)}
+	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n), poolTier: -1,
+		tokBytes: make([]int64, n), hbm: make([]int64, n)}
+	if cfg.PoolShare > 0 {
+		v.poolTier = len(cfg.Instances[0].Core.Tiers) - 1
+	}
 	var lag *lagging
 	if cfg.StaleNs < 0 {
 		return nil, fmt.Errorf("cluster: a view %d ns stale", cfg.StaleNs)
@@ -254,6 +274,10 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 		v.sims[i] = s
 		v.blockTokens[i] = cfg.Instances[i].Core.BlockTokens
+		v.tokBytes[i] = cfg.Instances[i].Core.BytesPerToken
+		if ts := cfg.Instances[i].Core.Tiers; len(ts) > 0 {
+			v.hbm[i] = ts[0].Capacity
+		}
 	}
 	g := sim.NewGroup(v.sims, fab)
 	if cfg.Prefill > 0 { // the router sees the prefill instances only
@@ -362,7 +386,7 @@ func (rt *routing) route(r *core.Request, inject bool) error {
 		return fmt.Errorf("cluster: router %s chose instance %d of %d", res.Router, inst, len(v.sims))
 	}
 	res.Chosen[inst]++
-	v.scorePrefix(res, inst, r.Blocks)
+	v.scorePrefix(res, inst, r)
 	if rt.cfg.Prefill > 0 {
 		r = rt.d.prefillOf(r)
 	}
@@ -517,12 +541,16 @@ func (d *disagg) handOver(i int, r *core.Record) {
 	}
 }
 
-// scorePrefix counts whether inst holds the longest cached prefix of blocks.
-func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
-	best, mine := 0, 0
+// scorePrefix counts whether inst holds the longest cached prefix of r's
+// blocks, and records the decision (Decision).
+func (v *view) scorePrefix(res *Result, inst int, r *core.Request) {
+	blocks := r.Blocks
+	best, at, mine := 0, 0, 0
 	for i := range v.sims {
 		a := v.livePrefix(i, blocks)
-		best = max(best, a)
+		if a > best {
+			best, at = a, i
+		}
 		if i == inst {
 			mine = a
 		}
@@ -533,6 +561,36 @@ func (v *view) scorePrefix(res *Result, inst int, blocks []core.Block) {
 			res.BestPrefix++
 		}
 	}
+	if mine == best {
+		at = inst
+	}
+	d := Decision{Arrival: r.Arrival, Chosen: int32(mine), Best: int32(best), ChosenLoad: v.loadNs(inst, blocks[:mine])}
+	d.BestLoad = d.ChosenLoad
+	if at != inst {
+		d.BestLoad = v.loadNs(at, blocks[:best])
+	}
+	res.Regret = append(res.Regret, d)
+}
+
+// loadNs is the time instance i would take to load blocks into HBM, each
+// from its fastest tier now, the links idle.
+func (v *view) loadNs(i int, blocks []core.Block) int64 {
+	s := v.sims[i]
+	c := s.Core()
+	var bytes [core.MaxTiers]int64
+	for _, b := range blocks {
+		if w := c.Where(b); w != 0 {
+			bytes[bits.TrailingZeros8(w)] += c.BlockBytes(b)
+		}
+	}
+	var t int64
+	for tier := 1; tier < c.Tiers(); tier++ {
+		if bytes[tier] > 0 {
+			_, service := s.EstimateLoad(s.Now(), tier, bytes[tier])
+			t = core.AddTime(t, service)
+		}
+	}
+	return t
 }
 
 // view is the View over the instances' simulators: live, or through a
@@ -541,6 +599,9 @@ type view struct {
 	sims        []*sim.Sim
 	blockTokens []int
 	lag         *lagging
+	poolTier    int
+	tokBytes    []int64 // KV bytes per token, per instance
+	hbm         []int64 // HBM capacity, per instance
 }
 
 // load is what the View tells of an instance's work.
@@ -590,6 +651,26 @@ func (v *view) Prefix(i int, blocks []core.Block) (hbm, any int) {
 		}
 	}
 	return hbm, any
+}
+
+func (v *view) Tiers(i int, blocks []core.Block, out []uint8) []uint8 {
+	for _, b := range blocks {
+		w := v.where(i, b)
+		if w == 0 {
+			break
+		}
+		out = append(out, uint8(bits.TrailingZeros8(w)))
+	}
+	return out
+}
+
+func (v *view) PoolTier() int { return v.poolTier }
+
+func (v *view) KVUsage(i int) float64 {
+	if v.hbm[i] <= 0 {
+		return 0
+	}
+	return min(float64(v.load(i).runToks)*float64(v.tokBytes[i])/float64(v.hbm[i]), 1)
 }
 
 // livePrefix is Prefix on the instances' current state (the best-prefix

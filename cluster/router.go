@@ -26,6 +26,9 @@ type Params struct {
 	// BlockTokens converts the View's token counts to blocks in kv_cost;
 	// 0: ceil(InputTokens/len(Blocks)) of the request being routed.
 	BlockTokens int
+	// SlidingWindow is the model's sliding-window attention span in tokens
+	// (0: full attention only): llmd_precise's hybrid rule.
+	SlidingWindow int
 }
 
 // Keys holds the values of the routers' keys. A key whose router file
@@ -108,6 +111,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("stale: must be >= 0, got %d", p.StaleNs)
 	case p.MaxTreeBlocks < 1:
 		return fmt.Errorf("max_tree_blocks: must be >= 1, got %d", p.MaxTreeBlocks)
+	case p.SlidingWindow < 0:
+		return fmt.Errorf("sliding_window: must be >= 0, got %d", p.SlidingWindow)
 	case p.BlockTokens < 0:
 		return fmt.Errorf("block_tokens: must be >= 0, got %d", p.BlockTokens)
 	}

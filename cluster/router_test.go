@@ -17,6 +17,9 @@ type fakeView struct {
 	qTok, rTok      []int64
 	hbm, all        []int
 	ttft            []int64
+	tiers           [][]uint8 // per instance, the fastest tier of each prefix block; nil: hbm zeros, then ones up to all
+	usage           []float64
+	pool            int
 }
 
 func newFake(n int) *fakeView {
@@ -24,6 +27,7 @@ func newFake(n int) *fakeView {
 		queued: make([]int, n), running: make([]int, n),
 		qTok: make([]int64, n), rTok: make([]int64, n),
 		hbm: make([]int, n), all: make([]int, n), ttft: make([]int64, n),
+		usage: make([]float64, n), pool: -1,
 	}
 }
 
@@ -36,6 +40,22 @@ func (f *fakeView) EstimateTTFT(i int, _ *core.Request) int64 { return f.ttft[i]
 func (f *fakeView) Prefix(i int, b []core.Block) (int, int) {
 	return min(f.hbm[i], len(b)), min(f.all[i], len(b))
 }
+
+func (f *fakeView) Tiers(i int, b []core.Block, out []uint8) []uint8 {
+	if f.tiers != nil && f.tiers[i] != nil {
+		return append(out, f.tiers[i][:min(len(f.tiers[i]), len(b))]...)
+	}
+	for k := range min(f.all[i], len(b)) {
+		t := uint8(0)
+		if k >= f.hbm[i] {
+			t = 1
+		}
+		out = append(out, t)
+	}
+	return out
+}
+func (f *fakeView) PoolTier() int         { return f.pool }
+func (f *fakeView) KVUsage(i int) float64 { return f.usage[i] }
 
 func req(tokens int, blocks ...core.Block) *core.Request {
 	return &core.Request{InputTokens: tokens, Blocks: blocks}
@@ -245,17 +265,17 @@ func TestImbalancedHelper(t *testing.T) {
 func TestKVCostArithmetic(t *testing.T) {
 	p := DefaultParams()
 	p.BlockTokens = 100
-	k := kvCost{p: p}
+	k := newKVCost(p)
 	v := newFake(2)
 	r := req(400, 1, 2, 3, 4)
 	// Instance 0: 2 queued blocks, 3 running, 2 hits in HBM and 2 more below.
 	v.qTok[0], v.rTok[0], v.hbm[0], v.all[0] = 200, 300, 2, 4
 	// prefill = 2 + 4 - (2 + 0.75 x 2) = 2.5; decode = 3 + 4 = 7.
-	if c := k.cost(r, v, 0); c != 9.5 {
+	if c := k.cost(0, r, v, 0, 0); c != 9.5 {
 		t.Fatalf("cost 0 = %v, want 9.5", c)
 	}
 	// Instance 1: idle, nothing cached: prefill 4, decode 4.
-	if c := k.cost(r, v, 1); c != 8 {
+	if c := k.cost(0, r, v, 1, 0); c != 8 {
 		t.Fatalf("cost 1 = %v, want 8", c)
 	}
 	if i := route(t, k, r, v); i != 1 {
@@ -263,17 +283,17 @@ func TestKVCostArithmetic(t *testing.T) {
 	}
 	// Weight 2: 2 x 2.5 + 7 = 12 = 2 x 4 + 4: a tie, to the lowest index.
 	p.OverlapWeight = 2
-	if i := route(t, kvCost{p: p}, r, v); i != 0 {
+	if i := route(t, newKVCost(p), r, v); i != 0 {
 		t.Fatalf("kv_cost tie = %d, want 0", i)
 	}
 	// Host hits worth nothing: prefill 4 on 0; 2 x 4 + 7 = 15 > 12.
 	p.HostWeight = 0
-	if c := (kvCost{p: p}).cost(r, v, 0); c != 15 {
+	if c := newKVCost(p).cost(0, r, v, 0, 0); c != 15 {
 		t.Fatalf("host weight 0: cost = %v, want 15", c)
 	}
 	// Weight 0: load only (decode 7 vs 4).
 	p.OverlapWeight = 0
-	if i := route(t, kvCost{p: p}, r, v); i != 1 {
+	if i := route(t, newKVCost(p), r, v); i != 1 {
 		t.Fatalf("overlap weight 0 = %d, want 1", i)
 	}
 }

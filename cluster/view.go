@@ -15,6 +15,15 @@ type View interface {
 	// EstimateTTFT is the instance's own estimate for r now: its queue's
 	// prefill work + loading r's cached prefix + computing the rest (ns).
 	EstimateTTFT(i int, r *core.Request) int64
+	// Tiers appends to out, for each block of the prefix Prefix counts in
+	// any tier, the fastest tier of instance i holding it (0: HBM): what
+	// KV events tagged with their medium tell a router.
+	Tiers(i int, blocks []core.Block, out []uint8) []uint8
+	// PoolTier is the tier the instances share as one pool; -1 without one.
+	PoolTier() int
+	// KVUsage is the share of instance i's HBM the running requests' KV
+	// fills (vLLM's kv_cache_usage_perc, which counts cached free blocks free).
+	KVUsage(i int) float64
 }
 type Router interface {
 	Name() string

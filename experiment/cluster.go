@@ -1,11 +1,15 @@
 package experiment
 
 import (
+	"math"
+	"slices"
+
 	"kvsim/cluster"
 	"kvsim/core"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
+	"kvsim/workload"
 )
 
 // NewRouter builds the router of sc's [cluster], its parameters from the
@@ -193,4 +197,149 @@ type oneInstance struct{}
 func (*oneInstance) Name() string { return "one_instance" }
 func (*oneInstance) Route(int64, *core.Request, cluster.View) (int, bool) {
 	return 0, false
+}
+
+// regretIntervals bounds the points of routing.over_time.
+const regretIntervals = 100
+
+// routing summarises the router's decisions against the truth (nil: none).
+func routing(cr *cluster.Result) *results.Routing {
+	ds := cr.Regret
+	if len(ds) == 0 {
+		return nil
+	}
+	n := float64(len(ds))
+	out := &results.Routing{Decisions: int64(len(ds))}
+	regrets := make([]int32, len(ds))
+	var sum, with int64
+	var chosen, best float64
+	for k := range ds {
+		r := ds[k].RegretBlocks()
+		regrets[k] = r
+		sum += int64(r)
+		if r > 0 {
+			with++
+		}
+		chosen += float64(ds[k].ChosenLoad)
+		best += float64(ds[k].BestLoad)
+	}
+	slices.Sort(regrets)
+	rank := max(int(math.Ceil(0.99*n))-1, 0)
+	out.RegretBlocks = results.Spread{Mean: float64(sum) / n, P99: float64(regrets[rank]), Max: float64(regrets[len(regrets)-1])}
+	out.RegretShare = float64(with) / n
+	out.ChosenLoadMs, out.BestLoadMs = chosen/n/1e6, best/n/1e6
+	t0, t1 := ds[0].Arrival, ds[0].Arrival
+	for k := range ds { // closed-loop turns are routed out of arrival order
+		t0, t1 = min(t0, ds[k].Arrival), max(t1, ds[k].Arrival)
+	}
+	width := max((t1-t0)/regretIntervals+1, 1)
+	cnt := make([]int64, regretIntervals+1)
+	reg := make([]int64, regretIntervals+1)
+	wr := make([]int64, regretIntervals+1)
+	for k := range ds {
+		b := (ds[k].Arrival - t0) / width
+		cnt[b]++
+		reg[b] += int64(ds[k].RegretBlocks())
+		if ds[k].RegretBlocks() > 0 {
+			wr[b]++
+		}
+	}
+	ot := &results.RegretSeries{}
+	for b := range cnt {
+		if cnt[b] == 0 {
+			continue
+		}
+		ot.TimesS = append(ot.TimesS, float64(t0+int64(b)*width)/1e9)
+		ot.MeanBlocks = append(ot.MeanBlocks, float64(reg[b])/float64(cnt[b]))
+		ot.Share = append(ot.Share, float64(wr[b])/float64(cnt[b]))
+	}
+	out.OverTime = ot
+	return out
+}
+
+// sessionStats gathers a closed-loop run's records for Sessions.
+type sessionStats struct {
+	cl            *workload.Closed
+	arrival, done []int64
+	ttft          []int64 // -1: rejected
+	seen          []bool
+}
+
+func newSessionStats(cl *workload.Closed) *sessionStats {
+	n := cl.Requests()
+	return &sessionStats{cl: cl, arrival: make([]int64, n), done: make([]int64, n), ttft: make([]int64, n), seen: make([]bool, n)}
+}
+
+func (s *sessionStats) add(r *core.Record) {
+	if r.Seq < 0 || int(r.Seq) >= len(s.seen) {
+		return
+	}
+	s.arrival[r.Seq], s.done[r.Seq], s.seen[r.Seq] = r.Arrival, r.Done, true
+	s.ttft[r.Seq] = -1
+	if !r.Rejected {
+		s.ttft[r.Seq] = r.TTFT()
+	}
+}
+
+// summary is nil when no request follows another. A parent's seq is below
+// its children's (the trace names earlier lines), so one pass gives roots
+// and depths.
+func (s *sessionStats) summary() *results.Sessions {
+	n := len(s.seen)
+	root, depth := make([]int64, n), make([]int, n)
+	follows := false
+	for k := range n {
+		root[k] = int64(k)
+		if p := s.cl.Parent(int64(k)); p >= 0 {
+			root[k], depth[k], follows = root[p], depth[p]+1, true
+		}
+	}
+	if !follows {
+		return nil
+	}
+	start, end := map[int64]int64{}, map[int64]int64{}
+	var order []int64
+	var byDepth [][]float64
+	for k := range n {
+		if !s.seen[k] {
+			continue
+		}
+		r := root[k]
+		if _, ok := start[r]; !ok {
+			order = append(order, r)
+			start[r] = s.arrival[k]
+		}
+		start[r] = min(start[r], s.arrival[k])
+		end[r] = max(end[r], s.done[k])
+		if s.ttft[k] >= 0 {
+			for len(byDepth) <= depth[k] {
+				byDepth = append(byDepth, nil)
+			}
+			byDepth[depth[k]] = append(byDepth[depth[k]], float64(s.ttft[k])/1e6)
+		}
+	}
+	mk := make([]float64, 0, len(order))
+	for _, r := range order {
+		mk = append(mk, float64(end[r]-start[r])/1e9)
+	}
+	out := &results.Sessions{Sessions: int64(len(order)), MakespanS: spread(mk)}
+	for _, v := range byDepth {
+		out.TTFTByDepthMs = append(out.TTFTByDepthMs, spread(v))
+	}
+	return out
+}
+
+// spread is v's mean, nearest-rank p99 and max (zeros for none).
+func spread(v []float64) results.Spread {
+	if len(v) == 0 {
+		return results.Spread{}
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	rank := max(int(math.Ceil(0.99*float64(len(v))))-1, 0)
+	return results.Spread{Mean: sum / float64(len(v)), P99: v[rank], Max: v[len(v)-1]}
 }

@@ -41,6 +41,7 @@ func TestOneInstanceCluster(t *testing.T) {
 		for _, p := range m["policies"].([]any) {
 			delete(p.(map[string]any), "instances")
 			delete(p.(map[string]any), "router")
+			delete(p.(map[string]any), "routing")
 		}
 		csv, err := os.ReadFile(filepath.Join(out, sc.Name, "requests.csv"))
 		if err != nil {

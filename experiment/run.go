@@ -79,7 +79,8 @@ type policyRun struct {
 	err    error
 	wallS  float64
 
-	cluster *cluster.Result // with [cluster]
+	cluster  *cluster.Result // with [cluster]
+	sessions *results.Sessions
 }
 
 // Run simulates every policy of sc over its trace and summarises them;
@@ -295,6 +296,14 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 			return
 		}
 		csrc = &ctxSessions{ctxSource{ctx: ctx, src: cl, prog: o.Progress, mask: simCheck}, cl}
+		ss := newSessionStats(cl)
+		inner := obs
+		obs = func(r *core.Record) { ss.add(r); inner(r) }
+		defer func() {
+			if pr.err == nil {
+				pr.sessions = ss.summary()
+			}
+		}()
 	}
 	if sc.Cluster.Instances > 0 {
 		var ccfg cluster.Config

@@ -125,8 +125,10 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			}
 			pol.SharedTiers[d.Name] = pipe(d.Bytes, d.Transfers, d.BusyNs)
 		}
+		pol.Sessions = r.sessions
 		if r.cluster != nil {
 			pol.Instances, pol.Router = instances(sc, r.cluster)
+			pol.Routing = routing(r.cluster)
 			pol.NICs, pol.Pool = nics(r.cluster, r.res.End), poolStats(sc, r.cluster, r.res)
 		}
 		sum.Policies = append(sum.Policies, pol)

@@ -575,6 +575,9 @@ func scenarioCharts(s *results.Summary, lat *latencies) []chart {
 	out := []chart{hitChart(s), recomputeChart(s)}
 	if n := clusterSize(s); n > 0 { // a cluster run: how the router spread the work
 		out = append(out, instanceRequestsChart(s, n), instanceHitChart(s, n))
+		if c, ok := regretChart(s); ok {
+			out = append(out, c)
+		}
 		if hasNICs(s) { // a pair: sending beside receiving
 			out = append(out, nicCharts(s)...)
 		}
@@ -594,6 +597,23 @@ func scenarioCharts(s *results.Summary, lat *latencies) []chart {
 		out = append(out, c)
 	}
 	return append(out, timeCharts(s)...)
+}
+
+// regretChart draws each policy's routing regret over arrival time: the
+// mean blocks of cached prefix a decision gave up (summary routing.over_time).
+func regretChart(s *results.Summary) (chart, bool) {
+	c := chart{ID: "regret", Kind: kindLine, Title: "Routing regret over time",
+		Subtitle: "blocks of cached prefix the chosen instance lacked against the best one, mean per interval of arrivals",
+		XName:    "virtual time (s)", YName: "blocks", Unit: " blocks", Decimals: 2, XUnit: " s", XDecimals: 1}
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		if p.Routing == nil || p.Routing.OverTime == nil {
+			continue
+		}
+		ot := p.Routing.OverTime
+		c.Series = append(c.Series, series{Name: p.Name, X: ot.TimesS, Y: ot.MeanBlocks})
+	}
+	return c, len(c.Series) > 0
 }
 
 // indexCharts compares every scenario x policy: one horizontal bar per

@@ -159,6 +159,9 @@ type Policy struct {
 	// Instances and Router: runs with [cluster] only.
 	Instances []Instance `json:"instances,omitempty"`
 	Router    *Router    `json:"router,omitempty"`
+	Routing   *Routing   `json:"routing,omitempty"`
+	// Sessions: closed-loop runs whose requests follow others only.
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// NICs is each node's NIC traffic: clusters whose nodes exchange KV
 	// (a pooled tier, disaggregation) only.
 	NICs []NIC `json:"nics,omitempty"`
@@ -236,6 +239,53 @@ type Router struct {
 	// cached prefix of, the share sent to an instance holding the longest.
 	BestPrefixShare float64 `json:"best_prefix_share"`
 	WithPrefix      int64   `json:"with_prefix"`
+}
+
+// Routing scores a cluster's routing decisions against the true state at
+// each arrival: the cached prefix (any tier) of the chosen instance against
+// the longest any eligible instance held. Regret tells lost affinity from
+// reuse the workload does not offer.
+type Routing struct {
+	Decisions int64 `json:"decisions"`
+	// RegretBlocks is the blocks of prefix a decision gave up (best - chosen).
+	RegretBlocks Spread `json:"regret_blocks"`
+	// RegretShare is the share of decisions with regret > 0.
+	RegretShare float64 `json:"regret_share"`
+	// ChosenLoadMs and BestLoadMs are the mean time to load the chosen and
+	// the best instance's prefix, each block from its fastest tier over idle
+	// links (HBM blocks free).
+	ChosenLoadMs float64 `json:"chosen_load_ms"`
+	BestLoadMs   float64 `json:"best_load_ms"`
+	// OverTime is the regret per interval of arrival time.
+	OverTime *RegretSeries `json:"over_time,omitempty"`
+}
+
+// Sessions describes a closed-loop run's sessions (a conversation's turns,
+// an agent's tree of calls): each session is a first request and every
+// request that follows it, directly or not.
+type Sessions struct {
+	Sessions int64 `json:"sessions"`
+	// MakespanS is from a session's first arrival to its last completion.
+	MakespanS Spread `json:"makespan_s"`
+	// TTFTByDepthMs is the TTFT of the requests at each depth: 0 the
+	// first, 1 those following it, and so on (rejected ones left out).
+	TTFTByDepthMs []Spread `json:"ttft_ms_by_depth"`
+}
+
+// Spread is a mean, a 99th percentile (nearest rank) and a maximum.
+type Spread struct {
+	Mean float64 `json:"mean"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// RegretSeries is Routing over equal intervals of arrival time: each
+// interval's start, the mean regret of its decisions and their share with
+// regret (NaN-free: intervals without decisions are left out).
+type RegretSeries struct {
+	TimesS     []float64 `json:"times_s"`
+	MeanBlocks []float64 `json:"mean_blocks"`
+	Share      []float64 `json:"share"`
 }
 
 // OrNaN is *q, or NaN in every field when q is nil (no request

@@ -261,7 +261,7 @@
 //	decode_instances = 3          # instances = prefill_instances + decode_instances; 1..256;
 //	                              # default none
 //	router = "cache_aware"        # chooses each request's instance (docs/routers.md);
-//	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake;
+//	                              # round_robin | least_loaded | cache_aware | kv_cost | mooncake | llmd_precise | llmd_approximate;
 //	                              # default "round_robin"
 //	cache_threshold = 0.5         # cache_aware: a prefix match above this share of the prompt wins (SGLang);
 //	                              # 0..1; default 0.5
@@ -269,12 +269,49 @@
 //	                              # >= 0; default 32
 //	balance_rel = 1.0001          # ... and the largest exceeds the smallest times this; >= 1;
 //	                              # default 1.0001
-//	overlap_weight = 1.0          # kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo);
+//	overlap_weight = 1.0          # kv_cost: weight of the blocks to prefill against the blocks to decode (Dynamo's prefill_load_scale);
 //	                              # >= 0; default 1
-//	host_weight = 0.75            # kv_cost: the share of a hit a block found below hbm is credited (Dynamo's host_cache_hit_weight);
+//	host_weight = 0.75            # kv_cost: the share of a hit a block found first in tier 1 is credited (Dynamo's host_cache_hit_weight);
 //	                              # 0..1; default 0.75
+//	disk_weight = 0.25            # kv_cost: the share of a hit a block found first in tier 2 or below is credited (Dynamo: disk_cache_hit_weight 0.25;
+//	                              # 0.75 keeps the earlier credit); 0..1; default 0.75
+//	overlap_credit = 1.0          # kv_cost: the share of a hit an hbm block is credited (Dynamo's overlap_score_credit);
+//	                              # 0..1; default 1
+//	credit_decay = 0              # kv_cost: the hbm credit is divided by 1 + this x the instance's prefill backlog above the least, in request sizes (Dynamo's overlap_score_credit_decay);
+//	                              # >= 0; default 0
+//	shared_weight = 0.5           # kv_cost: > 0 credits a block found first in the pooled tier this share instead of its tier's (Dynamo's shared_cache_multiplier);
+//	                              # 0..1; default 0
+//	active_request_weight = 0     # kv_cost: blocks of cost per queued or running request (Dynamo's decode_active_request_weight);
+//	                              # >= 0; default 0
+//	temperature = 0               # kv_cost: 0 takes the least cost;
+//	                              # above, a softmax sample over the normalised costs (Dynamo's router_temperature);
+//	                              # >= 0; default 0
+//	sample_seed = 0               # kv_cost: seeds the temperature sample (with the request's sequence number: a run is reproducible);
+//	                              # >= 0; default 0
+//	kv_events = true              # kv_cost: false scores its own index of routed blocks instead of the View's tiers (Dynamo's --no-kv-events);
+//	                              # default true
+//	router_ttl = 120              # kv_cost: seconds a routed block stays in the index without events (Dynamo's router_ttl_secs);
+//	                              # >= 0; default 120
+//	index_blocks = 1048576        # kv_cost: blocks the index without events keeps per instance, least recently routed dropped (Dynamo's router_max_tree_size);
+//	                              # >= 1; default 1048576
 //	slo_reject = false            # mooncake: reject a request whose best estimated TTFT misses [slo] ttft_ms;
 //	                              # default false
+//	llmd_prefix_weight = 3        # llmd_precise, llmd_approximate: profile weight of the prefix scorer;
+//	                              # >= 0; default 3
+//	llmd_queue_weight = 1         # llmd_precise, llmd_approximate: profile weight of the queue scorer (waiting requests, min-max normalised);
+//	                              # >= 0; default 1
+//	llmd_kv_weight = 1            # llmd_precise, llmd_approximate: profile weight of the KV-utilisation scorer (1 - usage);
+//	                              # >= 0; default 1
+//	llmd_gpu_weight = 1.0         # llmd_precise: score of a prefix block whose fastest copy is in hbm (llm-d's gpu medium);
+//	                              # >= 0; default 1
+//	llmd_cpu_weight = 0.8         # llmd_precise: score of a prefix block whose fastest copy is in tier 1 (llm-d's cpu medium);
+//	                              # >= 0; default 0.8
+//	llmd_storage_weight = 0.3     # llmd_precise: score of a prefix block whose fastest copy is in tier 2 or below (storage;
+//	                              # llm-d's open proposal); >= 0; default 0.3
+//	approx_lru_tokens = 500000    # llmd_approximate: tokens of routed prefixes remembered per instance, least recent dropped (31250 blocks of 16);
+//	                              # >= 1; default 500000
+//	approx_max_tokens = 4096      # llmd_approximate: the longest prefix matched, in tokens (256 blocks of 16);
+//	                              # >= 1; default 4096
 //	nic_bandwidth = "25GB/s"      # each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's
 //	                              # cross-node reads and writes and disaggregation's KV transfers pass both ends';
 //	                              # > 0; default "25GB/s"

@@ -22,10 +22,15 @@ const (
 	// Bailian's: chat_id is required, parent_chat_id optional.
 	fChat
 	fParentChat
+	// Optional in mooncake: an agentic session's call and the call it
+	// follows (a DAG: several calls may follow one).
+	fCall
+	fParentCall
 	nAll
 )
 
-var fieldNames = [nAll]string{"timestamp", "input_length", "output_length", "hash_ids", "session_id", "delay", "chat_id", "parent_chat_id"}
+var fieldNames = [nAll]string{"timestamp", "input_length", "output_length", "hash_ids", "session_id", "delay", "chat_id", "parent_chat_id",
+	"call_id", "parent_call_id"}
 
 // extras are the session fields of one line, beside values so that values
 // stays what every JSON format shares.
@@ -37,6 +42,9 @@ type extras struct {
 	parent   int64 // -1: none
 	hasChat  bool
 	hasDelay bool
+	call     int64 // call_id
+	pcall    int64 // parent_call_id; -1: none
+	hasCall  bool
 }
 
 // values are the scalar fields of one line; ids go to parser.ids.
@@ -63,7 +71,7 @@ type parser struct {
 func (p *parser) parse(line []byte, bt int, v *values) string {
 	p.b, p.i, p.syn, p.sem = line, 0, "", ""
 	p.ids = p.ids[:0]
-	p.ext = extras{sess: p.ext.sess[:0], delay: -1, parent: -1}
+	p.ext = extras{sess: p.ext.sess[:0], delay: -1, parent: -1, pcall: -1}
 	p.ws()
 	if p.peek() != '{' {
 		if p.value(0) && p.end() {
@@ -113,6 +121,11 @@ func (p *parser) parse(line []byte, bt int, v *values) string {
 				p.ext.hasChat = true
 			case fParentChat:
 				ok = p.chatID(&p.ext.parent, f)
+			case fCall:
+				ok = p.chatID(&p.ext.call, f)
+				p.ext.hasCall = true
+			case fParentCall:
+				ok = p.chatID(&p.ext.pcall, f)
 			case fInput:
 				ok = p.length(&v.input, f)
 			case fOutput:
@@ -246,6 +259,10 @@ func (p *parser) field() (int, bool) {
 		return fSession, true
 	case "delay":
 		return fDelay, true
+	case "call_id":
+		return fCall, true
+	case "parent_call_id":
+		return fParentCall, true
 	}
 	return -1, true
 }

@@ -318,7 +318,15 @@ func (r *Reader) mooncakeLine(line []byte, v *values) (ids []int64, reason strin
 	if r.build {
 		bt = 0 // checked when the cache is read, at the block size asked then
 	}
-	if reason = r.p.parse(line, bt, v); reason == "" && r.p.ext.hasSess {
+	if reason = r.p.parse(line, bt, v); reason == "" && r.p.ext.hasCall {
+		// An agentic call: it follows its parent call (delay: the tool wait).
+		r.cur.store = r.intern(callKey(r.p.ext.sess[:0], r.p.ext.call))
+		r.cur.lookup = 0
+		if r.p.ext.pcall >= 0 {
+			r.cur.lookup = r.intern(callKey(r.p.ext.sess[:0], r.p.ext.pcall))
+		}
+		r.cur.delay = r.p.ext.delay
+	} else if reason == "" && r.p.ext.hasSess {
 		r.cur.store = r.intern(r.p.ext.sess)
 		r.cur.lookup = r.cur.store
 		r.cur.delay = r.p.ext.delay
@@ -326,6 +334,12 @@ func (r *Reader) mooncakeLine(line []byte, v *values) (ids []int64, reason strin
 		r.cur.delay = r.p.ext.delay
 	}
 	return r.p.ids, reason, false, nil
+}
+
+// callKey is a call_id's key among the sessions: 'c' then its digits, so
+// it never meets a session_id's ('s' or 'i').
+func callKey(b []byte, id int64) []byte {
+	return strconv.AppendInt(append(b, 'c'), id, 10)
 }
 
 // intern gives a mooncake session its 1-based index into sess.

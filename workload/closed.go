@@ -17,6 +17,7 @@ type Closed struct {
 	reqs   []core.Request // every request, in trace order (Seq = index)
 	think  []int64        // per request: ns after its parent finishes
 	kids   map[int64][]int32
+	parent []int32 // per request: the request it follows, -1: none
 	roots  []int32 // requests arriving at their trace time, in order
 	next   int
 	out    []core.Request
@@ -53,8 +54,10 @@ func NewClosed(src *Source) (*Closed, error) {
 		bySeq[r.Line] = r.Seq
 		if p, ok := bySeq[parent]; ok && parent > 0 && p != r.Seq {
 			c.kids[p] = append(c.kids[p], int32(r.Seq))
+			c.parent = append(c.parent, int32(p))
 		} else {
 			c.roots = append(c.roots, int32(r.Seq))
+			c.parent = append(c.parent, -1)
 		}
 	}
 	for i, sp := range spans { // the arena no longer grows: slice it
@@ -62,6 +65,9 @@ func NewClosed(src *Source) (*Closed, error) {
 	}
 	return c, nil
 }
+
+// Parent is the request seq follows (an earlier one), -1 for a root.
+func (c *Closed) Parent(seq int64) int64 { return int64(c.parent[seq]) }
 
 // Requests is the number of requests in the trace.
 func (c *Closed) Requests() int { return len(c.reqs) }

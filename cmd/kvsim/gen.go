@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -16,13 +17,27 @@ import (
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--out FILE [--force]]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...] [--sessions N] [--depth D] [--fanout F] [--tool-wait S] [--tool-tokens N]] [--out FILE [--force]]", stderr)
 	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
 	fs.Float64Var(&c.RatePerSec, "rate", c.RatePerSec, "new conversations per second (Poisson)")
 	fs.Float64Var(&c.MeanTurns, "turns", c.MeanTurns, "mean turns per conversation (geometric)")
 	fs.IntVar(&c.SystemPromptTokens, "system-tokens", c.SystemPromptTokens, "system prompt tokens shared by every request")
+	shape := fs.String("shape", "chat", "`SHAPE` of the workload: chat (multi-turn conversations), shared-prefix (customers' shared prompts, users' fixed questions) or agentic (sessions of calls with tool waits and branches); the last two mooncake only")
+	sp := trace.SharedPrefixConfig{BlockTokens: trace.DefaultBlockTokens, Groups: 150, Users: 5, QuestionTokens: 1200, OutputTokens: 1000}
+	fs.IntVar(&sp.Groups, "groups", sp.Groups, "shared-prefix: customers, each with its own system prompt")
+	fs.IntVar(&sp.Users, "users", sp.Users, "shared-prefix: users per customer, each with a fixed question")
+	fs.IntVar(&sp.QuestionTokens, "question-tokens", sp.QuestionTokens, "shared-prefix: tokens of each user's question; agentic: of a session's task (default 1000)")
+	fs.IntVar(&sp.OutputTokens, "output-tokens", sp.OutputTokens, "shared-prefix: output tokens of every request; agentic: of every call (default 200)")
+	ag := trace.AgenticConfig{BlockTokens: trace.DefaultBlockTokens, Sessions: 200, RatePerSec: 1, Depth: 3, Fanout: 2,
+		TaskTokens: 1000, ToolTokens: 500, OutputTokens: 200, ToolWaitSec: 5}
+	fs.IntVar(&ag.Sessions, "sessions", ag.Sessions, "agentic: sessions (each a tree of calls)")
+	fs.IntVar(&ag.Depth, "depth", ag.Depth, "agentic: calls below a session's first, along each path")
+	fs.IntVar(&ag.Fanout, "fanout", ag.Fanout, "agentic: calls following each call above the last depth (1: a chain; more: branches)")
+	fs.Float64Var(&ag.ToolWaitSec, "tool-wait", ag.ToolWaitSec, "agentic: mean tool wait before a following call, in seconds (exponential)")
+	fs.IntVar(&ag.ToolTokens, "tool-tokens", ag.ToolTokens, "agentic: tokens of each tool result added to the context")
+	stages := fs.String("stages", "15x50", "shared-prefix: Poisson `RATExSECONDS` stages, comma-separated")
 	out := fs.String("out", "", "output file (default stdout); written whole or not at all")
 	force := fs.Bool("force", false, "replace --out if it exists (a trace cannot be told to be kvsim's)")
 	pos, err := parseFlags(fs, args)
@@ -36,6 +51,41 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInputf("gen: %v", err)
 	}
 	generate := trace.Generate
+	switch *shape {
+	case "chat":
+	case "shared-prefix":
+		if *format != "mooncake" {
+			return badInputf("gen: --shape shared-prefix writes mooncake only")
+		}
+		st, err := trace.ParseStages(*stages)
+		if err != nil {
+			return badInputf("gen: --stages: %v", err)
+		}
+		sp.Seed, sp.SystemTokens, sp.Stages = c.Seed, c.SystemPromptTokens, st
+		if err := sp.Validate(); err != nil {
+			return badInputf("gen: %v", err)
+		}
+		generate = func(w io.Writer, _ trace.GenConfig) error { return trace.GenerateSharedPrefix(w, sp) }
+	case "agentic":
+		if *format != "mooncake" {
+			return badInputf("gen: --shape agentic writes mooncake only")
+		}
+		ag.Seed, ag.SystemTokens, ag.RatePerSec = c.Seed, c.SystemPromptTokens, c.RatePerSec
+		fs.Visit(func(f *flag.Flag) { // the shared length flags, where given
+			switch f.Name {
+			case "question-tokens":
+				ag.TaskTokens = sp.QuestionTokens
+			case "output-tokens":
+				ag.OutputTokens = sp.OutputTokens
+			}
+		})
+		if err := ag.Validate(); err != nil {
+			return badInputf("gen: %v", err)
+		}
+		generate = func(w io.Writer, _ trace.GenConfig) error { return trace.GenerateAgentic(w, ag) }
+	default:
+		return badInputf("gen: --shape: %q is not chat, shared-prefix or agentic", *shape)
+	}
 	switch *format {
 	case "mooncake":
 	case "azure":

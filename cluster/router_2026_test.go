@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"math"
+	"testing"
+
+	"kvsim/core"
+)
+
+// Hand-computed scores for llmd_precise, llmd_approximate and kv_cost's
+// Dynamo terms. Blocks are 100 tokens (BlockTokens) throughout.
+
+func params2026(set map[string]any) Params {
+	p := DefaultParams()
+	p.BlockTokens = 100
+	for k, x := range set {
+		p.Keys.Set(k, x)
+	}
+	return p
+}
+
+func TestLLMDPreciseByHand(t *testing.T) {
+	l := newLLMDPrecise(params2026(nil))
+	r := req(400, 1, 2, 3, 4)
+	v := newFake(3)
+	// 0: two blocks in hbm, two in dram: 1 + 1 + 0.8 + 0.8 = 3.6.
+	// 1: all four in dram only (a lower-tier-only match): 4 x 0.8 = 3.2.
+	// 2: nothing: not scored.
+	v.tiers = [][]uint8{{0, 0, 1, 1}, {1, 1, 1, 1}, nil}
+	v.all[2] = 0
+	for i, want := range []float64{3.6, 3.2, 0} {
+		s, held := l.score(r, v, i)
+		if math.Abs(s-want) > 1e-12 || held != (i < 2) {
+			t.Fatalf("score %d = %v, %v; want %v", i, s, held, want)
+		}
+	}
+	// Normalised over the scored: 1, 0, 0. Queues equal: 1 each. KV:
+	// 0.5 used on 0. Totals: 3 + 1 + 0.5 = 4.5, 0 + 1 + 1 = 2, 2.
+	v.usage[0] = 0.5
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("llmd_precise = %d, want 0", i)
+	}
+	// 0's queue the longest (queue score 0) and its HBM full: 3 + 0 + 0 = 3 > 2.
+	v.queued[0], v.usage[0] = 4, 1
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("llmd_precise = %d, want 0", i)
+	}
+	// Prefix weight 1: 1 + 0 + 0 = 1 < 0 + 1 + 1 = 2: the lowest of 1 and 2.
+	l2 := newLLMDPrecise(params2026(map[string]any{"llmd_prefix_weight": 1.0}))
+	if i := route(t, l2, r, v); i != 1 {
+		t.Fatalf("prefix weight 1: %d, want 1", i)
+	}
+	// Only 1 holds anything (dram only): alone it normalises to 1: 3 + 1 + 1 = 5.
+	v = newFake(3)
+	v.tiers = [][]uint8{{}, {1, 1, 1, 1}, {}}
+	if i := route(t, l, r, v); i != 1 {
+		t.Fatalf("lower-tier-only match: %d, want 1", i)
+	}
+	// A tie: 0 and 1 hold the same two hbm blocks (both 1 after
+	// normalising), 2 holds storage only (2 x 0.3 = 0.6, normalised 0):
+	// 0 and 1 score 5, the lowest index wins.
+	v.tiers = [][]uint8{{0, 0}, {0, 0}, {2, 2}}
+	if s, _ := l.score(r, v, 2); math.Abs(s-0.6) > 1e-12 {
+		t.Fatalf("storage score = %v, want 0.6", s)
+	}
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("tie: %d, want 0", i)
+	}
+}
+
+// windowFake is a model with sliding-window layers whose window group
+// holds only the blocks in held[i].
+type windowFake struct {
+	*fakeView
+	held []map[core.Block]bool
+}
+
+func (w windowFake) WindowHeld(i int, b core.Block) bool { return w.held[i][b] }
+
+func TestLLMDPreciseSlidingWindow(t *testing.T) {
+	r := req(600, 1, 2, 3, 4, 5, 6)
+	f := newFake(2)
+	// Full attention: 0 holds all six in hbm, 1 the first five.
+	f.tiers = [][]uint8{{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}
+	v := windowFake{f, []map[core.Block]bool{
+		{1: true, 2: true, 3: true, 4: true}, // the window group freed 5 and 6
+		{1: true, 2: true, 3: true, 4: true, 5: true, 6: true},
+	}}
+	full := newLLMDPrecise(params2026(nil))
+	if i := route(t, full, r, v); i != 0 {
+		t.Fatalf("full attention: %d, want 0 (6 blocks > 5)", i)
+	}
+	// A 200-token window is 2 blocks: on 0, prefixes 6 and 5 end where the
+	// window group holds nothing; 4 ends on blocks 3, 4, held: score 4. On
+	// 1, 5 ends on 4, 5: score 5. 1 wins.
+	p := params2026(nil)
+	p.SlidingWindow = 200
+	l := newLLMDPrecise(p)
+	for i, want := range []float64{4, 5} {
+		if s, _ := l.score(r, v, i); s != want {
+			t.Fatalf("window score %d = %v, want %v", i, s, want)
+		}
+	}
+	if i := route(t, l, r, v); i != 1 {
+		t.Fatalf("sliding window: %d, want 1", i)
+	}
+	// A prefix shorter than the window needs all its blocks: 0 holds
+	// block 1 only in its window group, prefix 1 of a 3-block window: 1.
+	v.held[0] = map[core.Block]bool{1: true}
+	p.SlidingWindow = 300
+	if s, _ := newLLMDPrecise(p).score(r, v, 0); s != 1 {
+		t.Fatalf("short prefix: %v, want 1", s)
+	}
+}
+
+func TestLLMDApproximateByHand(t *testing.T) {
+	l := newLLMDApprox(params2026(nil))
+	v := newFake(2)
+	// Nothing routed: prefix scores 0, queues equal, KV equal: a tie, to 0.
+	if i := route(t, l, req(200, 1, 2), v); i != 0 {
+		t.Fatalf("first = %d, want 0", i)
+	}
+	// 0 remembers 1, 2: a request 1..4 matches 2 of 4: 3 x 0.5 + 1 + 1 = 3.5 > 2.
+	r := req(400, 1, 2, 3, 4)
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("second = %d, want 0", i)
+	}
+	// 0 now remembers 1..4 (4 of 4: 3); its queue the longest (0) and 0.6
+	// used: 3 + 0 + 0.4 = 3.4 > 0 + 1 + 1 = 2.
+	v.queued[0], v.usage[0] = 1, 0.6
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("third = %d, want 0", i)
+	}
+	// A new prefix: 0 + 0 + 0.4 < 2: to 1, which then remembers it.
+	if i := route(t, l, req(200, 7, 8), v); i != 1 {
+		t.Fatalf("new prefix = %d, want 1", i)
+	}
+	if m := l.trees[1].match([]core.Block{7, 8}); m != 2 {
+		t.Fatalf("1 remembers %d blocks of 7, 8", m)
+	}
+	// The match limit: 200 tokens is 2 blocks, so 1..4 scores 2 of 2 on 0.
+	l = newLLMDApprox(params2026(map[string]any{"approx_max_tokens": int64(200)}))
+	route(t, l, req(200, 1, 2), newFake(2))
+	if m := l.trees[0].match([]core.Block{1, 2, 3}); m != 2 {
+		t.Fatalf("limited: remembers %d", m)
+	}
+}
+
+func TestKVCostDynamoTerms(t *testing.T) {
+	r := req(400, 1, 2, 3, 4)
+	v := newFake(2)
+	// A device run of 1, then tier 1, then two in tier 2.
+	v.tiers = [][]uint8{{0, 1, 2, 2}, nil}
+	// Defaults (disk 0.75, the earlier credit): 1 + 0.75 x 3 = 3.25;
+	// prefill 4 - 3.25 = 0.75, decode 4: 4.75.
+	if c := newKVCost(params2026(nil)).cost(0, r, v, 0, 0); c != 4.75 {
+		t.Fatalf("default cost = %v, want 4.75", c)
+	}
+	// Dynamo's disk 0.25: 1 + 0.75 + 0.5 = 2.25; 1.75 + 4 = 5.75.
+	if c := newKVCost(params2026(map[string]any{"disk_weight": 0.25})).cost(0, r, v, 0, 0); c != 5.75 {
+		t.Fatalf("disk 0.25: cost = %v, want 5.75", c)
+	}
+	// Tier 2 pooled, shared 0.5: 1 + 0.75 + 0.5 x 2 = 2.75; 1.25 + 4 = 5.25.
+	v.pool = 2
+	if c := newKVCost(params2026(map[string]any{"shared_weight": 0.5})).cost(0, r, v, 0, 0); c != 5.25 {
+		t.Fatalf("shared: cost = %v, want 5.25", c)
+	}
+	v.pool = -1
+	// Credit decay 1: 0 has 4 queued blocks above the least (0), one
+	// request's worth: decay 1/2. All four in hbm: credit 2; prefill
+	// 4 + 4 - 2 = 6; decode 4: 10.
+	v.tiers[0] = []uint8{0, 0, 0, 0}
+	v.qTok[0] = 400
+	if c := newKVCost(params2026(map[string]any{"credit_decay": 1.0})).cost(0, r, v, 0, 0); c != 10 {
+		t.Fatalf("decay: cost = %v, want 10", c)
+	}
+	// Overlap credit 0.5 without decay: the same 2 credited.
+	if c := newKVCost(params2026(map[string]any{"overlap_credit": 0.5})).cost(0, r, v, 0, 0); c != 10 {
+		t.Fatalf("credit 0.5: cost = %v, want 10", c)
+	}
+	// Active requests 2 each: 1 queued + 2 running = 3: 4 + 4 + 6 = 14.
+	v.queued[0], v.running[0] = 1, 2
+	if c := newKVCost(params2026(map[string]any{"active_request_weight": 2.0})).cost(0, r, v, 0, 400); c != 14 {
+		t.Fatalf("active: cost = %v, want 14", c)
+	}
+}
+
+func TestKVCostTemperature(t *testing.T) {
+	// Costs 8 and 9.5 normalise to 0 and 1: at temperature 1 the weights
+	// are 1 and e^-1, so instance 0 has probability 1/(1 + e^-1) = 0.7311.
+	costs := []float64{8, 9.5}
+	p0 := 1 / (1 + math.Exp(-1))
+	if i := softmaxPick(costs, 1, p0-1e-9); i != 0 {
+		t.Fatalf("below p0: %d", i)
+	}
+	if i := softmaxPick(costs, 1, p0+1e-9); i != 1 {
+		t.Fatalf("above p0: %d", i)
+	}
+	if i := softmaxPick([]float64{3, 3, 3}, 0.5, 0.5); i != 1 {
+		t.Fatalf("equal costs are uniform: u 0.5 of 3 is %d, want 1", i)
+	}
+	v := newFake(2)
+	v.hbm[1], v.all[1] = 4, 4
+	r := req(400, 1, 2, 3, 4) // 0: 4 + 4 = 8; 1: 0 + 4 = 4
+	if i := route(t, newKVCost(params2026(nil)), r, v); i != 1 {
+		t.Fatalf("temperature 0: %d, want 1", i)
+	}
+	// Temperature 1, seed 7: instance 1 with probability 1/(1 + e^-1).
+	k := newKVCost(params2026(map[string]any{"temperature": 1.0, "sample_seed": int64(7)}))
+	ones := 0
+	const n = 20000
+	for s := range int64(n) {
+		r.Seq = s
+		i := route(t, k, r, v)
+		// Weights e^-1 for 0 (cost 8), 1 for 1 (cost 4): 0 below 1 - p0.
+		if u := unitSample(7, uint64(s)); (i == 1) != (u >= 1-p0) {
+			t.Fatalf("seq %d: u %v chose %d", s, u, i)
+		}
+		ones += i
+	}
+	if share := float64(ones) / n; math.Abs(share-p0) > 0.01 {
+		t.Fatalf("instance 1 chosen %.4f of the time, want %.4f", share, p0)
+	}
+}
+
+func TestKVCostWithoutEvents(t *testing.T) {
+	k := newKVCost(params2026(map[string]any{"kv_events": false}))
+	v := newFake(2)
+	v.hbm[1], v.all[1] = 9, 9 // the View's cache is ignored without events
+	v.rTok[0] = 150           // 1.5 blocks decoding on 0
+	// Nothing routed: 0 costs 2 + 3.5, 1 costs 2 + 2: to 1.
+	if i := route(t, k, req(200, 1, 2), v); i != 1 {
+		t.Fatalf("first: %d, want 1", i)
+	}
+	// 1 is credited 1, 2 (routed at 0): 3 - 2 + 3 = 4 < 0's 3 + 4.5.
+	v.rTok[1] = 100 // 1 block on 1: 4 + 1 = 5 < 7.5
+	r := req(300, 1, 2, 3)
+	if i, _ := k.Route(1e9, r, v); i != 1 {
+		t.Fatalf("second: %d, want 1", i)
+	}
+	// 121 s after the refresh at 1 s the blocks expired: 1 costs 3 + 4 = 7
+	// < 7.5: still 1; with 2 blocks decoding on 1 (8 > 7.5), to 0.
+	v.rTok[1] = 200
+	if i, _ := k.Route(122e9, r, v); i != 0 {
+		t.Fatalf("after the TTL: %d, want 0", i)
+	}
+	// The bound: 2 blocks per instance keep the most recent two.
+	k = newKVCost(params2026(map[string]any{"kv_events": false, "index_blocks": int64(2)}))
+	k.Route(0, req(300, 1, 2, 3), newFake(1))
+	if m := k.approx[0].match(0, []core.Block{2, 3}); m != 2 {
+		t.Fatalf("bound: holds %d of 2, 3", m)
+	}
+	if m := k.approx[0].match(0, []core.Block{1}); m != 0 {
+		t.Fatalf("bound: still holds 1")
+	}
+}
