@@ -43,7 +43,7 @@ func printLedger(w io.Writer, s *results.Summary) {
 		}
 		for _, t := range l.Tiers {
 			if rated[t.Tier] {
-				row += strconv.FormatFloat(t.DriveWritesPerDay, 'f', 2, 64) + "\t" + optCell(t.LifeYears, 'f', 2) + "\t"
+				row += strconv.FormatFloat(t.DriveWritesPerDay, 'f', 2, 64) + "\t" + optCell(t.LifeYears, 'g', 3) + "\t"
 			}
 		}
 		c := l.Cost
