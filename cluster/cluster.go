@@ -107,6 +107,9 @@ func (r *Result) Total() *sim.Result {
 				l.Bytes += in.Links[i].Bytes
 				l.Transfers += in.Links[i].Transfers
 				l.BusyNs += in.Links[i].BusyNs
+				for k := range l.ByKind {
+					l.ByKind[k] += in.Links[i].ByKind[k]
+				}
 			}
 			for i := range min(len(t.Devices), len(in.Devices)) {
 				d := &t.Devices[i]
@@ -121,6 +124,7 @@ func (r *Result) Total() *sim.Result {
 			t.Steps += in.Steps
 			t.GPUBusyNs += in.GPUBusyNs
 			t.OutputTokens += in.OutputTokens
+			t.PromptTokens += in.PromptTokens
 		}
 		if k < r.Prefill { // a prefill's latencies are not the user's
 			continue

@@ -131,6 +131,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			pol.Routing = routing(r.cluster)
 			pol.NICs, pol.Pool = nics(r.cluster, r.res.End), poolStats(sc, r.cluster, r.res)
 		}
+		pol.Ledger = ledger(sc, r.res)
 		sum.Policies = append(sum.Policies, pol)
 		if r.series != nil {
 			sum.Series = append(sum.Series, timeSeries(p.Name, sc, r.series))

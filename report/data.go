@@ -596,6 +596,7 @@ func scenarioCharts(s *results.Summary, lat *latencies) []chart {
 	if c, ok := purposeChart(s); ok {
 		out = append(out, c)
 	}
+	out = append(out, ledgerCharts(s)...)
 	return append(out, timeCharts(s)...)
 }
 

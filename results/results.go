@@ -167,6 +167,8 @@ type Policy struct {
 	NICs []NIC `json:"nics,omitempty"`
 	// Pool is the cluster-scoped tier's state: runs with one only.
 	Pool *Pool `json:"pool,omitempty"`
+	// Ledger is the endurance and cost ledger (ledger.go).
+	Ledger *Ledger `json:"ledger,omitempty"`
 }
 
 // NIC is one node's network interface after a cluster run.

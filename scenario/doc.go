@@ -128,6 +128,9 @@
 //	load = "layerwise"            # layerwise: KV loads overlap compute layer by layer;
 //	                              # simple engine only (a batched prefill starts once its loads landed);
 //	                              # layerwise | serial; default "layerwise"
+//	cost_per_hour = 2.5           # dollars per GPU-hour;
+//	                              # a run costs tp x dp x instances GPUs over its simulated span (docs/ledger.md);
+//	                              # >= 0; default 0: no GPU cost
 //	hbm_free = "landed"           # when an evicted block's HBM is free: "landed": once its copy down has left HBM
 //	                              # (vLLM's offloading keeps GPU blocks until their store completes);
 //	                              # "evict": at once (optimistic); landed | evict; default "landed"
@@ -149,6 +152,15 @@
 //	                              # NVMe-oF, remote DRAM), capacity being each node's share;
 //	                              # only the last tier, at most one, not hbm (docs/cluster.md);
 //	                              # node | cluster; default "node"
+//	dwpd = 1                      # rated drive writes per day over service_years (a 3.84 TB data-center NVMe: 1 over
+//	                              # 5 years, about 7 PB written); any kind may take it (docs/ledger.md);
+//	                              # > 0 and <= 100; default none: no life figure
+//	tbw = 7008                    # rated terabytes (1e12 bytes) written;
+//	                              # with dwpd too, the smaller rating counts; > 0;
+//	                              # default none: no life figure
+//	service_years = 5             # dwpd's rating period (the warranty) and the years the tier's cost is spread over
+//	                              # (a rated tier wearing out sooner: its life); > 0 and <= 100;
+//	                              # default 5
 //	endpoint = "redis://10.0.0.2:6379"  # remote_dram only: the Redis or Valkey server that
 //	                              # replay --real keeps the tier in (redis://HOST:PORT
 //	                              # or valkey://HOST:PORT, optionally /DB), or the

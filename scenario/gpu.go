@@ -44,10 +44,11 @@ type GPU struct {
 	LegacyStep bool
 
 	PrefillTokensPerSec  float64 `key:"prefill_tokens_per_s"`
-	AttentionNsPerToken2 float64 `key:"attention_ns_per_token2"` // quadratic attention cost
-	DecodeTokensPerSec   float64 `key:"decode_tokens_per_s"`     // per running request
-	Load                 string  `key:"load"`                    // "layerwise" (loads overlap compute layer by layer) or "serial"
-	HBMFree              string  `key:"hbm_free"`                // "landed" (an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
+	AttentionNsPerToken2 float64 `key:"attention_ns_per_token2"`         // quadratic attention cost
+	DecodeTokensPerSec   float64 `key:"decode_tokens_per_s"`             // per running request
+	Load                 string  `key:"load"`                            // "layerwise" (loads overlap compute layer by layer) or "serial"
+	HBMFree              string  `key:"hbm_free"`                        // "landed" (an evicted block's HBM is free once its copy left HBM) or "evict" (at once)
+	CostPerHour          float64 `key:"cost_per_hour" json:",omitempty"` // dollars per GPU-hour; 0: none (omitted so run ids stay)
 }
 
 // GPUMemoryUtilization is the share of GPU memory the hbm tier's default

@@ -163,6 +163,8 @@ var schema = []*section{
 		{Name: "load", Type: tString, Default: "layerwise", Enum: func() []string { return []string{"layerwise", "serial"} },
 			Msg: `must be "layerwise" or "serial", got %q`, Example: `"layerwise"`,
 			Doc: "layerwise: KV loads overlap compute layer by layer; simple engine only (a batched prefill starts once its loads landed)"},
+		{Name: "cost_per_hour", Type: tNumber, Min: atLeast0, DefaultDoc: "0: no GPU cost", Example: "2.5",
+			Doc: "dollars per GPU-hour; a run costs tp x dp x instances GPUs over its simulated span (docs/ledger.md)"},
 		{Name: "hbm_free", Type: tString, Default: "landed", Enum: func() []string { return []string{"landed", "evict"} },
 			Msg: `must be "landed" or "evict", got %q`, Example: `"landed"`,
 			Doc: `when an evicted block's HBM is free: "landed": once its copy down has left HBM` + "\n" +
@@ -182,6 +184,12 @@ var schema = []*section{
 				"shared by every instance of [cluster] (a global DRAM pool,\n" +
 				"NVMe-oF, remote DRAM), capacity being each node's share;\n" +
 				"only the last tier, at most one, not hbm (docs/cluster.md)"},
+		{Name: "dwpd", Type: tNumber, Min: above0, FMax: 100, DefaultDoc: "none: no life figure", Example: "1",
+			Doc: "rated drive writes per day over service_years (a 3.84 TB data-center NVMe: 1 over\n5 years, about 7 PB written); any kind may take it (docs/ledger.md)"},
+		{Name: "tbw", Type: tNumber, Min: above0, DefaultDoc: "none: no life figure", Example: "7008",
+			Doc: "rated terabytes (1e12 bytes) written; with dwpd too, the smaller rating counts"},
+		{Name: "service_years", Type: tNumber, Min: above0, FMax: 100, DefaultDoc: "5", Example: "5",
+			Doc: "dwpd's rating period (the warranty) and the years the tier's cost is spread over\n(a rated tier wearing out sooner: its life)"},
 	}, tierkind.Keys())}, // each kind's own, from its file (tierkind/)
 	{name: "link", array: true, label: []string{"from-to"}, doc: "optional; default: consecutive tiers in file order", fields: []field{
 		{Name: "from", Type: tString, Required: true, Need: "a tier name", Example: `"hbm"`},

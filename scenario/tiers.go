@@ -37,6 +37,23 @@ type Tier struct {
 	// Device (nvmeof only) is the block device or file replay --real
 	// keeps the tier in; "" a bucket store. Left out of JSON when empty.
 	Device string `json:",omitempty" key:"device"`
+	// Endurance ratings and service life (docs/ledger.md); 0 is none
+	// (ServiceYears: 5), omitted from JSON so run ids stay as they were.
+	DWPD         float64 `json:",omitempty" key:"dwpd"`          // drive writes per day over ServiceYears
+	TBW          float64 `json:",omitempty" key:"tbw"`           // terabytes (1e12 bytes) written
+	ServiceYears float64 `json:",omitempty" key:"service_years"` // rating period and amortisation
+}
+
+// DefaultServiceYears is service_years when not given: the usual
+// warranty of a data-center drive, over which its DWPD is rated.
+const DefaultServiceYears = 5.0
+
+// Years is t's service_years, or the default.
+func (t Tier) Years() float64 {
+	if t.ServiceYears > 0 {
+		return t.ServiceYears
+	}
+	return DefaultServiceYears
 }
 
 // CheckEndpoint checks a remote_dram endpoint: redis:// or valkey://, a

@@ -41,7 +41,8 @@ type link struct {
 
 	bytes     int64
 	transfers int64
-	busy      int64 // ns the pipe spent moving bytes
+	busy      int64    // ns the pipe spent moving bytes
+	byKind    [4]int64 // bytes by core.MoveKind: the endurance ledger's writes into l.to
 }
 
 // device is a tier's own pipe, shared by every transfer into or out of the

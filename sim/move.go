@@ -273,6 +273,7 @@ func (s *Sim) start(now int64, l *link) {
 	l.pipeFree = done
 	l.pipe = max(l.pipe, done)
 	l.bytes += x.bytes
+	l.byKind[x.kind] += x.bytes
 	l.transfers++
 	l.busy += move
 	for _, d := range l.dev {

@@ -63,6 +63,9 @@ type LinkStats struct {
 	Bytes     int64
 	Transfers int64
 	BusyNs    int64 // the pipe moving bytes
+	// ByKind splits Bytes by core.MoveKind (the move each hop carried):
+	// what the link wrote into tier To, by purpose.
+	ByKind [4]int64
 }
 
 // DeviceStats describes one tier's shared pipe after a run.
@@ -94,6 +97,7 @@ type Result struct {
 	E2E          core.Hist // Done - Arrival
 	LoadWait     core.Hist // Prefill issued until its loads landed
 	OutputTokens int64     // of finished requests
+	PromptTokens int64     // of finished requests
 }
 
 type reqTiming struct {
@@ -366,6 +370,7 @@ func (s *Sim) observe(r *core.Record) {
 			s.res.TPOT.Add((r.Done - r.FirstToken) / int64(r.OutputTokens-1))
 		}
 		s.res.OutputTokens += int64(r.OutputTokens)
+		s.res.PromptTokens += int64(r.InputTokens)
 		s.res.LoadWait.Add(r.LoadWaitNs)
 	}
 	if s.obs != nil {
@@ -785,7 +790,7 @@ func (s *Sim) result() *Result {
 	s.res.Links, s.res.Devices = nil, nil // fresh: an earlier Run's result keeps its own
 	for _, l := range s.links {
 		s.res.Links = append(s.res.Links, LinkStats{Name: l.name, From: l.from, To: l.to, Lanes: len(l.lanes),
-			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy})
+			Bytes: l.bytes, Transfers: l.transfers, BusyNs: l.busy, ByKind: l.byKind})
 	}
 	for i, d := range s.devs {
 		if d != nil {

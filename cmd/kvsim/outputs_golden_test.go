@@ -16,6 +16,7 @@ import (
 
 	"kvsim/internal/golden"
 	"kvsim/internal/testenv"
+	"kvsim/results"
 	"kvsim/scenario"
 )
 
@@ -131,6 +132,13 @@ func outputsGolden(t *testing.T, file, name, goldenPath string) {
 		b, err := os.ReadFile(filepath.Join(out, name, o))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if o == "summary.json" {
+			if s, err := results.ReadSummary(filepath.Join(out, name, o)); err != nil {
+				t.Error(err)
+			} else if err := checkLedger(s); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
 		}
 		h := sha256.Sum256(normalizeOutput(t, o, b))
 		sums[o] = hex.EncodeToString(h[:])

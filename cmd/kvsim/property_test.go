@@ -883,7 +883,7 @@ func checkCommand(path string, sc *scenario.Scenario, outs []*policyOutcome) err
 			return fmt.Errorf("summary.json policy %s: %d bytes moved, the links carried %d", p.Name, moved, linkBytes)
 		}
 	}
-	return nil
+	return checkLedger(sum)
 }
 
 // shrink drops trace lines and policies while the case still fails, so a

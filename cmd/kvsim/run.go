@@ -145,6 +145,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		sums = append(sums, sum)
 		if !o.quiet {
 			printTable(stdout, sum)
+			printLedger(stdout, sum)
 			fmt.Fprintf(stdout, "wrote %s\n\n", filepath.Join(o.out, sc.Name, "report.html"))
 		}
 		if sum.NoneCompleted() != "" {
