@@ -23,7 +23,9 @@ const PageGenerator = `<meta name="generator" content="kvsim">`
 // <head>, before the styles.
 const pageHead = 8 << 10
 
-func head(path string, n int) []byte {
+// Head is the first n bytes of path (fewer if shorter or unreadable): what
+// an owner check reads.
+func Head(path string, n int) []byte {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -38,7 +40,7 @@ func head(path string, n int) []byte {
 // PageGenerator, or, written before that mark existed, the data-kvsim-charts
 // attribute every kvsim page has had on <html>.
 func IsPage(path string) bool {
-	h := head(path, pageHead)
+	h := Head(path, pageHead)
 	return bytes.Contains(h, []byte(PageGenerator)) || bytes.Contains(h, []byte(`<html lang="en" data-kvsim-charts="`))
 }
 
@@ -47,7 +49,7 @@ var pageRunID = regexp.MustCompile(`<meta name="kvsim-run-id" content="([0-9a-f]
 // PageRunID is the run_id a kvsim page carries, "" for none (a page of
 // an older kvsim, or of results without one).
 func PageRunID(path string) string {
-	if m := pageRunID.FindSubmatch(head(path, pageHead)); m != nil {
+	if m := pageRunID.FindSubmatch(Head(path, pageHead)); m != nil {
 		return string(m[1])
 	}
 	return ""
@@ -62,13 +64,13 @@ func IsSummary(path string) bool {
 // IsRequests says whether path holds a requests.csv: its header has
 // started so since the first kvsim.
 func IsRequests(path string) bool {
-	return bytes.HasPrefix(head(path, 64), []byte("policy,seq,arrival_ms,"))
+	return bytes.HasPrefix(Head(path, 64), []byte("policy,seq,arrival_ms,"))
 }
 
 // IsProfile says whether path holds a hardware profile kvsim calibrate
 // wrote: its first line is calibrate's.
 func IsProfile(path string) bool {
-	return bytes.HasPrefix(head(path, 64), []byte("# kvsim hardware profile, written by kvsim calibrate"))
+	return bytes.HasPrefix(Head(path, 64), []byte("# kvsim hardware profile, written by kvsim calibrate"))
 }
 
 // IsPprof says whether path holds a pprof profile (--cpuprofile,
@@ -121,7 +123,7 @@ func IsPprof(path string) bool {
 // IsECharts says whether path holds a copy of ECharts (a page's
 // assets/echarts.min.js): the script names itself early on.
 func IsECharts(path string) bool {
-	return bytes.Contains(head(path, 64<<10), []byte("echarts"))
+	return bytes.Contains(Head(path, 64<<10), []byte("echarts"))
 }
 
 // Replaceable says whether kvsim may put a new file at path: nothing is

@@ -35,6 +35,11 @@ type Policy struct {
 	Strategy core.Strategy `json:"-"`
 }
 
+// PolicyIndex is the index of the [[policy]] named name, -1 if there is none.
+func (s *Scenario) PolicyIndex(name string) int {
+	return slices.IndexFunc(s.Policies, func(p Policy) bool { return p.Name == name })
+}
+
 // extraKeys are the keys of a [[policy]] entry it does not declare: the
 // eviction policy's parameters.
 func (t *table) extraKeys() []string {

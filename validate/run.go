@@ -40,13 +40,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, rs *Records, o Options) (*R
 	}
 	pi := 0
 	if o.Policy != "" {
-		pi = -1
-		for i, p := range sc.Policies {
-			if p.Name == o.Policy {
-				pi = i
-			}
-		}
-		if pi < 0 {
+		if pi = sc.PolicyIndex(o.Policy); pi < 0 {
 			return nil, experiment.BadInputf("--policy %q: %s has no [[policy]] of that name", o.Policy, sc.Path)
 		}
 	}

@@ -93,13 +93,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	pi := 0
 	if o.policy != "" {
-		pi = -1
-		for i, p := range sc.Policies {
-			if p.Name == o.policy {
-				pi = i
-			}
-		}
-		if pi < 0 {
+		if pi = sc.PolicyIndex(o.policy); pi < 0 {
 			return badInputf("replay: --policy %q: the scenario has no such [[policy]]", o.policy)
 		}
 	}

@@ -100,7 +100,7 @@ func (e *emitOptions) write(stdout io.Writer, fs *flag.FlagSet, args []string, p
 		if err := checkNotInput("sweep: --script", e.script, append(ins, role{"the sweep's results folder", out})); err != nil {
 			return err
 		}
-		isOurs := func(p string) bool { return bytes.Contains(head(p, 512), []byte(emittedMark)) }
+		isOurs := func(p string) bool { return bytes.Contains(results.Head(p, 512), []byte(emittedMark)) }
 		if err := experiment.CheckReplace("sweep: --script", e.script, isOurs, "move it or give another --script"); err != nil {
 			return err
 		}
@@ -125,18 +125,6 @@ func (e *emitOptions) write(stdout io.Writer, fs *flag.FlagSet, args []string, p
 		os.Chmod(e.script, 0o755) // runnable by hand too; sbatch needs no mode
 	}
 	return nil
-}
-
-// head is the first n bytes of path (fewer if shorter or unreadable).
-func head(path string, n int) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	m, _ := io.ReadFull(f, b)
-	return b[:m]
 }
 
 // sweepArgs are args without the emit flags (and their values), as given
