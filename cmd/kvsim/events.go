@@ -163,4 +163,3 @@ func eventsStats(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	return tw.Flush()
 }
-
