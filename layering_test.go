@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
-	"events":               {}, // engines' KV events: wire formats, ZMQ recorder and publisher, the event log
+	"events":               {},                                                                                                                                                      // engines' KV events: wire formats, ZMQ recorder and publisher, the event log
 	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "hw", "hw/bucket", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
 	"internal/testenv":     {},                                                                                                                                                      // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
