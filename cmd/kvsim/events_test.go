@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,4 +236,163 @@ func TestEventsBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
+}
+
+// freePorts finds a base port whose next n ports were free a moment ago.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := base+n <= 65535
+		var ls []net.Listener
+		for p := base; ok && p < base+n; p++ {
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+				ls = append(ls, l)
+			} else {
+				ok = false
+			}
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no run of free ports")
+	return 0
+}
+
+// subResult is what subscriber.py prints.
+type subResult struct {
+	Live, Replayed int
+	Resident       map[string]map[string][]uint64
+}
+
+// kvsim run --publish-events, subscribed to by pyzmq: every frame decodes
+// to vLLM's schema, sequence numbers are contiguous (what the subscriber
+// joined too late for comes from the replay socket), and the stored and
+// removed blocks leave the residency kvsim's cores ended with. The
+// results are byte for byte those of a run that does not publish.
+func TestEventsPublishPythonSubscriber(t *testing.T) {
+	needPyZMQ(t)
+	scen := "testdata/events/cluster.toml"
+	plain := t.TempDir()
+	if err := run(context.Background(), []string{"run", "--quiet", "--out", plain, scen}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, enc := range []string{"map", "array"} {
+		t.Run(enc, func(t *testing.T) {
+			base := freePorts(t, 4)
+			ep := fmt.Sprintf("tcp://127.0.0.1:%d", base)
+			args := []string{"testdata/events/subscriber.py"}
+			for i := range 2 {
+				args = append(args, fmt.Sprintf("tcp://127.0.0.1:%d", base+i))
+			}
+			args = append(args, "--replay")
+			for i := range 2 {
+				args = append(args, fmt.Sprintf("tcp://127.0.0.1:%d", base+2+i))
+			}
+			cmd := exec.Command(sysPython, args...)
+			in, _ := cmd.StdinPipe()
+			outp, _ := cmd.StdoutPipe()
+			var perr bytes.Buffer
+			cmd.Stderr = &perr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			rd := bufio.NewReader(outp)
+			if line, err := rd.ReadString('\n'); err != nil || line != "READY\n" {
+				t.Fatalf("subscriber: %q %v: %s", line, err, perr.String())
+			}
+			var got subResult
+			var want [2]map[string][]uint64
+			called := false
+			defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
+			eventsPublished = func(p *events.Publisher) {
+				called = true
+				for i := range 2 {
+					want[i] = map[string][]uint64{"GPU": p.Resident(i, 0), "CPU": p.Resident(i, 1)}
+				}
+				fmt.Fprintf(in, "END %d %d\n", p.Batches(0), p.Batches(1))
+				line, err := rd.ReadString('\n')
+				if err != nil {
+					t.Fatalf("subscriber: %v: %s", err, perr.String())
+				}
+				if err := json.Unmarshal([]byte(line), &got); err != nil {
+					t.Fatalf("subscriber said %q: %v", line, err)
+				}
+			}
+			out := t.TempDir()
+			runArgs := []string{"run", "--quiet", "--out", out, "--events-linger", "0s", "--events-encoding", enc}
+			if enc == "map" {
+				runArgs = append(runArgs, "--publish-events", ep)
+			} else { // the scenario key instead of the flag
+				runArgs = append(runArgs, "--set", "cluster.events="+ep)
+			}
+			var stderr bytes.Buffer
+			if err := run(context.Background(), append(runArgs, scen), io.Discard, &stderr); err != nil {
+				t.Fatalf("%v: %s", err, stderr.String())
+			}
+			if !called {
+				t.Fatalf("nothing published: %s", stderr.String())
+			}
+			t.Logf("%s; subscriber: %d live frames, %d replayed", strings.TrimSpace(stderr.String()), got.Live, got.Replayed)
+			for i := range 2 {
+				for _, m := range []string{"GPU", "CPU"} {
+					g, w := got.Resident[fmt.Sprint(i)][m], want[i][m]
+					slices.Sort(w)
+					if len(w) == 0 || !slices.Equal(g, w) {
+						t.Errorf("instance %d %s: subscriber holds %d blocks, kvsim %d", i, m, len(g), len(w))
+					}
+				}
+			}
+			// The flag leaves every output as it was but the wall-clock
+			// figures ("run", different on every run); --set also
+			// records its override.
+			skip := []string{"run"}
+			files := []string{"summary.json", "requests.csv", "report.html"}
+			if enc != "map" {
+				skip = append(skip, "overrides", "description")
+				files = files[:2]
+			}
+			for _, f := range files {
+				a := readOutput(t, filepath.Join(plain, "events_cluster", f), skip)
+				b := readOutput(t, filepath.Join(out, "events_cluster", f), skip)
+				if len(a) == 0 || !bytes.Equal(a, b) {
+					t.Errorf("%s differs with events published (%d vs %d bytes)", f, len(a), len(b))
+				}
+			}
+		})
+	}
+}
+
+// readOutput reads a results file; a JSON one loses the keys in skip.
+func readOutput(t *testing.T, path string, skip []string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(path, ".json") {
+		return b
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range skip {
+		if _, ok := m[k]; !ok && k == "run" {
+			t.Fatalf("%s has no %q", path, k)
+		}
+		delete(m, k)
+	}
+	out, _ := json.Marshal(m)
+	return out
 }
