@@ -44,6 +44,10 @@ type PublishOptions struct {
 	Buffer int
 	// Topic is every frame's topic.
 	Topic string
+	// HWM bounds the frames the library queues for the sockets (0:
+	// 100000, vLLM's default); beyond it the library drops them, and a
+	// subscriber sees a gap to refill from the replay socket.
+	HWM int
 }
 
 // PublishSummary is what a Publisher sent.
@@ -115,14 +119,16 @@ func NewPublisher(opt PublishOptions) (*Publisher, error) {
 	if opt.Buffer <= 0 {
 		opt.Buffer = 10000
 	}
+	if opt.HWM <= 0 {
+		opt.HWM = 100000
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Publisher{opt: opt, ctx: ctx, stop: stop, out: make(chan frame, 4096), start: time.Now()}
 	for i := range opt.Instances {
 		ip := &instPub{pub: zmq4.NewPub(ctx), router: zmq4.NewRouter(ctx), at: -1}
 		ip.batch.Rank = int64(i)
 		p.insts = append(p.insts, ip)
-		// vLLM's default high-water mark: beyond it the library drops.
-		ip.pub.SetOption(zmq4.OptionHWM, 100000)
+		ip.pub.SetOption(zmq4.OptionHWM, opt.HWM)
 		if err := ip.pub.Listen(fmt.Sprintf("tcp://%s:%d", host, port+i)); err != nil {
 			p.closeSockets()
 			return nil, fmt.Errorf("instance %d: %w", i, err)
