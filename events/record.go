@@ -1,10 +1,12 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +28,9 @@ type RecordOptions struct {
 	ReplayTimeout time.Duration
 	// Logf reports gaps and malformed frames as they happen.
 	Logf func(format string, args ...any)
+	// IdlePoll: with a replay endpoint, a source quiet this long is asked
+	// for anything past its last frame (0: a second).
+	IdlePoll time.Duration
 	// Ready, when set, is called once every subscriber is connected.
 	Ready func()
 	// Now stamps receive times (tests may fix it).
@@ -42,6 +47,7 @@ type SourceSummary struct {
 	Refilled   uint64 // sequence numbers fetched from the replay endpoint
 	Unfilled   uint64 // sequence numbers lost for good
 	Restarts   int64  // sequence numbers that went backwards
+	Duplicates int64  // live frames a catch-up replay had brought already
 	ReplayErrs int64
 }
 
@@ -53,6 +59,9 @@ func Capture(ctx context.Context, sources []Source, w *Writer, opt RecordOptions
 	}
 	if opt.ReplayTimeout <= 0 {
 		opt.ReplayTimeout = 5 * time.Second
+	}
+	if opt.IdlePoll <= 0 {
+		opt.IdlePoll = time.Second
 	}
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
@@ -74,7 +83,7 @@ func Capture(ctx context.Context, sources []Source, w *Writer, opt RecordOptions
 	sums := make([]SourceSummary, len(sources))
 	subs := make([]zmq4.Socket, len(sources))
 	for i, s := range sources {
-		sub := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(100*time.Millisecond))
+		sub := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithAutomaticReconnect(true))
 		if err := sub.Dial(s.Endpoint); err != nil {
 			for _, o := range subs[:i] {
 				o.Close()
@@ -99,7 +108,7 @@ func Capture(ctx context.Context, sources []Source, w *Writer, opt RecordOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := &sourceState{inst: uint32(i), src: sources[i], sum: &sums[i], opt: &opt, out: recs, ctx: sctx}
+			st := &sourceState{inst: uint32(i), src: sources[i], sum: &sums[i], opt: &opt, out: recs, ctx: sctx, dupFrom: ^uint64(0)}
 			st.loop(subs[i])
 		}()
 	}
@@ -152,16 +161,53 @@ type sourceState struct {
 	ctx     context.Context
 	started bool
 	next    uint64 // next expected sequence number
+	dupFrom uint64 // live frames in [dupFrom, next) came by a catch-up already
 }
 
 func (s *sourceState) loop(sub zmq4.Socket) {
 	defer sub.Close()
-	for {
-		msg, err := sub.Recv()
-		if err != nil {
-			if s.ctx.Err() == nil {
-				s.opt.Logf("%s: receive: %v", s.src.Endpoint, err)
+	msgs := make(chan zmq4.Msg, 64)
+	go func() {
+		defer close(msgs)
+		for {
+			msg, err := sub.Recv()
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.opt.Logf("%s: receive: %v", s.src.Endpoint, err)
+				}
+				return
 			}
+			select {
+			case msgs <- msg:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+	// PUB/SUB cannot tell a subscriber what it missed before its first
+	// frame or after its last: with a replay endpoint, a quiet second asks
+	// it for anything past the last frame.
+	tick := time.NewTicker(s.opt.IdlePoll)
+	defer tick.Stop()
+	quiet := false
+	for {
+		var msg zmq4.Msg
+		var ok bool
+		select {
+		case msg, ok = <-msgs:
+			if !ok {
+				return
+			}
+			quiet = false
+		case <-tick.C:
+			if quiet && s.src.Replay != "" {
+				if !s.send(s.catchUp()) {
+					return
+				}
+			}
+			quiet = true
+			continue
+		case <-s.ctx.Done():
 			return
 		}
 		now := s.opt.Now().UnixNano()
@@ -176,13 +222,21 @@ func (s *sourceState) loop(sub zmq4.Socket) {
 			continue
 		}
 		var out []Record
+		if !s.started && seq > 0 {
+			// Engines count from 0: what came before is asked for (the
+			// replay buffer holds the recent past only).
+			s.opt.Logf("%s: joined at sequence number %d", s.src.Endpoint, seq)
+			out = s.fill(0, seq, out)
+		}
 		if s.started && seq != s.next {
 			switch {
 			case seq > s.next:
 				out = s.fill(s.next, seq, out)
-			case seq < s.next:
-				// A restarted engine counts from 0 again; a replayed
-				// duplicate would also land here.
+			case seq >= s.dupFrom:
+				s.sum.Duplicates++ // already had it from a catch-up replay
+				continue
+			default:
+				// A restarted engine counts from 0 again.
 				s.sum.Restarts++
 				s.opt.Logf("%s: sequence went back from %d to %d (engine restarted?)", s.src.Endpoint, s.next-1, seq)
 			}
@@ -192,12 +246,53 @@ func (s *sourceState) loop(sub zmq4.Socket) {
 		s.sum.Frames++
 		s.sum.Events += int64(len(b.Events))
 		out = append(out, Record{Type: RecFrame, Instance: s.inst, Rank: b.Rank, Recv: now, Seq: seq, Topic: topic, Payload: payload})
-		select {
-		case s.out <- out:
-		case <-s.ctx.Done():
+		if !s.send(out) {
 			return
 		}
 	}
+}
+
+func (s *sourceState) send(out []Record) bool {
+	if len(out) == 0 {
+		return true
+	}
+	select {
+	case s.out <- out:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// catchUp asks the replay endpoint for every batch past the last one
+// received; live frames it returns are then skipped as duplicates.
+func (s *sourceState) catchUp() []Record {
+	from := uint64(0)
+	if s.started {
+		from = s.next
+	}
+	got := map[uint64]bool{}
+	out, err := s.replay(from, endSeq, got, nil)
+	if err != nil {
+		s.sum.ReplayErrs++
+		s.opt.Logf("%s: catch-up replay from %s failed: %v", s.src.Endpoint, s.src.Replay, err)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// Frames in sequence order; a hole in them is a gap like any other.
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	var all []Record
+	next := from
+	for _, r := range out {
+		if r.Seq > next {
+			all = s.fill(next, r.Seq, all)
+		}
+		all = append(all, r)
+		next = r.Seq + 1
+	}
+	s.started, s.next, s.dupFrom = true, next, from
+	return all
 }
 
 func (s *sourceState) malformed(now int64, payload []byte, err error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,9 +16,9 @@ import (
 
 // runEvents dispatches kvsim events' subcommands.
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const use = "usage: kvsim events <record|stats> [flags] (kvsim events <subcommand> -h for its flags)"
+	const use = "usage: kvsim events <record|stats|whatif> [flags] (kvsim events <subcommand> -h for its flags)"
 	if len(args) == 0 {
-		return badInputf("events: no subcommand given (record or stats)")
+		return badInputf("events: no subcommand given (record, stats or whatif)")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -27,8 +28,10 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return eventsRecord(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return eventsStats(ctx, args[1:], stdout, stderr)
+	case "whatif":
+		return eventsWhatIf(ctx, args[1:], stdout, stderr)
 	}
-	return badInputf("events: unknown subcommand %q (record or stats)", args[0])
+	return badInputf("events: unknown subcommand %q (record, stats or whatif)", args[0])
 }
 
 // eventsRecordReady runs once every subscriber is connected (tests).
@@ -96,8 +99,8 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	for _, s := range sums {
-		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts\n",
-			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts)
+		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts, %d duplicates skipped\n",
+			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts, s.Duplicates)
 	}
 	return err
 }
@@ -160,6 +163,72 @@ func eventsStats(_ context.Context, args []string, stdout, stderr io.Writer) err
 			res = append(res, fmt.Sprintf("%s %d", m, is.Resident[m]))
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", is.Instance, is.Frames, is.BlocksStored, is.BlocksRemoved, is.Restores, is.Clears, strings.Join(res, ", "), is.Endpoint)
+	}
+	return tw.Flush()
+}
+
+func eventsWhatIf(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("events whatif", "kvsim events whatif LOG [--capacities N,N,...] [--pooled] [--block-bytes B] [--json]", stderr)
+	caps := fs.String("capacities", "", "candidate tier sizes in blocks, `N,N,...` (per instance, or in all with --pooled;\ndefault: 1/64 .. 1/1 of the blocks that left the instances)")
+	pooled := fs.Bool("pooled", false, "one candidate tier shared by every instance (default: one per instance)")
+	blockBytes := fs.Int64("block-bytes", 0, "bytes per block, to report bytes written (`B`; events do not carry it)")
+	blockTokens := fs.Int64("block-tokens", 16, "tokens per block where an event's block_size is absent (`N`)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInputf("events whatif: want exactly one LOG, got %d", len(pos))
+	}
+	opt := events.WhatIfOptions{Pooled: *pooled, BlockBytes: *blockBytes, BlockTokens: *blockTokens}
+	if *blockBytes < 0 || *blockTokens < 1 {
+		return badInputf("events whatif: --block-bytes must be >= 0 and --block-tokens >= 1")
+	}
+	if *caps != "" {
+		for _, f := range strings.Split(*caps, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || n < 1 || n > 1<<40 {
+				return badInputf("events whatif: --capacities: %q is not a block count in 1..2^40", f)
+			}
+			opt.Capacities = append(opt.Capacities, n)
+		}
+	}
+	res, err := events.WhatIfFile(pos[0], opt)
+	if err != nil {
+		return badInputf("events whatif: %v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "instance\tGPU stores\tserved from lower media\trecomputed\tof which re-stores\tleft the instance\t")
+	for _, o := range res.Instances {
+		var sv []string
+		for _, m := range sortedKeys(o.Served) {
+			sv = append(sv, fmt.Sprintf("%s %d", m, o.Served[m]))
+		}
+		if len(sv) == 0 {
+			sv = []string{"0"}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t\n", o.Instance, o.GPUStores, strings.Join(sv, ", "), o.Recomputed, o.Restores, o.Left)
+	}
+	tw.Flush()
+	scope := "one per instance"
+	if res.Pooled {
+		scope = "pooled"
+	}
+	fmt.Fprintf(stdout, "\ncandidate tier below the instances (LRU, %s), fed the blocks that leave them:\n", scope)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "capacity (blocks)\tlookups\thits\thit ratio\tprefill tokens saved\tblocks written\tbytes written\t")
+	for _, c := range res.Candidates {
+		bw := "-"
+		if *blockBytes > 0 {
+			bw = strconv.FormatInt(c.BytesWritten, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t%d\t%d\t%s\t\n", c.Capacity, c.Lookups, c.Hits, c.HitRatio, c.TokensSaved, c.BlocksWritten, bw)
 	}
 	return tw.Flush()
 }
