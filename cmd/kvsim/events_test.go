@@ -236,6 +236,12 @@ func TestEventsBadInput(t *testing.T) {
 		{[]string{"events", "stats", filepath.Join(dir, "missing")}, "missing"},
 		{[]string{"events", "stats", junk}, "junk.log: not a kvsim event log"},
 		{[]string{"events", "stats", flipped}, "flipped.log: record at byte 8: checksum mismatch"},
+		{[]string{"events", "whatif", good, "--capacities", "0"}, "--capacities: \"0\" is not a block count"},
+		{[]string{"events", "whatif", junk}, "junk.log: not a kvsim event log"},
+		{[]string{"run", "--events-pace", "0", "testdata/events/cluster.toml"}, "--events-pace: want max or a positive speed factor"},
+		{[]string{"run", "--events-encoding", "json", "testdata/events/cluster.toml"}, "--events-encoding: want map or array"},
+		{[]string{"run", "--publish-events", "udp://x:1", "--out", dir, "testdata/events/cluster.toml"}, "want tcp://HOST:PORT"},
+		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-policy", "nope", "--out", dir, "testdata/events/cluster.toml"}, "has no policy \"nope\""},
 	} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), c.args, io.Discard, io.Discard)
