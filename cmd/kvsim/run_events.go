@@ -69,6 +69,11 @@ func (e *eventsFlags) check() (events.Encoding, float64, error) {
 	if e.linger < 0 {
 		return 0, 0, badInputf("run: --events-linger: must be >= 0, got %v", e.linger)
 	}
+	if e.endpoint != "" {
+		if _, _, err := events.SplitEndpoint(e.endpoint); err != nil {
+			return 0, 0, badInputf("run: --publish-events: %v", err)
+		}
+	}
 	return enc, pace, nil
 }
 
