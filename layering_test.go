@@ -54,6 +54,7 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
+	"events":               {},                                                                                                                                   // engines' KV events: wire formats, ZMQ recorder and publisher, the event log
 	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
 	"hwrun":                {"core", "policy", "tierkind", "trace", "results", "scenario", "sim", "hw", "hw/bucket", "hw/doctor", "experiment"},                  // the real runner: replay --real and calibrate's profile
 	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                   // a real run's records replayed and compared (kvsim validate)

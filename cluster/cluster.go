@@ -32,6 +32,10 @@ type Config struct {
 	// (lag.go): an index of cached blocks fed by the cores' events, and
 	// load reports; 0: the current state, exactly.
 	StaleNs int64
+	// OnResidency, if set, hears instance i's residency changes at its
+	// simulated time now (core.Config.OnResidency with the instance and
+	// time): kvsim run --publish-events.
+	OnResidency func(i int, now int64, b core.Block, where uint8)
 }
 
 // PoolStats describes the pooled tier after a run.
@@ -259,6 +263,19 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		ic := cfg.Instances[i]
 		if lag != nil && (cfg.Prefill == 0 || i < cfg.Prefill) {
 			ic.Core.OnResidency = func(b core.Block, w uint8) { lag.record(i, b, w) }
+		}
+		if hook := cfg.OnResidency; hook != nil {
+			prev := ic.Core.OnResidency
+			ic.Core.OnResidency = func(b core.Block, w uint8) {
+				if prev != nil {
+					prev(b, w)
+				}
+				var now int64
+				if s := v.sims[i]; s != nil { // nil while sim.New preloads
+					now = s.Now()
+				}
+				hook(i, now, b, w)
+			}
 		}
 		if pool != nil {
 			ic.Core.Pool, ic.Core.Node = pool, i

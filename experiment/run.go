@@ -57,6 +57,10 @@ type Options struct {
 	// sc.Policies[policy]: called from that policy's goroutine (policies
 	// run in parallel), r valid during the call only.
 	OnRecord func(policy int, r *core.Record)
+	// OnResidency, if set, is asked once per policy for a hook that hears
+	// every residency change of every instance (cluster.Config's); nil
+	// leaves that policy unobserved. kvsim run --publish-events.
+	OnResidency func(policy int) func(inst int, now int64, b core.Block, where uint8)
 }
 
 // Progress hears of each request a policy reads; it must be safe for
@@ -268,7 +272,22 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		buf = results.AppendRequest(buf[:0], &row)
 		w.Write(buf)
 	}
-	s, err := sim.New(cfg, obs)
+	var hook func(int, int64, core.Block, uint8)
+	if o.OnResidency != nil {
+		hook = o.OnResidency(i)
+	}
+	scfg := cfg
+	var s *sim.Sim
+	if hook != nil {
+		scfg.Core.OnResidency = func(b core.Block, w uint8) {
+			var now int64
+			if s != nil {
+				now = s.Now()
+			}
+			hook(0, now, b, w)
+		}
+	}
+	s, err := sim.New(scfg, obs)
 	if err != nil {
 		closeTmp()
 		pr.err = BadInputf("%s: policy %q: %v", sc.Path, p.Name, err)
@@ -313,6 +332,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 			return
 		}
 		ccfg.Setup = func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }
+		ccfg.OnResidency = hook
 		pr.cluster, err = cluster.Run(csrc, ccfg, func(i int, r *core.Record) { inst = i; obs(r) })
 		if err == nil {
 			pr.res = pr.cluster.Total()
@@ -320,7 +340,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		}
 	} else if sc.Workload.Closed { // sessions need the coordinator: a cluster of one
 		ccfg := cluster.Config{Instances: []sim.Config{cfg}, Router: &oneInstance{},
-			Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }}
+			Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }, OnResidency: hook}
 		var cr *cluster.Result
 		if cr, err = cluster.Run(csrc, ccfg, func(_ int, r *core.Record) { obs(r) }); err == nil {
 			pr.res, pr.series = cr.Total(), cr.Series[0]

@@ -29,6 +29,9 @@ type Cluster struct {
 	NICLanes     int     `json:",omitempty" key:"nic_lanes"`
 	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
 	ViewDelay int64 `json:",omitempty" key:"view_delay"`
+	// Events is key events: where kvsim run publishes the instances' KV
+	// events (--publish-events). Not in JSON: publishing changes no result.
+	Events string `json:"-" key:"events"`
 }
 
 // Pool is the index of the cluster-scoped tier (scope = "cluster"), -1

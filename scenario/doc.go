@@ -332,6 +332,9 @@
 //	                              # 1..1024; default 8
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
+//	events = "tcp://*:5557"       # kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,
+//	                              # its replay socket at PORT+instances+i (as --publish-events;
+//	                              # docs/events.md); default none
 //
 // Tier defaults per kind (background document, section 1; KindDefaults):
 //

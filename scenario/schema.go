@@ -277,6 +277,8 @@ var schema = []*section{
 			Doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
 		{Name: "view_delay", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"0s"`,
 			Doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
+		{Name: "events", Type: tString, DefaultDoc: "none", Example: `"tcp://*:5557"`,
+			Doc: "kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,\nits replay socket at PORT+instances+i (as --publish-events; docs/events.md)"},
 	})},
 }
 

@@ -92,6 +92,7 @@ func commands() []command {
 		{"report", "re-render HTML reports from saved results", runReport},
 		{"doctor", "check this machine for KV offload (hugepages, io_uring, O_DIRECT, memlock, GPU, RDMA, NVMe)", runDoctor},
 		{"iobench", "measure file I/O the way the SSD tier does it", runIobench},
+		{"events", "serving engines' KV-cache events: record a fleet's (record), summarise (stats), what-if lower tiers (whatif)", runEvents},
 	}
 }
 

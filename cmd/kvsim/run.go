@@ -29,6 +29,7 @@ type runOptions struct {
 	cpuProf string
 	memProf string
 	sets    setFlags
+	events  eventsFlags
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -44,8 +45,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	addSetFlag(fs, &o.sets)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
 	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
+	addEventsFlags(fs, &o.events)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if _, _, err := o.events.check(); err != nil {
 		return err
 	}
 	if len(paths) == 0 {
@@ -195,8 +200,14 @@ func simulateAndReport(ctx context.Context, res *experiment.Results, sc *scenari
 	} else {
 		prog = startProgress(stderr, sc.Name, 0, false)
 	}
-	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog})
+	pubHook, pubFinish, err := startEvents(ctx, sc, &o.events, stderr)
+	if err != nil {
+		prog.finish()
+		return nil, err
+	}
+	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog, OnResidency: pubHook})
 	prog.finish()
+	pubFinish()
 	if err != nil {
 		return nil, err
 	}
