@@ -57,8 +57,8 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
-// The next cheaper point's failure, when not simulated, is told by the
-// simulated point with no less capacity that implies it.
+// --budget leaves points out; --out writes each simulated point as a sweep
+// point's folder, and a rerun reuses them all.
 func TestPlanBudgetAndFolders(t *testing.T) {
 	out := t.TempDir()
 	args := append(planArgs, "--slo", "ttft_p99=300", "--budget", "1100", "--out", out)
