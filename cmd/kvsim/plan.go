@@ -274,13 +274,16 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 		fmt.Fprintf(w, "cheapest meeting the SLO: %s with %s: $%.0f, TTFT p99 %.1f ms, TPOT p99 %.2f ms, hit %s\n",
 			valueLabel(p, b.Value), b.Policy, b.CostUSD, b.TTFTp99, b.TPOTp99, pct(b.HitRatio))
 		if f := r.NextCheaper; f != nil {
-			how := "simulated"
+			misses := strings.Join(f.Evidence.Misses, "; ")
 			if f.Inferred {
-				how = "inferred from " + valueLabel(p, f.Evidence.Value) + ", which has no less capacity and fails"
+				// Its own numbers are unknown: the failing point that implies it.
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: %s, with no less capacity, misses %s\n",
+					valueLabel(p, f.Value), f.CostUSD, b.Policy, valueLabel(p, f.Evidence.Value), misses)
+			} else {
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s: %s\n", valueLabel(p, f.Value), f.CostUSD, b.Policy, misses)
 			}
-			fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s: %s (%s)\n", valueLabel(p, f.Value), f.CostUSD, b.Policy, strings.Join(f.Evidence.Misses, "; "), how)
 		} else {
-			fmt.Fprintln(w, "next cheaper: none (the grid's cheapest point)")
+			fmt.Fprintln(w, "next cheaper: none (the cheapest point of the grid within the budget)")
 		}
 	}
 	fmt.Fprintln(w)
