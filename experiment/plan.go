@@ -167,6 +167,15 @@ func LoadPlan(path string, sets []string, dims []PlanDim, cost CostFunc) (*Plan,
 	return p, nil
 }
 
+// Label names a point's value by its varied tiers: host=64GiB ssd=1TiB.
+func (p *Plan) Label(value string) string {
+	var parts []string
+	for i, v := range strings.Split(value, ",") {
+		parts = append(parts, p.Dims[i].Tier+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
 // Sweep is the plan's grid as a sweep (kvsim sweep's points and run_ids).
 func (p *Plan) Sweep() *Sweep { return &Sweep{Key: p.Key, Values: p.Values, Points: p.Points} }
 
@@ -196,13 +205,17 @@ type PlanResult struct {
 	// Implied are the skipped points whose result for every policy follows
 	// from the simulated ones by monotonicity; the others (Dearer) cost
 	// more than some policy's best, so were never needed.
-	Implied     int           `json:"implied"`
-	Dearer      int           `json:"dearer"`
-	Best        *PlanChoice   `json:"best"` // nil: nothing meets the SLO
-	PerPolicy   []PlanChoice  `json:"per_policy"`
-	NextCheaper *PlanFailure  `json:"next_cheaper,omitempty"`
-	Pareto      []PlanOutcome `json:"pareto"`
-	Points      []PlanOutcome `json:"simulated_points"`
+	Implied     int          `json:"implied"`
+	Dearer      int          `json:"dearer"`
+	Best        *PlanChoice  `json:"best"` // nil: nothing meets the SLO
+	PerPolicy   []PlanChoice `json:"per_policy"`
+	NextCheaper *PlanFailure `json:"next_cheaper,omitempty"`
+	// Violations are pairs of simulated points that break the search's
+	// assumption: a policy meets the SLO with less capacity and misses it
+	// with more. With any, the choice may not be the grid's optimum.
+	Violations []string      `json:"monotonicity_violations,omitempty"`
+	Pareto     []PlanOutcome `json:"pareto"`
+	Points     []PlanOutcome `json:"simulated_points"`
 }
 
 // A PlanChoice is one policy's cheapest point meeting the SLO.
@@ -442,6 +455,18 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 	for k := range p.Points {
 		for j := 0; p.sums[k] != nil && j < len(p.sums[k].Policies); j++ {
 			r.Points = append(r.Points, p.outcome(k, j, o.SLO))
+		}
+	}
+	for m := range p.Points {
+		for k := range p.Points {
+			if m == k || p.sums[m] == nil || p.sums[k] == nil || !p.le(m, k) {
+				continue
+			}
+			for j := 0; j < npol; j++ {
+				if p.status[m][j] == pass && p.status[k][j] == fail {
+					r.Violations = append(r.Violations, fmt.Sprintf("%s meets the SLO at %s but misses it at %s", p.Base.Policies[j].Name, p.Label(p.Values[m]), p.Label(p.Values[k])))
+				}
+			}
 		}
 	}
 	r.Pareto = pareto(r.Points)

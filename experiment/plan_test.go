@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"kvsim/results"
@@ -91,6 +92,12 @@ func TestPlanMatchesExhaustiveSweep(t *testing.T) {
 		if math.Abs(p.Cost[0]-sums[0].CostUSD) > 1e-9 {
 			t.Errorf("plan's cost %v, summary's %v", p.Cost[0], sums[0].CostUSD)
 		}
+		// A violation seen does not always move the optimum: at 300 ms
+		// lru-write-through's TTFT p99 rises from HBM 20 to 40 GiB (at 32
+		// GiB of DRAM) above the cheapest passing point.
+		if len(r.Violations) > 0 {
+			t.Logf("%+v: %v", c.slo, r.Violations)
+		}
 		t.Logf("%+v budget %g: simulated %d of %d (over budget %d)", c.slo, c.budget, r.Simulated, r.GridPoints, r.OverBudget)
 		if r.Simulated >= r.GridPoints-r.OverBudget && r.Best != nil {
 			t.Errorf("%+v: the search simulated every point", c.slo)
@@ -101,7 +108,7 @@ func TestPlanMatchesExhaustiveSweep(t *testing.T) {
 // TestPlanQuickstartPruning: on the quick start's 7x6 grid (host 4GiB..256GiB
 // x SSD 64GiB..2TiB, powers of two) with TTFT p99 <= 600 ms, the search
 // simulates 14 of the 42 points: it skips two thirds. Deterministic, so
-// the figure is exact.
+// the figure is exact. At 1000 ms the assumption breaks, and is reported.
 func TestPlanQuickstartPruning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the full quick-start trace")
@@ -129,6 +136,22 @@ func TestPlanQuickstartPruning(t *testing.T) {
 	}
 	if r.Best == nil || r.Best.Point.Value != "128GiB,128GiB" || r.Best.Policy != "lru" {
 		t.Errorf("best %+v", r.Best)
+	}
+	if len(r.Violations) > 0 {
+		t.Errorf("violations: %v", r.Violations)
+	}
+	// At 1000 ms a larger SSD hurts fifo where the search looked (more hits
+	// loaded over the contended SSD link): the plan says so.
+	p, err = LoadPlan("../scenarios/quickstart.toml", nil, []PlanDim{{Tier: "host", Values: host}, {Tier: "ssd", Values: ssd}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = p.Search(context.Background(), PlanOptions{Options: Options{Workers: 2}, SLO: SLOTarget{TTFTp99: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Violations) == 0 || !strings.Contains(r.Violations[0], "fifo meets the SLO at host=32GiB ssd=256GiB but misses it at host=32GiB ssd=512GiB") {
+		t.Errorf("violations: %v", r.Violations)
 	}
 }
 

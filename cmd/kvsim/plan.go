@@ -231,13 +231,7 @@ func parseVary(v string, base *scenario.Scenario, path string, steps int) (exper
 }
 
 // valueLabel names a point by its varied tiers: host=64GiB ssd=1TiB.
-func valueLabel(p *experiment.Plan, value string) string {
-	var parts []string
-	for i, v := range strings.Split(value, ",") {
-		parts = append(parts, p.Dims[i].Tier+"="+v)
-	}
-	return strings.Join(parts, " ")
-}
+func valueLabel(p *experiment.Plan, value string) string { return p.Label(value) }
 
 func sloString(t experiment.SLOTarget) string {
 	var s []string
@@ -285,6 +279,9 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 		} else {
 			fmt.Fprintln(w, "next cheaper: none (the cheapest point of the grid within the budget)")
 		}
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "warning: more capacity hurt: %s; the choice may not be the grid's cheapest: check with --exhaustive\n", v)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
