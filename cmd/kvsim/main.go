@@ -80,6 +80,7 @@ func commands() []command {
 	return []command{
 		{"run", "simulate scenarios in virtual time and write results", runRun},
 		{"sweep", "simulate a scenario at several capacities of one tier", runSweep},
+		{"plan", "find the cheapest tier capacities meeting an SLO (a pruned search of sweep points)", runPlan},
 		{"merge", "write the index of a sweep run in shards (sweep --shard) once every shard is done", runMerge},
 		{"size", "KV-cache size arithmetic for a model", runSize},
 		{"gen", "write a deterministic synthetic trace (Mooncake JSONL)", runGen},

@@ -1,0 +1,551 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"kvsim/results"
+	"kvsim/scenario"
+)
+
+// A plan searches a grid of tier capacities for the cheapest configuration
+// whose simulation meets an SLO. Its points are sweep points: the same
+// scenarios, names and run_ids as kvsim sweep --tier gives them (for one
+// varied tier), so a plan reuses a sweep's finished folders and the other
+// way round.
+//
+// The search assumes monotonicity: for one policy, more capacity in any
+// varied tier never makes TTFT p99 or TPOT p99 worse nor SLO attainment
+// lower, and the cost never falls. A point is then known to pass when a
+// simulated point with no more capacity in any tier passed, and known to
+// fail when one with no less capacity failed; it is simulated only when
+// neither is known.
+
+// A PlanDim is one varied tier and the capacities tried.
+type PlanDim struct {
+	Tier   string
+	Values []string // as the scenario's capacity key takes them
+}
+
+// An SLOTarget is what a configuration must meet; 0 is a term not set.
+type SLOTarget struct {
+	TTFTp99    float64 `json:"ttft_p99_ms,omitempty"`
+	TPOTp99    float64 `json:"tpot_p99_ms,omitempty"`
+	Attainment float64 `json:"attainment,omitempty"`
+}
+
+// CostFunc prices a configuration before it is simulated (the search
+// orders by it). It is the one place a cost model plugs in.
+type CostFunc func(sc *scenario.Scenario) float64
+
+// HierarchyCost is summary.json's hierarchy_cost_usd: the sum over tiers
+// of capacity x cost_per_gb.
+func HierarchyCost(sc *scenario.Scenario) float64 {
+	var c float64
+	for _, t := range sc.Tiers {
+		c += float64(t.Capacity) / 1e9 * t.CostPerGB
+	}
+	return c
+}
+
+// PlanSteps lists the capacities from a to b (bytes, 0 < a <= b): with
+// steps 0, a doubled until it reaches b, then b; with steps >= 2, that
+// many geometric steps from a to b, rounded to MiB (a and b exact).
+func PlanSteps(a, b int64, steps int) []int64 {
+	var vs []int64
+	if steps == 0 {
+		for v := a; v < b; v *= 2 {
+			vs = append(vs, v)
+		}
+		return append(vs, b)
+	}
+	for i := 0; i < steps; i++ {
+		v := a
+		switch {
+		case i == steps-1:
+			v = b
+		case i > 0:
+			f := float64(a) * math.Pow(float64(b)/float64(a), float64(i)/float64(steps-1))
+			v = int64(math.Round(f/(1<<20))) << 20
+		}
+		if len(vs) == 0 || v > vs[len(vs)-1] {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// SizeString writes n bytes as a capacity the scenario reads back exactly.
+func SizeString(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.n == 0 {
+			return fmt.Sprintf("%d%s", n/u.n, u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// A Plan is the grid: every combination of the dims' values, in row-major
+// order (the last dim varies fastest).
+type Plan struct {
+	Base   *scenario.Scenario
+	Dims   []PlanDim
+	Key    string               // the sweep key: tier.NAME.capacity, comma-joined over dims
+	Points []*scenario.Scenario // one per grid point
+	Values []string             // each point's sweep value (its dims' values, comma-joined)
+	Index  [][]int              // each point's index in every dim
+	Cost   []float64            // each point's cost
+	sums   []*results.Summary   // simulated points' summaries
+	status [][]planStatus       // by point, by policy
+}
+
+type planStatus int8
+
+const (
+	unknown planStatus = iota
+	pass
+	fail
+)
+
+// LoadPlan loads the scenario at path once per grid point (after sets), so
+// that every point is checked before any is simulated. Point folders are
+// named as kvsim sweep --tier names them: <scenario>-<tier>-<value>, one
+// tier-value pair per dim.
+func LoadPlan(path string, sets []string, dims []PlanDim, cost CostFunc) (*Plan, error) {
+	base, err := scenario.LoadWith(path, sets)
+	if err != nil {
+		return nil, BadInput(err)
+	}
+	if cost == nil {
+		cost = HierarchyCost
+	}
+	p := &Plan{Base: base, Dims: dims}
+	var keys []string
+	for _, d := range dims {
+		keys = append(keys, "tier."+d.Tier+".capacity")
+	}
+	p.Key = strings.Join(keys, ",")
+	idx := make([]int, len(dims))
+	for {
+		name := base.Name
+		pset := slices.Clone(sets)
+		var vals []string
+		for k, d := range dims {
+			v := d.Values[idx[k]]
+			name += "-" + PathSafe(d.Tier) + "-" + PathSafe(v)
+			pset = append(pset, keys[k]+"="+v)
+			vals = append(vals, v)
+		}
+		sc, err := scenario.LoadWith(path, pset)
+		if err != nil {
+			return nil, BadInput(err)
+		}
+		sc.Name = name
+		p.Points = append(p.Points, sc)
+		p.Values = append(p.Values, strings.Join(vals, ","))
+		p.Index = append(p.Index, slices.Clone(idx))
+		p.Cost = append(p.Cost, cost(sc))
+		k := len(dims) - 1
+		for ; k >= 0; k-- {
+			if idx[k]++; idx[k] < len(dims[k].Values) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			break
+		}
+	}
+	return p, nil
+}
+
+// Label names a point's value by its varied tiers: host=64GiB ssd=1TiB.
+func (p *Plan) Label(value string) string {
+	var parts []string
+	for i, v := range strings.Split(value, ",") {
+		parts = append(parts, p.Dims[i].Tier+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Sweep is the plan's grid as a sweep (kvsim sweep's points and run_ids).
+func (p *Plan) Sweep() *Sweep { return &Sweep{Key: p.Key, Values: p.Values, Points: p.Points} }
+
+// PlanOptions say how a plan runs its simulations (Options, whose Out
+// makes each simulated point's folder as kvsim sweep does) and what it
+// looks for.
+type PlanOptions struct {
+	Options
+	SLO    SLOTarget
+	Budget float64 // > 0: points costing more are left out
+	// Exhaustive simulates every point within the budget (the check the
+	// search is tested against).
+	Exhaustive bool
+	// Done, if set, hears of each point simulated.
+	Done func(k int, sum *results.Summary)
+}
+
+// A PlanResult is what a search found.
+type PlanResult struct {
+	SLO        SLOTarget `json:"slo"`
+	Budget     float64   `json:"budget_usd,omitempty"`
+	Key        string    `json:"key"`
+	GridPoints int       `json:"grid_points"`
+	OverBudget int       `json:"over_budget"`
+	Simulated  int       `json:"simulated"`
+	Skipped    int       `json:"skipped"` // grid points within the budget never simulated
+	// Implied are the skipped points whose result for every policy follows
+	// from the simulated ones by monotonicity; the others (Dearer) cost
+	// more than some policy's best, so were never needed.
+	Implied     int          `json:"implied"`
+	Dearer      int          `json:"dearer"`
+	Best        *PlanChoice  `json:"best"` // nil: nothing meets the SLO
+	PerPolicy   []PlanChoice `json:"per_policy"`
+	NextCheaper *PlanFailure `json:"next_cheaper,omitempty"`
+	// Violations are pairs of simulated points that break the search's
+	// assumption: a policy meets the SLO with less capacity and misses it
+	// with more. With any, the choice may not be the grid's optimum.
+	Violations []string      `json:"monotonicity_violations,omitempty"`
+	Pareto     []PlanOutcome `json:"pareto"`
+	Points     []PlanOutcome `json:"simulated_points"`
+}
+
+// A PlanChoice is one policy's cheapest point meeting the SLO.
+type PlanChoice struct {
+	Policy string      `json:"policy"`
+	Met    bool        `json:"met"`
+	Point  PlanOutcome `json:"point"` // when Met
+}
+
+// A PlanOutcome is one simulated (point, policy).
+type PlanOutcome struct {
+	Name       string   `json:"name"`
+	Value      string   `json:"value"`
+	Policy     string   `json:"policy"`
+	CostUSD    float64  `json:"cost_usd"`
+	TTFTp99    float64  `json:"ttft_p99_ms"`
+	TPOTp99    float64  `json:"tpot_p99_ms"`
+	Attainment *float64 `json:"attainment,omitempty"`
+	HitRatio   float64  `json:"hit_ratio"`
+	Meets      bool     `json:"meets"`
+	Misses     []string `json:"misses,omitempty"` // the SLO terms missed, with by how much
+	point      int
+}
+
+// A PlanFailure says why the configuration just cheaper than the best
+// fails: its own simulation, or (Inferred) one with no less capacity.
+type PlanFailure struct {
+	Value    string      `json:"value"`
+	CostUSD  float64     `json:"cost_usd"`
+	Inferred bool        `json:"inferred"`
+	Evidence PlanOutcome `json:"evidence"`
+}
+
+// order is the search's total order: cost, then grid order (so ties go to
+// the point an exhaustive sweep lists first).
+func (p *Plan) less(a, b int) bool {
+	if p.Cost[a] != p.Cost[b] {
+		return p.Cost[a] < p.Cost[b]
+	}
+	return a < b
+}
+
+// dominates says point a has no more capacity than b in any dim.
+func (p *Plan) le(a, b int) bool {
+	for k := range p.Dims {
+		if p.Index[a][k] > p.Index[b][k] {
+			return false
+		}
+	}
+	return true
+}
+
+// outcome is policy j's result at simulated point k.
+func (p *Plan) outcome(k, j int, slo SLOTarget) PlanOutcome {
+	s := p.sums[k]
+	pol := s.Policies[j]
+	o := PlanOutcome{Name: p.Points[k].Name, Value: p.Values[k], Policy: pol.Name, CostUSD: p.Cost[k],
+		TTFTp99: pol.TTFTms.OrNaN().P99, TPOTp99: pol.TPOTms.OrNaN().P99, Attainment: pol.SLOAttainment,
+		HitRatio: pol.HitRatio, point: k}
+	if slo.TTFTp99 > 0 && !(o.TTFTp99 <= slo.TTFTp99) {
+		o.Misses = append(o.Misses, fmt.Sprintf("ttft_p99 %.1f ms > %g ms (+%.1f ms)", o.TTFTp99, slo.TTFTp99, o.TTFTp99-slo.TTFTp99))
+	}
+	if slo.TPOTp99 > 0 && !(o.TPOTp99 <= slo.TPOTp99) {
+		o.Misses = append(o.Misses, fmt.Sprintf("tpot_p99 %.2f ms > %g ms (+%.2f ms)", o.TPOTp99, slo.TPOTp99, o.TPOTp99-slo.TPOTp99))
+	}
+	if slo.Attainment > 0 {
+		a := math.NaN()
+		if o.Attainment != nil {
+			a = *o.Attainment
+		}
+		if !(a >= slo.Attainment) {
+			o.Misses = append(o.Misses, fmt.Sprintf("attainment %.4f < %g (-%.4f)", a, slo.Attainment, slo.Attainment-a))
+		}
+	}
+	o.Meets = len(o.Misses) == 0
+	return o
+}
+
+// Search finds, for every policy, the cheapest point within the budget
+// meeting o.SLO. For each row (every combination of the dims but the
+// last) it binary-searches the last dim for the first passing capacity,
+// among the points cheaper than the policy's best so far; a status is
+// inferred by monotonicity when it can be, else the point is simulated
+// (every policy at once, as a sweep point).
+func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
+	n := len(p.Points)
+	p.sums = make([]*results.Summary, n)
+	p.status = make([][]planStatus, n)
+	var runErr error
+	var nsim int
+	release, err := SpoolScenarios(ctx, p.Points...)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	within := func(k int) bool { return o.Budget <= 0 || p.Cost[k] <= o.Budget }
+	simulate := func(k int) error {
+		sum, err := p.runPoint(ctx, k, o.Options)
+		if err != nil {
+			return err
+		}
+		nsim++
+		p.sums[k] = sum
+		p.status[k] = make([]planStatus, len(sum.Policies))
+		for j := range sum.Policies {
+			p.status[k][j] = fail
+			if p.outcome(k, j, o.SLO).Meets {
+				p.status[k][j] = pass
+			}
+		}
+		if o.Done != nil {
+			o.Done(k, sum)
+		}
+		return nil
+	}
+	// infer is point k's status for policy j from the simulated points.
+	infer := func(k, j int) planStatus {
+		if p.sums[k] != nil {
+			return p.status[k][j]
+		}
+		for m := range p.sums {
+			if p.sums[m] == nil {
+				continue
+			}
+			if p.status[m][j] == pass && p.le(m, k) {
+				return pass
+			}
+			if p.status[m][j] == fail && p.le(k, m) {
+				return fail
+			}
+		}
+		return unknown
+	}
+	statusOf := func(k, j int) planStatus {
+		if runErr != nil {
+			return fail
+		}
+		if s := infer(k, j); s != unknown {
+			return s
+		}
+		if err := simulate(k); err != nil {
+			runErr = err
+			return fail
+		}
+		return p.status[k][j]
+	}
+	npol := len(p.Base.Policies)
+	best := make([]int, npol)
+	for j := range best {
+		best[j] = -1
+	}
+	last := len(p.Dims) - 1
+	width := len(p.Dims[last].Values)
+	if o.Exhaustive {
+		for k := range p.Points {
+			if within(k) {
+				if err := simulate(k); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for k := range p.Points {
+			for j := 0; j < npol && p.sums[k] != nil; j++ {
+				if p.status[k][j] == pass && (best[j] < 0 || p.less(k, best[j])) {
+					best[j] = k
+				}
+			}
+		}
+	} else {
+		for j := 0; j < npol && runErr == nil; j++ {
+			for row := 0; row < n && runErr == nil; row += width {
+				// hi: the last point of the row worth knowing (cheaper
+				// than the best so far, within the budget).
+				hi := -1
+				for c := 0; c < width; c++ {
+					k := row + c
+					if within(k) && (best[j] < 0 || p.less(k, best[j])) {
+						hi = c
+					} else {
+						break
+					}
+				}
+				lo, top := 0, hi+1
+				for lo < top {
+					mid := (lo + top) / 2
+					if statusOf(row+mid, j) == pass {
+						top = mid
+					} else {
+						lo = mid + 1
+					}
+				}
+				if lo <= hi && runErr == nil {
+					best[j] = row + lo
+				}
+			}
+		}
+		if runErr != nil {
+			return nil, runErr
+		}
+	}
+	r := &PlanResult{SLO: o.SLO, Budget: o.Budget, Key: p.Key, GridPoints: n, Simulated: nsim}
+	for k := range p.Points {
+		switch {
+		case !within(k):
+			r.OverBudget++
+		case p.sums[k] != nil:
+		default:
+			all := true
+			for j := 0; j < npol; j++ {
+				all = all && infer(k, j) != unknown
+			}
+			if all {
+				r.Implied++
+			} else {
+				r.Dearer++
+			}
+		}
+	}
+	r.Skipped = n - r.OverBudget - nsim
+	var bestAll = -1
+	var bestPol int
+	for j := 0; j < npol; j++ {
+		c := PlanChoice{Policy: p.Base.Policies[j].Name}
+		if best[j] >= 0 {
+			c.Met, c.Point = true, p.outcome(best[j], j, o.SLO)
+			if bestAll < 0 || p.less(best[j], bestAll) {
+				bestAll, bestPol = best[j], j
+			}
+		}
+		r.PerPolicy = append(r.PerPolicy, c)
+	}
+	if bestAll >= 0 {
+		c := r.PerPolicy[bestPol]
+		r.Best = &c
+		r.NextCheaper = p.nextCheaper(bestAll, bestPol, within, infer, o.SLO)
+	}
+	for k := range p.Points {
+		for j := 0; p.sums[k] != nil && j < len(p.sums[k].Policies); j++ {
+			r.Points = append(r.Points, p.outcome(k, j, o.SLO))
+		}
+	}
+	for m := range p.Points {
+		for k := range p.Points {
+			if m == k || p.sums[m] == nil || p.sums[k] == nil || !p.le(m, k) {
+				continue
+			}
+			for j := 0; j < npol; j++ {
+				if p.status[m][j] == pass && p.status[k][j] == fail {
+					r.Violations = append(r.Violations, fmt.Sprintf("%s meets the SLO at %s but misses it at %s", p.Base.Policies[j].Name, p.Label(p.Values[m]), p.Label(p.Values[k])))
+				}
+			}
+		}
+	}
+	r.Pareto = pareto(r.Points)
+	return r, nil
+}
+
+// nextCheaper explains why the point just before best (in cost order,
+// within the budget) fails for policy j: by its simulation, or by the
+// simulated failing point with no less capacity that implies it.
+func (p *Plan) nextCheaper(best, j int, within func(int) bool, infer func(k, j int) planStatus, slo SLOTarget) *PlanFailure {
+	prev := -1
+	for k := range p.Points {
+		if within(k) && p.less(k, best) && (prev < 0 || p.less(prev, k)) {
+			prev = k
+		}
+	}
+	if prev < 0 {
+		return nil
+	}
+	f := &PlanFailure{Value: p.Values[prev], CostUSD: p.Cost[prev]}
+	if p.sums[prev] != nil {
+		f.Evidence = p.outcome(prev, j, slo)
+		return f
+	}
+	if infer(prev, j) != fail {
+		return nil
+	}
+	// The cheapest simulated failing point that dominates it.
+	ev := -1
+	for m := range p.Points {
+		if p.sums[m] != nil && p.status[m][j] == fail && p.le(prev, m) && (ev < 0 || p.less(m, ev)) {
+			ev = m
+		}
+	}
+	f.Inferred, f.Evidence = true, p.outcome(ev, j, slo)
+	return f
+}
+
+// pareto keeps the outcomes no other beats on both cost and TTFT p99 (the
+// cheaper first; ties to the earlier).
+func pareto(all []PlanOutcome) []PlanOutcome {
+	s := slices.Clone(all)
+	sort.SliceStable(s, func(a, b int) bool {
+		if s[a].CostUSD != s[b].CostUSD {
+			return s[a].CostUSD < s[b].CostUSD
+		}
+		return s[a].TTFTp99 < s[b].TTFTp99
+	})
+	var front []PlanOutcome
+	minT := math.Inf(1)
+	for _, o := range s {
+		if o.TTFTp99 < minT {
+			front = append(front, o)
+			minT = o.TTFTp99
+		}
+	}
+	return front
+}
+
+// runPoint simulates point k as kvsim sweep does: into its folder under
+// o.Out when set (reusing the folder when it already holds this run's
+// complete set), else in memory.
+func (p *Plan) runPoint(ctx context.Context, k int, o Options) (*results.Summary, error) {
+	sc := p.Points[k]
+	o.Sweep = &results.SweepPoint{Key: p.Key, Value: p.Values[k]}
+	if o.Out == "" {
+		return Run(ctx, sc, o)
+	}
+	r, err := OpenResults(ctx, []string{sc.Name}, false, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	id, err := runID(sc, TraceOptions(sc, o.SkipBadLines, o.Limit), o.Sweep)
+	if err != nil {
+		return nil, err
+	}
+	if sum, ok := readDone(filepath.Join(o.Out, sc.Name), id); ok {
+		return sum, nil
+	}
+	return r.Run(ctx, sc, o)
+}
