@@ -29,6 +29,7 @@ type runOptions struct {
 	cpuProf string
 	memProf string
 	sets    setFlags
+	events  traceEventsFlags
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -42,11 +43,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
+	addTraceEventsFlags(fs, &o.events)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
 	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if o.events.max < 1 {
+		return badInputf("run: --trace-events-max must be >= 1")
 	}
 	if len(paths) == 0 {
 		return badInputf("run: no scenario given (usage: kvsim run [--out DIR] SCENARIO.toml...)")
@@ -194,7 +199,7 @@ func simulateAndReport(ctx context.Context, res *experiment.Results, sc *scenari
 	} else {
 		prog = startProgress(stderr, sc.Name, 0, false)
 	}
-	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog})
+	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog, TraceEvents: o.events.n()})
 	prog.finish()
 	if err != nil {
 		return nil, err
