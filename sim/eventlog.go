@@ -21,8 +21,8 @@ const (
 	EvDrop                         // a copy discarded: Block, From: its tier
 	EvPrefill                      // Prefill issued: Seq; A: cached tokens, B: computed tokens
 	EvBreakEven                    // at Prefill: Seq; A: tokens its loads bring into HBM, B: ns recomputing them would add
-	EvStep                         // a step: A: its end, B: prefill tokens, Aux: requests in it (EvInStep follow)
-	EvInStep                       // a request in the step before: Seq; A: its prefill chunk (0: a decode token)
+	EvStep                         // a step: A: its end, B: prefill tokens, Block: decoding sequences, Aux: prefill chunks (EvInStep follow)
+	EvInStep                       // a prefill chunk in the step before: Seq; A: its tokens
 	EvFirstToken                   // Seq
 	EvDone                         // Seq; A: recomputed prompt tokens, B: preemptions
 	EvHit                          // usable-prefix hits of a request's first admission: Seq, From: tier; A: blocks
@@ -119,10 +119,15 @@ func (s *Sim) logPrefill(now int64, req core.ReqID, cached, compute int) {
 	s.ev.add(Event{Time: now, Kind: EvBreakEven, Seq: seq, Block: -1, A: int64(n), B: extra})
 }
 
+// logStep records a step and its prefill chunks. Decode tokens are not
+// listed, one per running request per step: a request decodes in every
+// step from its first token to its done, unless preempted.
 func (s *Sim) logStep(now, end int64, b *StepBatch, batch []core.ReqID, seqs []seq) {
-	s.ev.add(Event{Time: now, Kind: EvStep, Seq: -1, Block: -1, A: end, B: int64(b.PrefillTokens), Aux: uint8(min(len(batch), 255))})
+	s.ev.add(Event{Time: now, Kind: EvStep, Seq: -1, Block: int64(b.DecodeSeqs), A: end, B: int64(b.PrefillTokens), Aux: uint8(min(b.PrefillSeqs, 255))})
 	for _, id := range batch {
-		s.ev.add(Event{Time: now, Kind: EvInStep, Seq: s.seqOf(id), Block: -1, A: int64(seqs[id].chunk)})
+		if n := seqs[id].chunk; n > 0 {
+			s.ev.add(Event{Time: now, Kind: EvInStep, Seq: s.seqOf(id), Block: -1, A: int64(n)})
+		}
 	}
 }
 

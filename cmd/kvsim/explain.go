@@ -295,6 +295,7 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 		lines = append(lines, line{t, lineOrder[k], fmt.Sprintf(format, args...)})
 	}
 	var refs []string
+	var first int64
 	for _, e := range es {
 		k = sim.EvKind(e.Kind)
 		if k == sim.EvStep {
@@ -317,7 +318,7 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 		case sim.EvHit:
 			add(e.Time, "hit: %s of its prefix in %s", plural(e.A, "block"), l.tier(e.From))
 		case sim.EvMove:
-			add(e.Time, "%s of block %d issued: %s -> %s, %d bytes", moveKind(e.Aux), e.Block, l.tier(e.From), l.tier(e.To), e.A)
+			add(e.Time, "%s of block %d issued: %s -> %s, %s", moveKind(e.Aux), e.Block, l.tier(e.From), l.tier(e.To), plural(e.A, "byte"))
 		case sim.EvHop:
 			add(e.Time, "block %d on %s: joined the link at %s, had a lane and its latency at %s (%s), bytes moving from %s (%s for the busy pipe)",
 				e.Block, l.link(e.Aux), ms(e.A), ms(e.B), ms(e.B-e.A), ms(e.Time), ms(e.Time-e.B))
@@ -325,25 +326,24 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 			add(e.Time, "block %d landed in %s (%s)", e.Block, l.tier(e.To), moveKind(e.Aux))
 			rows = append(rows, row("loads", arrival, e.Time, fmt.Sprintf("block %d %s->%s", e.Block, l.tier(e.From), l.tier(e.To))))
 		case sim.EvPrefill:
-			add(e.Time, "prefill issued: %d tokens cached, %d to compute", e.A, e.B)
+			add(e.Time, "prefill issued: %s cached, %s to compute", plural(e.A, "token"), commas(e.B))
 		case sim.EvInStep:
-			if e.A > 0 {
-				add(stepStart, "step %s-%s: prefill chunk of %d tokens", ms(stepStart), ms(stepEnd), e.A)
-				rows = append(rows, row("steps", stepStart, stepEnd, fmt.Sprintf("prefill %d", e.A)))
-			} else {
-				add(stepStart, "step %s-%s: decode token", ms(stepStart), ms(stepEnd))
-				rows = append(rows, row("steps", stepStart, stepEnd, "decode"))
-			}
+			add(stepStart, "step %s-%s: prefill chunk of %s", ms(stepStart), ms(stepEnd), plural(e.A, "token"))
+			rows = append(rows, row("steps", stepStart, stepEnd, fmt.Sprintf("prefill %d", e.A)))
 		case sim.EvPreempt:
 			add(e.Time, "preempted: lost its HBM, re-queued to recompute")
 		case sim.EvFirstToken:
+			first = e.Time
 			add(e.Time, "first token: TTFT %s", ms(e.Time-arrival))
 			rows = append(rows, row("request", e.Time, e.Time, "first token"))
 		case sim.EvDone:
 			if e.B < 0 {
 				add(e.Time, "rejected: larger than HBM")
 			} else {
-				add(e.Time, "done: %s after arrival, %d prompt tokens recomputed, %d preemptions", ms(e.Time-arrival), e.A, e.B)
+				if n := stepsIn(es, first, e.Time); n > 0 {
+					add(first, "decoding: in the %s from here to its done (one token each)", plural(int64(n), "step"))
+				}
+				add(e.Time, "done: %s after arrival, %s recomputed, %s", ms(e.Time-arrival), plural(e.A, "prompt token"), plural(e.B, "preemption"))
 			}
 			rows = append(rows, row("request", e.Time, e.Time, "done"))
 		}
@@ -362,6 +362,18 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 	}
 	fmt.Fprintf(w, "break-even: %s\n", breakEven(l, requestLoads(es, seq)))
 	return rows, nil
+}
+
+// stepsIn counts the steps that start in [from, to): those a request
+// decoding from its first token to its done ran in.
+func stepsIn(es []results.Event, from, to int64) int {
+	n := 0
+	for _, e := range es {
+		if sim.EvKind(e.Kind) == sim.EvStep && e.Time >= from && e.Time < to {
+			n++
+		}
+	}
+	return n
 }
 
 // breakEven is the verdict on a request's loads (docs/explain.md).
