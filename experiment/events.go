@@ -41,10 +41,12 @@ func writeEvents(dir string, sc *scenario.Scenario, id string, runs []policyRun)
 		}
 		ev := r.events
 		l.Header.Policies = append(l.Header.Policies, results.EventsPolicy{Name: sc.Policies[i].Name, Dropped: ev.Dropped, Max: ev.Max})
-		es := make([]results.Event, len(ev.Events))
-		for k, e := range ev.Events {
-			es[k] = results.Event{Time: e.Time, Seq: e.Seq, Block: e.Block, A: e.A, B: e.B,
-				Kind: uint8(e.Kind), From: e.From, To: e.To, Aux: e.Aux}
+		es := make([]results.Event, 0, ev.Len())
+		for _, c := range ev.Chunks() {
+			for _, e := range c {
+				es = append(es, results.Event{Time: e.Time, Seq: e.Seq, Block: e.Block, A: e.A, B: e.B,
+					Kind: uint8(e.Kind), From: e.From, To: e.To, Aux: e.Aux})
+			}
 		}
 		l.Events = append(l.Events, es)
 	}

@@ -43,12 +43,18 @@ type Event struct {
 }
 
 // EventLog holds a run's events up to a cap: past it, events are counted
-// in Dropped, not kept (the log then covers the run's start only).
+// in Dropped, not kept (the log then covers the run's start only). Events
+// are kept in chunks, so that a long log is never copied to grow.
 type EventLog struct {
-	Events  []Event
+	chunks  [][]Event
+	n       int
 	Max     int
 	Dropped int64
 }
+
+// EventChunk is the events of one chunk: recording allocates once per
+// chunk, never per event.
+const EventChunk = 1 << 14
 
 // NewEventLog makes a log keeping at most max events (<= 0: 1<<20).
 func NewEventLog(max int) *EventLog {
@@ -58,12 +64,33 @@ func NewEventLog(max int) *EventLog {
 	return &EventLog{Max: max}
 }
 
+// Len is the events kept.
+func (l *EventLog) Len() int { return l.n }
+
+// Chunks are the events kept, in order, chunk by chunk.
+func (l *EventLog) Chunks() [][]Event { return l.chunks }
+
+// Events copies the events kept into one slice.
+func (l *EventLog) Events() []Event {
+	all := make([]Event, 0, l.n)
+	for _, c := range l.chunks {
+		all = append(all, c...)
+	}
+	return all
+}
+
 func (l *EventLog) add(e Event) {
-	if len(l.Events) >= l.Max {
+	if l.n >= l.Max {
 		l.Dropped++
 		return
 	}
-	l.Events = append(l.Events, e)
+	k := len(l.chunks) - 1
+	if k < 0 || len(l.chunks[k]) == cap(l.chunks[k]) {
+		l.chunks = append(l.chunks, make([]Event, 0, min(EventChunk, l.Max-l.n)))
+		k++
+	}
+	l.chunks[k] = append(l.chunks[k], e)
+	l.n++
 }
 
 // SetEventLog installs l (nil: none) to record every event from now on.
