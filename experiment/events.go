@@ -38,6 +38,7 @@ func writeEvents(dir string, sc *scenario.Scenario, id string, runs []policyRun)
 			for _, ls := range r.res.Links {
 				l.Header.Links = append(l.Header.Links, ls.Name)
 			}
+			l.Header.LinkLatency = r.events.LinkLatency
 		}
 		ev := r.events
 		l.Header.Policies = append(l.Header.Policies, results.EventsPolicy{Name: sc.Policies[i].Name, Dropped: ev.Dropped, Max: ev.Max})

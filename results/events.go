@@ -49,7 +49,8 @@ type EventsPolicy struct {
 type EventsHeader struct {
 	RunID         string         `json:"run_id"`
 	Tiers         []string       `json:"tiers"`
-	Links         []string       `json:"links"` // by link index (Event.Aux of a hop)
+	Links         []string       `json:"links"`           // by link index (Event.Aux of a hop)
+	LinkLatency   []int64        `json:"link_latency_ns"` // by link index
 	BytesPerToken int64          `json:"bytes_per_token"`
 	BlockTokens   int            `json:"block_tokens"`
 	Policies      []EventsPolicy `json:"policies"`

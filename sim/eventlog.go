@@ -50,6 +50,9 @@ type EventLog struct {
 	n       int
 	Max     int
 	Dropped int64
+	// LinkLatency is each link's latency (ns) by link index (an EvHop's
+	// Aux), set by SetEventLog: what part of a hop's wait was latency.
+	LinkLatency []int64
 }
 
 // EventChunk is the events of one chunk: recording allocates once per
@@ -94,7 +97,15 @@ func (l *EventLog) add(e Event) {
 }
 
 // SetEventLog installs l (nil: none) to record every event from now on.
-func (s *Sim) SetEventLog(l *EventLog) { s.ev = l }
+func (s *Sim) SetEventLog(l *EventLog) {
+	s.ev = l
+	if l != nil {
+		l.LinkLatency = l.LinkLatency[:0]
+		for _, k := range s.links {
+			l.LinkLatency = append(l.LinkLatency, k.latency)
+		}
+	}
+}
 
 // seqOf is the trace seq of live request id, or -1 for Background.
 func (s *Sim) seqOf(id core.ReqID) int64 {

@@ -169,6 +169,14 @@ func (l *eventLog) link(i uint8) string {
 	return "link" + strconv.Itoa(int(i))
 }
 
+// latency is link i's latency (0 if the log does not say).
+func (l *eventLog) latency(i uint8) int64 {
+	if int(i) < len(l.Header.LinkLatency) {
+		return l.Header.LinkLatency[i]
+	}
+	return 0
+}
+
 // tiersOf names the tiers of a residency mask.
 func (l *eventLog) tiersOf(mask uint8) string {
 	var s []string
@@ -320,8 +328,9 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 		case sim.EvMove:
 			add(e.Time, "%s of block %d issued: %s -> %s, %s", moveKind(e.Aux), e.Block, l.tier(e.From), l.tier(e.To), plural(e.A, "byte"))
 		case sim.EvHop:
-			add(e.Time, "block %d on %s: joined the link at %s, had a lane and its latency at %s (%s), bytes moving from %s (%s for the busy pipe)",
-				e.Block, l.link(e.Aux), ms(e.A), ms(e.B), ms(e.B-e.A), ms(e.Time), ms(e.Time-e.B))
+			lat := l.latency(e.Aux)
+			add(e.Time, "block %d on %s: joined the link at %s; waited %s for a lane, %s of latency, %s for the busy pipe; bytes moving from %s",
+				e.Block, l.link(e.Aux), ms(e.A), ms(e.B-lat-e.A), ms(lat), ms(e.Time-e.B), ms(e.Time))
 		case sim.EvLand:
 			add(e.Time, "block %d landed in %s (%s)", e.Block, l.tier(e.To), moveKind(e.Aux))
 			rows = append(rows, row("loads", arrival, e.Time, fmt.Sprintf("block %d %s->%s", e.Block, l.tier(e.From), l.tier(e.To))))
@@ -454,7 +463,9 @@ func explainBlock(w io.Writer, l *eventLog, pi int, id int64) ([]timelineRow, er
 			since[e.To] = e.Time
 			lines = append(lines, fmt.Sprintf("  %12s  %s issued %s: %s -> %s; a copy placed in %s, arriving", t, moveKind(e.Aux), who, l.tier(e.From), l.tier(e.To), l.tier(e.To)))
 		case sim.EvHop:
-			lines = append(lines, fmt.Sprintf("  %12s  bytes moving on %s (joined %s, lane and latency by %s)", t, l.link(e.Aux), ms(e.A), ms(e.B)))
+			lat := l.latency(e.Aux)
+			lines = append(lines, fmt.Sprintf("  %12s  bytes moving on %s (joined %s; waited %s for a lane, %s of latency, %s for the busy pipe)",
+				t, l.link(e.Aux), ms(e.A), ms(e.B-lat-e.A), ms(lat), ms(e.Time-e.B)))
 		case sim.EvLand:
 			lines = append(lines, fmt.Sprintf("  %12s  the %s's bytes all in %s", t, moveKind(e.Aux), l.tier(e.To)))
 		case sim.EvDrop:

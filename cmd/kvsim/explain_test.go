@@ -93,11 +93,11 @@ const goldenRequest2 = `request 2, policy lru
     200.000 ms  hit: 1 block of its prefix in ssd
     200.000 ms  load of block 0 issued: ssd -> hbm, 1,000,000 bytes
     200.000 ms  load of block 1 issued: dram -> hbm, 1,000,000 bytes
-    200.000 ms  block 1 on dram->hbm: joined the link at 200.000 ms, had a lane and its latency at 200.000 ms (0.000 ms), bytes moving from 200.000 ms (0.000 ms for the busy pipe)
+    200.000 ms  block 1 on dram->hbm: joined the link at 200.000 ms; waited 0.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe; bytes moving from 200.000 ms
     200.000 ms  prefill issued: 1,999 tokens cached, 1 to compute
-    201.000 ms  block 0 on ssd->dram: joined the link at 200.000 ms, had a lane and its latency at 201.000 ms (1.000 ms), bytes moving from 201.000 ms (0.000 ms for the busy pipe)
+    201.000 ms  block 0 on ssd->dram: joined the link at 200.000 ms; waited 0.000 ms for a lane, 1.000 ms of latency, 0.000 ms for the busy pipe; bytes moving from 201.000 ms
     201.000 ms  block 1 landed in hbm (load)
-    203.000 ms  block 0 on dram->hbm: joined the link at 203.000 ms, had a lane and its latency at 203.000 ms (0.000 ms), bytes moving from 203.000 ms (0.000 ms for the busy pipe)
+    203.000 ms  block 0 on dram->hbm: joined the link at 203.000 ms; waited 0.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe; bytes moving from 203.000 ms
     204.000 ms  block 0 landed in hbm (load)
     204.000 ms  step 204.000 ms-205.001 ms: prefill chunk of 1 token
     205.001 ms  first token: TTFT 5.001 ms
@@ -128,19 +128,35 @@ break-even: no loads into HBM: nothing to weigh
 const goldenBlock0 = `block 0, policy lru
       0.000 ms  request 0 references it: a miss: computed into hbm
     100.000 ms  demotion issued background: hbm -> dram; a copy placed in dram, arriving
-    100.000 ms  bytes moving on hbm->dram (joined 100.000 ms, lane and latency by 100.000 ms)
+    100.000 ms  bytes moving on hbm->dram (joined 100.000 ms; waited 0.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe)
     100.000 ms  copy in hbm gone: evicted to make room: demoted to dram; now in dram
     100.000 ms  demotion issued background: dram -> ssd; a copy placed in ssd, arriving
     100.000 ms  copy in dram gone: evicted to make room: demoted to ssd; now in ssd
     101.000 ms  the demotion's bytes all in dram
-    102.000 ms  bytes moving on dram->ssd (joined 101.000 ms, lane and latency by 102.000 ms)
+    102.000 ms  bytes moving on dram->ssd (joined 101.000 ms; waited 0.000 ms for a lane, 1.000 ms of latency, 0.000 ms for the busy pipe)
     104.000 ms  the demotion's bytes all in ssd
     200.000 ms  request 2 references it: a hit, held by ssd
     200.000 ms  load issued for request 2: ssd -> hbm; a copy placed in hbm, arriving
-    201.000 ms  bytes moving on ssd->dram (joined 200.000 ms, lane and latency by 201.000 ms)
-    203.000 ms  bytes moving on dram->hbm (joined 203.000 ms, lane and latency by 203.000 ms)
+    201.000 ms  bytes moving on ssd->dram (joined 200.000 ms; waited 0.000 ms for a lane, 1.000 ms of latency, 0.000 ms for the busy pipe)
+    203.000 ms  bytes moving on dram->hbm (joined 203.000 ms; waited 0.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe)
     204.000 ms  the load's bytes all in hbm
 at the log's end: in hbm+ssd
+`
+
+// Block 1, by hand: demoted right after block 0 on the same link, whose
+// one lane block 0 holds until 101: it waits 1 ms for the lane and lands
+// in dram at 102. Request 2 loads it back, 200 -> 201.
+const goldenBlock1 = `block 1, policy lru
+      0.000 ms  request 0 references it: a miss: computed into hbm
+    100.000 ms  demotion issued background: hbm -> dram; a copy placed in dram, arriving
+    100.000 ms  copy in hbm gone: evicted to make room: demoted to dram; now in dram
+    101.000 ms  bytes moving on hbm->dram (joined 100.000 ms; waited 1.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe)
+    102.000 ms  the demotion's bytes all in dram
+    200.000 ms  request 2 references it: a hit, held by dram
+    200.000 ms  load issued for request 2: dram -> hbm; a copy placed in hbm, arriving
+    200.000 ms  bytes moving on dram->hbm (joined 200.000 ms; waited 0.000 ms for a lane, 0.000 ms of latency, 0.000 ms for the busy pipe)
+    201.000 ms  the load's bytes all in hbm
+at the log's end: in hbm+dram
 `
 
 const goldenSummary = `hits slower than recompute (a request's loads took longer than recomputing their tokens in the same step model)
@@ -178,6 +194,7 @@ func TestExplainGolden(t *testing.T) {
 		{[]string{"--request", "2"}, goldenRequest2},
 		{[]string{"--request", "1", "--policy", "lru"}, goldenRequest1},
 		{[]string{"--block", "0"}, goldenBlock0},
+		{[]string{"--block", "1"}, goldenBlock1},
 		{nil, goldenSummary},
 	} {
 		stdout, stderr, code := runKvsim(append([]string{"explain", res}, c.args...)...)
