@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"kvsim/internal/atomicfile"
 )
@@ -75,6 +76,11 @@ func AppendEvents(buf []byte, l *EventLog) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := 0
+	for _, es := range l.Events {
+		n += len(es)
+	}
+	buf = slices.Grow(buf, len(eventsMagic)+4+len(js)+n*EventSize) // one allocation: a log is tens of MB
 	buf = append(buf, eventsMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(js)))
 	buf = append(buf, js...)

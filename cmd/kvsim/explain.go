@@ -245,24 +245,34 @@ func requestLoads(es []results.Event, seq int64) loadSpan {
 			}
 		}
 	}
+	// A hit below tier 1 may come up in two moves (stage = "copy": to tier
+	// 1, then to HBM): the block counts once, for the deepest tier.
+	deepest := map[int64]int8{}
+	var into []int64 // blocks loaded into HBM, in order
 	for _, e := range es {
 		if e.Seq != seq || e.Aux != 0 || (prefill >= 0 && e.Time > prefill && sim.EvKind(e.Kind) == sim.EvMove) {
 			continue
 		}
 		switch sim.EvKind(e.Kind) {
 		case sim.EvMove:
+			if sp.start < 0 || e.Time < sp.start {
+				sp.start = e.Time
+			}
+			if d, ok := deepest[e.Block]; !ok || e.From > d {
+				deepest[e.Block] = e.From
+			}
 			if e.To == 0 {
-				if sp.start < 0 || e.Time < sp.start {
-					sp.start = e.Time
-				}
-				sp.blocks++
-				sp.perTier[e.From]++
+				into = append(into, e.Block)
 			}
 		case sim.EvLand:
 			if e.To == 0 && sp.start >= 0 {
 				sp.end = max(sp.end, e.Time)
 			}
 		}
+	}
+	for _, b := range into {
+		sp.blocks++
+		sp.perTier[deepest[b]]++
 	}
 	return sp
 }
