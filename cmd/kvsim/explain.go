@@ -314,6 +314,14 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 	}
 	var refs []string
 	var first int64
+	admitted := int64(-1) // the first admission (logged when the request finishes)
+	prefilled := false
+	for _, e := range es {
+		if e.Seq == seq && sim.EvKind(e.Kind) == sim.EvAdmit {
+			admitted = e.Time
+			break
+		}
+	}
 	for _, e := range es {
 		k = sim.EvKind(e.Kind)
 		if k == sim.EvStep {
@@ -345,7 +353,12 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 			add(e.Time, "block %d landed in %s (%s)", e.Block, l.tier(e.To), moveKind(e.Aux))
 			rows = append(rows, row("loads", arrival, e.Time, fmt.Sprintf("block %d %s->%s", e.Block, l.tier(e.From), l.tier(e.To))))
 		case sim.EvPrefill:
-			add(e.Time, "prefill issued: %s cached, %s to compute", plural(e.A, "token"), commas(e.B))
+			dep := ""
+			if !prefilled && admitted >= 0 && e.Time > admitted {
+				dep = fmt.Sprintf(" (after %s waiting for blocks other running requests were bringing into HBM)", ms(e.Time-admitted))
+			}
+			prefilled = true // a later prefill follows a preemption's re-admission
+			add(e.Time, "prefill issued: %s cached, %s to compute%s", plural(e.A, "token"), commas(e.B), dep)
 		case sim.EvInStep:
 			add(stepStart, "step %s-%s: prefill chunk of %s", ms(stepStart), ms(stepEnd), plural(e.A, "token"))
 			rows = append(rows, row("steps", stepStart, stepEnd, fmt.Sprintf("prefill %d", e.A)))
