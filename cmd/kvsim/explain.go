@@ -230,11 +230,20 @@ type loadSpan struct {
 func requestLoads(es []results.Event, seq int64) loadSpan {
 	sp := loadSpan{start: -1, perTier: map[int8]int{}}
 	prefill := int64(-1)
+	// Its first prefill starts once these loads landed: later landings are
+	// a re-admission's (after a preemption).
+	cutoff, first := int64(-1), int64(-1)
 	for _, e := range es {
 		if e.Seq != seq {
 			continue
 		}
 		switch sim.EvKind(e.Kind) {
+		case sim.EvInStep:
+			if cutoff < 0 {
+				cutoff = e.Time
+			}
+		case sim.EvFirstToken:
+			first = e.Time
 		case sim.EvPrefill:
 			if prefill < 0 {
 				prefill = e.Time
@@ -244,6 +253,9 @@ func requestLoads(es []results.Event, seq int64) loadSpan {
 				sp.tokens, sp.reNs, sp.have = e.A, e.B, true
 			}
 		}
+	}
+	if cutoff < 0 {
+		cutoff = first // the simple engine logs no steps
 	}
 	// A hit below tier 1 may come up in two moves (stage = "copy": to tier
 	// 1, then to HBM): the block counts once, for the deepest tier.
@@ -265,7 +277,7 @@ func requestLoads(es []results.Event, seq int64) loadSpan {
 				into = append(into, e.Block)
 			}
 		case sim.EvLand:
-			if e.To == 0 && sp.start >= 0 {
+			if e.To == 0 && sp.start >= 0 && (cutoff < 0 || e.Time <= cutoff) {
 				sp.end = max(sp.end, e.Time)
 			}
 		}
@@ -372,8 +384,10 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 			if e.B < 0 {
 				add(e.Time, "rejected: larger than HBM")
 			} else {
-				if n := stepsIn(es, first, e.Time); n > 0 {
+				if n := stepsIn(es, first, e.Time); n > 0 && e.B == 0 {
 					add(first, "decoding: in the %s from here to its done (one token each)", plural(int64(n), "step"))
+				} else if n > 0 {
+					add(first, "decoding: in steps from here to its done (%s, less those it spent preempted)", plural(int64(n), "step"))
 				}
 				add(e.Time, "done: %s after arrival, %s recomputed, %s", ms(e.Time-arrival), plural(e.A, "prompt token"), plural(e.B, "preemption"))
 			}
