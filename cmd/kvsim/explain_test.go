@@ -22,6 +22,7 @@ import (
 //     through dram, block by block (store and forward);
 //   - a step takes 1 ms + 1 us per prefill token (linear step model).
 //
+// Blocks are named by the run's dense ids (the trace's 1 2 3 4 are 0 1 2 3).
 // Request 0 (t=0, blocks 0 1) computes 2,000 tokens: one step, 1 + 2 = 3 ms.
 // Request 1 (t=100 ms, blocks 2 3) needs all of hbm: 0 and 1 are evicted
 // and demoted; dram holds one block, so 0 goes on to ssd.
