@@ -61,6 +61,9 @@ type Options struct {
 	// every residency change of every instance (cluster.Config's); nil
 	// leaves that policy unobserved. kvsim run --publish-events.
 	OnResidency func(policy int) func(inst int, now int64, b core.Block, where uint8)
+	// TraceEvents, if > 0, records every event of each policy's run, up to
+	// that many, into the results folder's events.bin (events.go).
+	TraceEvents int
 }
 
 // Progress hears of each request a policy reads; it must be safe for
@@ -85,6 +88,7 @@ type policyRun struct {
 
 	cluster  *cluster.Result // with [cluster]
 	sessions *results.Sessions
+	events   *sim.EventLog // with Options.TraceEvents
 }
 
 // Run simulates every policy of sc over its trace and summarises them;
@@ -126,6 +130,11 @@ func run(ctx context.Context, sc *scenario.Scenario, o Options, f *results.Folde
 	dir := ""
 	if f != nil {
 		dir = f.Dir
+	}
+	if o.TraceEvents > 0 && dir != "" {
+		if err := checkEventsOurs(dir); err != nil {
+			return nil, err
+		}
 	}
 	opt := TraceOptions(sc, o.SkipBadLines, o.Limit)
 	id, err := runID(sc, opt, o.Sweep)
@@ -201,6 +210,11 @@ func run(ctx context.Context, sc *scenario.Scenario, o Options, f *results.Folde
 			return nil, BadInputf("run: %v: it will not be replaced; move it or give another --out", err)
 		}
 		return nil, fmt.Errorf("run: %w", err)
+	}
+	if o.TraceEvents > 0 {
+		if err := writeEvents(dir, sc, id, runs); err != nil {
+			return nil, err
+		}
 	}
 	return sum, nil
 }
@@ -293,6 +307,14 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		pr.err = BadInputf("%s: policy %q: %v", sc.Path, p.Name, err)
 		return
 	}
+	if o.TraceEvents > 0 {
+		if pr.err = eventsSupported(sc); pr.err != nil {
+			closeTmp()
+			return
+		}
+		pr.events = sim.NewEventLog(o.TraceEvents)
+		s.SetEventLog(pr.events)
+	}
 	rd, err := OpenTrace(ctx, sc, opt)
 	if err != nil {
 		closeTmp()
@@ -340,7 +362,7 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		}
 	} else if sc.Workload.Closed { // sessions need the coordinator: a cluster of one
 		ccfg := cluster.Config{Instances: []sim.Config{cfg}, Router: &oneInstance{},
-			Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }, OnResidency: hook}
+			Setup: func(_ int, s *sim.Sim) { s.SampleEvery(1e9); s.SetEventLog(pr.events) }, OnResidency: hook}
 		var cr *cluster.Result
 		if cr, err = cluster.Run(csrc, ccfg, func(_ int, r *core.Record) { obs(r) }); err == nil {
 			pr.res, pr.series = cr.Total(), cr.Series[0]

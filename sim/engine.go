@@ -235,6 +235,9 @@ func (e *engine) kick(now int64) {
 	if e.onStep != nil {
 		e.onStep(now, b)
 	}
+	if e.s.ev != nil {
+		e.s.logStep(now, end, b, e.batch, e.seqs)
+	}
 	e.steps++
 	e.busyNs += ns
 	e.prefillSum += int64(b.PrefillTokens)

@@ -51,6 +51,9 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		return
 	}
 	s.moved[kind] += bytes
+	if s.ev != nil {
+		s.logMove(now, req, b, bytes, from, to, kind)
+	}
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Move(now, req, b, bytes, from, to, kind)
 	}
@@ -293,6 +296,9 @@ func (s *Sim) start(now int64, l *link) {
 	if s.onHop != nil {
 		s.onHop(hopStart, l, x, now)
 	}
+	if s.ev != nil {
+		s.logHop(now, l, x)
+	}
 	s.heap.add(event{t: done, kind: evHop, req: i, block: x.block}) // block tells a reader of the heap what moves
 }
 
@@ -335,6 +341,9 @@ func (s *Sim) drained(now int64, b core.Block) {
 // and whoever waits for it hears.
 func (s *Sim) land(now int64, i int32) {
 	x := s.xfers[i]
+	if s.ev != nil {
+		s.logLand(now, &x)
+	}
 	if slot := &s.landed[int(x.block)*s.nt+x.to]; *slot == -int64(i)-1 {
 		*slot = now
 		if x.to == s.pt {

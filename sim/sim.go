@@ -160,6 +160,8 @@ type Sim struct {
 	freeX int32                                         // free xfers slots (index + 1, linked through next)
 	xseq  uint64                                        // hops queued so far
 	onHop func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
+
+	ev *EventLog // --trace-events (eventlog.go); nil: off
 }
 
 // LimitError is a run that would leave the representable range of
@@ -362,6 +364,9 @@ func (s *Sim) Now() int64 { return s.now }
 func (s *Sim) PendingPrefillTokens() int64 { return s.toFill }
 
 func (s *Sim) observe(r *core.Record) {
+	if s.ev != nil {
+		s.logRecord(r)
+	}
 	if !r.Rejected {
 		s.res.TTFT.Add(r.TTFT())
 		s.res.Queue.Add(r.QueueNs())
@@ -387,6 +392,9 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 
 // Drop implements core.Mover; dropping costs nothing in the model.
 func (s *Sim) Drop(now int64, b core.Block, tier int) {
+	if s.ev != nil {
+		s.ev.add(Event{Time: now, Kind: EvDrop, Seq: -1, Block: int64(b), From: int8(tier)})
+	}
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Drop(now, b, tier)
 	}
@@ -427,6 +435,9 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 	if s.err != nil {
 		return
 	}
+	if s.ev != nil {
+		s.logPrefill(now, req, cached, compute)
+	}
 	if s.eng != nil {
 		s.eng.prefill(now, req, cached, compute)
 	} else {
@@ -464,6 +475,9 @@ func (s *Sim) Wake(at int64, req core.ReqID) {
 
 // Preempted implements core.Mover.
 func (s *Sim) Preempted(now int64, req core.ReqID) {
+	if s.ev != nil {
+		s.ev.add(Event{Time: now, Kind: EvPreempt, Seq: s.seqOf(req), Block: -1})
+	}
 	if s.eng != nil {
 		s.eng.preemptedBy(req)
 	} else {
@@ -667,6 +681,9 @@ func (s *Sim) Arrive(r *core.Request) error {
 	if err := s.admissible(r); err != nil {
 		return err
 	}
+	if s.ev != nil {
+		s.logArrive(r)
+	}
 	s.core.Arrive(s.now, r)
 	return nil
 }
@@ -752,6 +769,9 @@ func (s *Sim) step() (arrived bool, err error) {
 		s.ih++
 		if err := s.admissible(r); err != nil {
 			return false, err
+		}
+		if s.ev != nil {
+			s.logArrive(r)
 		}
 		s.core.Arrive(s.now, r)
 		if s.ih == len(s.injects) { // drained: reuse the arrays from the start

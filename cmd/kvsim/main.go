@@ -91,6 +91,7 @@ func commands() []command {
 		{"calibrate", "measure this machine's links and write a hardware profile", runCalibrate},
 		{"validate", "replay a real serving run's requests and compare kvsim's latencies with the measured ones", runValidate},
 		{"report", "re-render HTML reports from saved results", runReport},
+		{"explain", "one request's timeline or one block's journey from a run with --trace-events", runExplain},
 		{"doctor", "check this machine for KV offload (hugepages, io_uring, O_DIRECT, memlock, GPU, RDMA, NVMe)", runDoctor},
 		{"iobench", "measure file I/O the way the SSD tier does it", runIobench},
 		{"events", "serving engines' KV-cache events: record a fleet's (record), summarise (stats), what-if lower tiers (whatif)", runEvents},

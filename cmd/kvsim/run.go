@@ -29,7 +29,8 @@ type runOptions struct {
 	cpuProf string
 	memProf string
 	sets    setFlags
-	events  eventsFlags
+	events  eventsFlags      // --publish-events
+	trace   traceEventsFlags // --trace-events
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -43,6 +44,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress)")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
+	addTraceEventsFlags(fs, &o.trace)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the simulation to `FILE` (go tool pprof)")
 	fs.StringVar(&o.memProf, "memprofile", "", "write a heap profile to `FILE` when the run ends (its alloc_space view shows everything the run allocated)")
 	addEventsFlags(fs, &o.events)
@@ -52,6 +54,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	if _, _, err := o.events.check(); err != nil {
 		return err
+	}
+	if o.trace.max < 1 {
+		return badInputf("run: --trace-events-max must be >= 1")
 	}
 	if len(paths) == 0 {
 		return badInputf("run: no scenario given (usage: kvsim run [--out DIR] SCENARIO.toml...)")
@@ -205,7 +210,8 @@ func simulateAndReport(ctx context.Context, res *experiment.Results, sc *scenari
 		prog.finish()
 		return nil, err
 	}
-	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog, OnResidency: pubHook})
+	sum, err := res.Run(ctx, sc, experiment.Options{Limit: o.limit, SkipBadLines: o.skipBad, Workers: o.workers, Progress: prog,
+		OnResidency: pubHook, TraceEvents: o.trace.n()})
 	prog.finish()
 	pubFinish()
 	if err != nil {
