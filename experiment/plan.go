@@ -37,6 +37,10 @@ type SLOTarget struct {
 	TTFTp99    float64 `json:"ttft_p99_ms,omitempty"`
 	TPOTp99    float64 `json:"tpot_p99_ms,omitempty"`
 	Attainment float64 `json:"attainment,omitempty"`
+	// LifeYears: every tier rated for endurance ([[tier]] dwpd or tbw)
+	// lasts at least this long at the run's write rate (the ledger's
+	// life_years); unrated tiers are not held to it.
+	LifeYears float64 `json:"life_years,omitempty"`
 }
 
 // CostFunc prices a configuration before it is simulated (the search
@@ -237,7 +241,16 @@ type PlanOutcome struct {
 	HitRatio   float64  `json:"hit_ratio"`
 	Meets      bool     `json:"meets"`
 	Misses     []string `json:"misses,omitempty"` // the SLO terms missed, with by how much
-	point      int
+	// From the run's ledger (results.Ledger): what the point costs to run
+	// over the trace's span (the hierarchy amortised, plus [gpu]
+	// cost_per_hour), per million output tokens, and the shortest life of
+	// a rated tier at its write rate. The search ranks by CostUSD, known
+	// before simulating; these are reported beside it.
+	RunUSD        float64  `json:"run_usd"`
+	USDPerMOutput *float64 `json:"usd_per_million_output_tokens,omitempty"`
+	LifeYears     *float64 `json:"shortest_life_years,omitempty"`
+	LifeTier      string   `json:"shortest_life_tier,omitempty"`
+	point         int
 }
 
 // A PlanFailure says why the configuration just cheaper than the best
@@ -275,6 +288,14 @@ func (p *Plan) outcome(k, j int, slo SLOTarget) PlanOutcome {
 	o := PlanOutcome{Name: p.Points[k].Name, Value: p.Values[k], Policy: pol.Name, CostUSD: p.Cost[k],
 		TTFTp99: pol.TTFTms.OrNaN().P99, TPOTp99: pol.TPOTms.OrNaN().P99, Attainment: pol.SLOAttainment,
 		HitRatio: pol.HitRatio, point: k}
+	if l := pol.Ledger; l != nil {
+		o.RunUSD, o.USDPerMOutput = l.Cost.TotalUSD, l.Cost.USDPerMOutputTokens
+		for _, t := range l.Tiers {
+			if t.LifeYears != nil && (o.LifeYears == nil || *t.LifeYears < *o.LifeYears) {
+				o.LifeYears, o.LifeTier = t.LifeYears, t.Tier
+			}
+		}
+	}
 	if slo.TTFTp99 > 0 && !(o.TTFTp99 <= slo.TTFTp99) {
 		o.Misses = append(o.Misses, fmt.Sprintf("ttft_p99 %.1f ms > %g ms (+%.1f ms)", o.TTFTp99, slo.TTFTp99, o.TTFTp99-slo.TTFTp99))
 	}
@@ -289,6 +310,9 @@ func (p *Plan) outcome(k, j int, slo SLOTarget) PlanOutcome {
 		if !(a >= slo.Attainment) {
 			o.Misses = append(o.Misses, fmt.Sprintf("attainment %.4f < %g (-%.4f)", a, slo.Attainment, slo.Attainment-a))
 		}
+	}
+	if slo.LifeYears > 0 && o.LifeYears != nil && !(*o.LifeYears >= slo.LifeYears) {
+		o.Misses = append(o.Misses, fmt.Sprintf("life of %s %.3g years < %g", o.LifeTier, *o.LifeYears, slo.LifeYears))
 	}
 	o.Meets = len(o.Misses) == 0
 	return o

@@ -222,3 +222,56 @@ func TestPlanReusesSweepFolders(t *testing.T) {
 		t.Errorf("simulated %d, best %+v", r.Simulated, r.Best)
 	}
 }
+
+// TestPlanLifeYears: with a rated tier, --slo life_years holds every rated
+// tier to that life at the run's write rate; the plan's choice is the
+// cheapest point whose ledger says so (read from an exhaustive sweep), and
+// a point that fails only on wear names the tier and its life.
+func TestPlanLifeYears(t *testing.T) {
+	ctx := context.Background()
+	load := func() *Plan {
+		p, err := LoadPlan("../scenarios/hbm_dram.toml", []string{"tier.dram.dwpd=1"}, []PlanDim{
+			{Tier: "dram", Values: []string{"16GiB", "32GiB", "64GiB", "128GiB", "256GiB"}},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	o := Options{Workers: 2, Limit: 400}
+	sums, err := load().Sweep().Run(ctx, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	life := func(k int) float64 { // the lru policy's dram life at point k
+		for _, tl := range sums[k].Policies[0].Ledger.Tiers {
+			if tl.Tier == "dram" && tl.LifeYears != nil {
+				return *tl.LifeYears
+			}
+		}
+		t.Fatalf("point %d: no dram life in the ledger", k)
+		return 0
+	}
+	// A target between the smallest and the largest point's life.
+	target := math.Sqrt(life(0) * life(len(sums)-1))
+	if !(life(0) < target && target < life(len(sums)-1)) {
+		t.Fatalf("dram life does not grow with capacity: %v .. %v", life(0), life(len(sums)-1))
+	}
+	want := -1
+	for k := range sums {
+		if life(k) >= target && (want < 0 || sums[k].CostUSD < sums[want].CostUSD) {
+			want = k
+		}
+	}
+	p := load()
+	r, err := p.Search(ctx, PlanOptions{Options: o, SLO: SLOTarget{TTFTp99: 1e9, LifeYears: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Index(p.Values, r.PerPolicy[0].Point.Value); !r.PerPolicy[0].Met || got != want {
+		t.Fatalf("plan chose %d (met %v), the sweep %d", got, r.PerPolicy[0].Met, want)
+	}
+	if f := r.NextCheaper; want > 0 && (f == nil || !strings.Contains(strings.Join(f.Evidence.Misses, ";"), "life of dram")) {
+		t.Errorf("next cheaper: %+v, want a miss on dram's life", f)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -156,7 +157,7 @@ func parseSLO(v string) (experiment.SLOTarget, error) {
 		k, val, ok := strings.Cut(strings.TrimSpace(term), "=")
 		val = strings.TrimSpace(val)
 		if !ok {
-			return t, badInputf("plan: --slo %q: want TERM=VALUE terms (ttft_p99=MS, tpot_p99=MS, attainment=SHARE)", v)
+			return t, badInputf("plan: --slo %q: want TERM=VALUE terms (ttft_p99=MS, tpot_p99=MS, attainment=SHARE, life_years=Y)", v)
 		}
 		switch strings.TrimSpace(k) {
 		case "ttft_p99", "tpot_p99":
@@ -178,8 +179,14 @@ func parseSLO(v string) (experiment.SLOTarget, error) {
 				return t, badInputf("plan: --slo attainment=%q: want a share in (0, 1], e.g. 0.99", val)
 			}
 			t.Attainment = a
+		case "life_years":
+			y, err := strconv.ParseFloat(val, 64)
+			if err != nil || !(y > 0) || math.IsInf(y, 0) {
+				return t, badInputf("plan: --slo life_years=%q: want years > 0, e.g. 5", val)
+			}
+			t.LifeYears = y
 		default:
-			return t, badInputf("plan: --slo: unknown term %q (terms: ttft_p99, tpot_p99, attainment)", k)
+			return t, badInputf("plan: --slo: unknown term %q (terms: ttft_p99, tpot_p99, attainment, life_years)", k)
 		}
 	}
 	return t, nil
@@ -244,6 +251,9 @@ func sloString(t experiment.SLOTarget) string {
 	if t.Attainment > 0 {
 		s = append(s, fmt.Sprintf("attainment >= %g", t.Attainment))
 	}
+	if t.LifeYears > 0 {
+		s = append(s, fmt.Sprintf("rated tiers last >= %g years", t.LifeYears))
+	}
 	return strings.Join(s, ", ")
 }
 
@@ -295,14 +305,35 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nPareto front ($ against TTFT p99) of the simulated points:")
+	// The ledger's columns only where the scenario prices GPU time or
+	// rates a tier's endurance: without either they say nothing new.
+	ledger := false
+	for _, o := range r.Pareto {
+		ledger = ledger || o.LifeYears != nil || o.RunUSD != 0 && o.USDPerMOutput != nil && p.Base.GPU.CostPerHour > 0
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "config\t$\tpolicy\tTTFT p99 ms\thit\tSLO\t\n")
+	if ledger {
+		fmt.Fprintf(tw, "config\t$\tpolicy\tTTFT p99 ms\thit\tSLO\t$/M output\tshortest life y\t\n")
+	} else {
+		fmt.Fprintf(tw, "config\t$\tpolicy\tTTFT p99 ms\thit\tSLO\t\n")
+	}
 	for _, o := range r.Pareto {
 		met := "meets"
 		if !o.Meets {
 			met = "misses"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%s\t\n", valueLabel(p, o.Value), o.CostUSD, o.Policy, o.TTFTp99, pct(o.HitRatio), met)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%s\t", valueLabel(p, o.Value), o.CostUSD, o.Policy, o.TTFTp99, pct(o.HitRatio), met)
+		if ledger {
+			perM, life := "-", "-"
+			if o.USDPerMOutput != nil {
+				perM = fmt.Sprintf("%.4g", *o.USDPerMOutput)
+			}
+			if o.LifeYears != nil {
+				life = fmt.Sprintf("%.3g (%s)", *o.LifeYears, o.LifeTier)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", perM, life)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }
