@@ -54,8 +54,10 @@ func (f *fakeView) Tiers(i int, b []core.Block, out []uint8) []uint8 {
 	}
 	return out
 }
-func (f *fakeView) PoolTier() int         { return f.pool }
-func (f *fakeView) KVUsage(i int) float64 { return f.usage[i] }
+func (f *fakeView) PoolTier() int               { return f.pool }
+func (f *fakeView) PeerTier() int               { return -1 }
+func (f *fakeView) Peers(int, []core.Block) int { return 0 }
+func (f *fakeView) KVUsage(i int) float64       { return f.usage[i] }
 
 func req(tokens int, blocks ...core.Block) *core.Request {
 	return &core.Request{InputTokens: tokens, Blocks: blocks}

@@ -43,7 +43,7 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	if sc.Model.Experts == 0 && !(sc.GPU.InterconnectBandwidth > 0 && sc.GPU.GPUs() > 1) {
 		c.Model.Hidden = 0
 	}
-	if sc.Pool() < 0 && sc.Cluster.Prefill == 0 {
+	if sc.Pool() < 0 && sc.Cluster.Prefill == 0 && !sc.Cluster.PeerFetch {
 		c.Cluster.NICBandwidth, c.Cluster.NICLatency, c.Cluster.NICLanes = 0, 0, 0
 	}
 	b, err := json.Marshal(struct {

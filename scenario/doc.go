@@ -330,6 +330,9 @@
 //	nic_latency = "5us"           # one way, per transfer; >= 0; default "5us"
 //	nic_lanes = 8                 # transfers a NIC has in flight per direction: they hide latency, not add bandwidth;
 //	                              # 1..1024; default 8
+//	peer_fetch = false            # a block in no tier of an instance's own nor the pool is read over both NICs from another
+//	                              # instance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md);
+//	                              # default false
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
 //	events = "tcp://*:5557"       # kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,
