@@ -48,12 +48,17 @@ func TestPeerFetchByHand(t *testing.T) {
 	}{{true, false, 1, 6040, 2}, {true, false, 2, 5540, 2}, {false, false, 1, 2120, 0}, {true, true, 1, 2120, 0}} {
 		k := 0
 		var sims []*sim.Sim
+		var peerTier, peers, own int
 		node := peerNode()
 		node.Core.Strategy.RecomputeWhenCheaper = tc.cheaper
 		cfg := Config{
 			Instances: []sim.Config{node, node},
-			Router: routerFunc(func(int64, *core.Request, View) (int, bool) {
+			Router: routerFunc(func(_ int64, r *core.Request, v View) (int, bool) {
 				k++
+				if r.Seq == 2 { // what instance 0 would take from its peer
+					peerTier, peers = v.PeerTier(), v.Peers(0, r.Blocks)
+					_, own = v.Prefix(0, r.Blocks)
+				}
 				return to[k-1], false
 			}),
 			NIC:   sim.NICSpec{Bandwidth: 2e9, Latency: 500, Lanes: tc.lanes},
@@ -71,6 +76,14 @@ func TestPeerFetchByHand(t *testing.T) {
 		}
 		if r2 == nil || r2.TTFT() != tc.ttft || r2.Peer != tc.fetched || r2.HitBlocks[0]+r2.HitBlocks[1] != 0 {
 			t.Fatalf("%+v: request 2 %+v, want TTFT %d with %d blocks from the peer", tc, r2, tc.ttft, tc.fetched)
+		}
+		// The View shows blocks 0 and 1 in instance 1's dram, none in 0's.
+		wantTier, wantPeers := -1, 0
+		if tc.peer {
+			wantTier, wantPeers = 1, 2
+		}
+		if peerTier != wantTier || peers != wantPeers || own != 0 {
+			t.Fatalf("%+v: View: peer tier %d, %d peer blocks, %d own", tc, peerTier, peers, own)
 		}
 		tot := res.Total()
 		if tot.Stats.PeerFetched != int64(tc.fetched) {
