@@ -128,6 +128,9 @@ func routerKeys(c Cluster) string {
 			continue
 		}
 		for _, k := range r.Keys {
+			if k.Name == "peer_weight" && !c.PeerFetch {
+				continue // shapes nothing without peer fetch: earlier descriptions stay as they were
+			}
 			switch v := c.Get(k.Name).(type) {
 			case bool:
 				if v {

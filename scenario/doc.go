@@ -293,6 +293,8 @@
 //	                              # >= 0; default 0
 //	shared_weight = 0.5           # kv_cost: > 0 credits a block found first in the pooled tier this share instead of its tier's (Dynamo's shared_cache_multiplier);
 //	                              # 0..1; default 0
+//	peer_weight = 0.5             # kv_cost: the share of a hit a block another instance would serve from its host tier is credited ([cluster] peer_fetch;
+//	                              # not Dynamo's: 0 ignores peers); 0..1; default 0
 //	active_request_weight = 0     # kv_cost: blocks of cost per queued or running request (Dynamo's decode_active_request_weight);
 //	                              # >= 0; default 0
 //	temperature = 0               # kv_cost: 0 takes the least cost;
