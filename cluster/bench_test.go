@@ -66,9 +66,10 @@ func BenchmarkClusterConversation(b *testing.B) {
 // instances with 8 GiB of HBM each and round robin: private DRAM per node,
 // one pool of the nodes' DRAM (every request's cross-node reads on the
 // fabric, instances stepped in one event order), and 8 prefill + 8 decode
-// instances with private DRAM (every prompt's KV crosses the fabric).
+// instances with private DRAM (every prompt's KV crosses the fabric), and
+// private DRAM with peer fetch (a miss looks up every other node's DRAM).
 func BenchmarkClusterTopologies(b *testing.B) {
-	for _, topo := range []string{"private", "pool", "disagg"} {
+	for _, topo := range []string{"private", "pool", "disagg", "peer"} {
 		b.Run(topo, func(b *testing.B) {
 			path := testenv.ConversationTrace(b)
 			b.ReportAllocs()
@@ -91,6 +92,8 @@ func BenchmarkClusterTopologies(b *testing.B) {
 					cfg.PoolShare = 32 << 30
 				case "disagg":
 					cfg.Prefill = 8
+				case "peer":
+					cfg.PeerTier = 1
 				}
 				src := workload.NewSource(r, trace.NewDict())
 				if _, err := Run(src, cfg, nil); err != nil {

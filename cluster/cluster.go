@@ -24,6 +24,11 @@ type Config struct {
 	// through every node's NIC.
 	PoolShare int64
 	NIC       sim.NICSpec
+	// PeerTier >= 1 turns on peer fetch: an instance missing a block in
+	// every tier of its own (and the pool) reads it from another
+	// instance's private tier PeerTier, over both nodes' NICs, into its
+	// HBM, rather than compute it (core.Peers); 0: off.
+	PeerTier int
 	// Prefill > 0 disaggregates: Instances[:Prefill] prefill, the rest
 	// decode; the router chooses among the prefill instances, and a
 	// finished prefill's KV crosses the NICs to a decode instance.
@@ -155,7 +160,7 @@ func (r *Result) Total() *sim.Result {
 // spare transfers: Stats.Transferred counts those it did not spare).
 func (r *Result) disaggTotal(t *sim.Result) {
 	s := &t.Stats
-	s.Requests, s.BlockAccesses, s.Misses, s.BlockHits, s.RecomputedTokens, s.PoolRemoteHits = 0, 0, 0, 0, 0, 0
+	s.Requests, s.BlockAccesses, s.Misses, s.BlockHits, s.RecomputedTokens, s.PoolRemoteHits, s.PeerFetched = 0, 0, 0, 0, 0, 0, 0
 	clear(s.Hits)
 	t.OutputTokens = 0
 	for k, in := range r.Instances {
@@ -170,6 +175,7 @@ func (r *Result) disaggTotal(t *sim.Result) {
 		s.BlockHits += o.BlockHits
 		s.RecomputedTokens += o.RecomputedTokens
 		s.PoolRemoteHits += o.PoolRemoteHits
+		s.PeerFetched += o.PeerFetched
 		for i := range min(len(s.Hits), len(o.Hits)) {
 			s.Hits[i] += o.Hits[i]
 		}
@@ -204,7 +210,14 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 	}
 	var pool *core.Pool
 	var fab *sim.Fabric
-	if cfg.PoolShare > 0 || cfg.Prefill > 0 {
+	var peers *core.Peers
+	if cfg.PeerTier != 0 {
+		var err error
+		if peers, err = core.NewPeers(n, cfg.PeerTier); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PoolShare > 0 || cfg.Prefill > 0 || peers != nil {
 		nics := make([]sim.NICSpec, n)
 		for i := range nics {
 			nics[i] = cfg.NIC
@@ -233,8 +246,11 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 	}
 	res := &Result{Router: cfg.Router.Name(), Chosen: make([]int64, n), Prefill: cfg.Prefill}
-	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n), poolTier: -1,
+	v := &view{sims: make([]*sim.Sim, n), blockTokens: make([]int, n), poolTier: -1, peerTier: -1,
 		tokBytes: make([]int64, n), hbm: make([]int64, n)}
+	if peers != nil {
+		v.peerTier = cfg.PeerTier
+	}
 	if cfg.PoolShare > 0 {
 		v.poolTier = len(cfg.Instances[0].Core.Tiers) - 1
 	}
@@ -279,6 +295,9 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		}
 		if pool != nil {
 			ic.Core.Pool, ic.Core.Node = pool, i
+		}
+		if peers != nil {
+			ic.Core.Peers, ic.Core.Node = peers, i
 		}
 		if fab != nil {
 			ic.Net, ic.Node = fab, i
@@ -621,6 +640,7 @@ type view struct {
 	blockTokens []int
 	lag         *lagging
 	poolTier    int
+	peerTier    int     // the tier peers read (Config.PeerTier), -1 without peer fetch
 	tokBytes    []int64 // KV bytes per token, per instance
 	hbm         []int64 // HBM capacity, per instance
 }
@@ -686,6 +706,32 @@ func (v *view) Tiers(i int, blocks []core.Block, out []uint8) []uint8 {
 }
 
 func (v *view) PoolTier() int { return v.poolTier }
+
+func (v *view) PeerTier() int { return v.peerTier }
+
+func (v *view) Peers(i int, blocks []core.Block) int {
+	if v.peerTier < 0 {
+		return 0
+	}
+	bit := uint8(1) << v.peerTier
+	n := 0
+	for _, b := range blocks {
+		if v.where(i, b) != 0 {
+			continue
+		}
+		j := 0
+		for ; j < len(v.sims); j++ {
+			if j != i && v.where(j, b)&bit != 0 {
+				break
+			}
+		}
+		if j == len(v.sims) {
+			break
+		}
+		n++
+	}
+	return n
+}
 
 func (v *view) KVUsage(i int) float64 {
 	if v.hbm[i] <= 0 {

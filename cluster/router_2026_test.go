@@ -166,6 +166,17 @@ func TestKVCostDynamoTerms(t *testing.T) {
 		t.Fatalf("shared: cost = %v, want 5.25", c)
 	}
 	v.pool = -1
+	// Two more blocks a peer would serve (the fake's counts taken as given):
+	// 0 by default; with peer 0.5,
+	// 3.25 + 1 = 4.25, prefill 0 (4 - 4.25, floored), decode 4: 4.
+	v.peers = []int{2, 0}
+	if c := newKVCost(params2026(nil)).cost(0, r, v, 0, 0); c != 4.75 {
+		t.Fatalf("peers, weight 0: cost = %v, want 4.75", c)
+	}
+	if c := newKVCost(params2026(map[string]any{"peer_weight": 0.5})).cost(0, r, v, 0, 0); c != 4 {
+		t.Fatalf("peers, weight 0.5: cost = %v, want 4", c)
+	}
+	v.peers = nil
 	// Credit decay 1: 0 has 4 queued blocks above the least (0), one
 	// request's worth: decay 1/2. All four in hbm: credit 2; prefill
 	// 4 + 4 - 2 = 6; decode 4: 10.

@@ -9,7 +9,7 @@ import (
 
 func init() {
 	RegisterRouter(RouterSpec{Name: "kv_cost", Rank: 4, Brief: "the least Dynamo cost",
-		Reads: "`QueuedTokens`, `RunningTokens`, `Queued`, `Running`, `Tiers`, `PoolTier`",
+		Reads: "`QueuedTokens`, `RunningTokens`, `Queued`, `Running`, `Tiers`, `PoolTier`, `Peers`",
 		State: "with `kv_events = false`, its own index of routed blocks (TTL, LRU bound)",
 		Keys: []param.Key{
 			{Name: "overlap_weight", Type: param.Number, Default: 1.0, Min: param.AtLeast0, Example: "1.0",
@@ -28,6 +28,9 @@ func init() {
 			{Name: "shared_weight", Type: param.Number, Default: 0.0, Min: param.AtLeast0, FMax: 1, Example: "0.5",
 				Msg: "must be within 0..1, got %g",
 				Doc: "kv_cost: > 0 credits a block found first in the pooled tier this share instead of its tier's (Dynamo's shared_cache_multiplier)"},
+			{Name: "peer_weight", Type: param.Number, Default: 0.0, Min: param.AtLeast0, FMax: 1, Example: "0.5",
+				Msg: "must be within 0..1, got %g",
+				Doc: "kv_cost: the share of a hit a block another instance would serve from its host tier is credited ([cluster] peer_fetch; not Dynamo's: 0 ignores peers)"},
 			{Name: "active_request_weight", Type: param.Number, Default: 0.0, Min: param.AtLeast0, Example: "0",
 				Doc: "kv_cost: blocks of cost per queued or running request (Dynamo's decode_active_request_weight)"},
 			{Name: "temperature", Type: param.Number, Default: 0.0, Min: param.AtLeast0, Example: "0",
@@ -48,6 +51,7 @@ func init() {
 type kvCost struct {
 	p                                 Params
 	disk, credit, decay, shared, reqW float64
+	peer                              float64
 	temp                              float64
 	seed                              uint64
 	approx                            []approxIndex // nil with KV events
@@ -59,7 +63,7 @@ type kvCost struct {
 func newKVCost(p Params) *kvCost {
 	g := func(k string) float64 { return p.Keys.Get(k).(float64) }
 	k := &kvCost{p: p, disk: g("disk_weight"), credit: g("overlap_credit"), decay: g("credit_decay"),
-		shared: g("shared_weight"), reqW: g("active_request_weight"), temp: g("temperature"),
+		shared: g("shared_weight"), reqW: g("active_request_weight"), temp: g("temperature"), peer: g("peer_weight"),
 		seed: uint64(p.Keys.Get("sample_seed").(int64))}
 	if !p.Keys.Get("kv_events").(bool) {
 		k.ttl = int64(g("router_ttl") * 1e9)
@@ -104,7 +108,8 @@ func (k *kvCost) Route(now int64, r *core.Request, v View) (int, bool) {
 // n the prompt's): prefill = max(0, queued/B + n - credit), with credit =
 // overlap_credit x decay x hbm run + host_weight x tier-1 + disk_weight x
 // deeper blocks of the cached prefix past that run (shared_weight for the
-// pool's when > 0); cost = overlap_weight x prefill + running/B + n +
+// pool's when > 0), + peer_weight x the blocks it would read from peers;
+// cost = overlap_weight x prefill + running/B + n +
 // active_request_weight x requests. decay = 1 / (1 + credit_decay x
 // (queued - least queued)/B/n).
 func (k *kvCost) cost(now int64, r *core.Request, v View, i int, minQ int64) float64 {
@@ -139,6 +144,9 @@ func (k *kvCost) cost(now int64, r *core.Request, v View, i int, minQ int64) flo
 		decay = 1 / (1 + k.decay*excess)
 	}
 	credit := k.credit*decay*hbm + k.p.HostWeight*host + k.disk*disk + k.shared*shared
+	if k.peer > 0 && k.approx == nil { // the index without events knows no peers
+		credit += k.peer * float64(v.Peers(i, r.Blocks))
+	}
 	prefill := max(float64(v.QueuedTokens(i))/bt+nb-credit, 0)
 	decode := float64(v.RunningTokens(i))/bt + nb
 	return k.p.OverlapWeight*prefill + decode + k.reqW*float64(v.Queued(i)+v.Running(i))

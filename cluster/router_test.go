@@ -20,6 +20,7 @@ type fakeView struct {
 	tiers           [][]uint8 // per instance, the fastest tier of each prefix block; nil: hbm zeros, then ones up to all
 	usage           []float64
 	pool            int
+	peers           []int // per instance, View.Peers; nil: none
 }
 
 func newFake(n int) *fakeView {
@@ -54,7 +55,14 @@ func (f *fakeView) Tiers(i int, b []core.Block, out []uint8) []uint8 {
 	}
 	return out
 }
-func (f *fakeView) PoolTier() int         { return f.pool }
+func (f *fakeView) PoolTier() int { return f.pool }
+func (f *fakeView) PeerTier() int { return -1 }
+func (f *fakeView) Peers(i int, _ []core.Block) int {
+	if f.peers == nil {
+		return 0
+	}
+	return f.peers[i]
+}
 func (f *fakeView) KVUsage(i int) float64 { return f.usage[i] }
 
 func req(tokens int, blocks ...core.Block) *core.Request {

@@ -21,6 +21,14 @@ type View interface {
 	Tiers(i int, blocks []core.Block, out []uint8) []uint8
 	// PoolTier is the tier the instances share as one pool; -1 without one.
 	PoolTier() int
+	// PeerTier is the private tier an instance may read from another
+	// instance with peer fetch ([cluster] peer_fetch); -1 without it.
+	PeerTier() int
+	// Peers is how many blocks of the usable prefix instance i would read
+	// from another instance's PeerTier: of the blocks it holds in no tier,
+	// each some other instance holds there, up to the first none does
+	// (blocks it holds itself do not end the run). 0 without peer fetch.
+	Peers(i int, blocks []core.Block) int
 	// KVUsage is the share of instance i's HBM the running requests' KV
 	// fills (vLLM's kv_cache_usage_perc, which counts cached free blocks free).
 	KVUsage(i int) float64

@@ -12,6 +12,7 @@ const (
 	srcRepeatCompute                         // an earlier block past the usable prefix again: computed
 	srcUnusedCopy                            // resident, but past the usable prefix: computed
 	srcRemote                                // in no tier here: from the HBM of the node that prefilled it (RemoteKV)
+	srcPeer                                  // in no tier here: from another node's host tier (peerAt)
 )
 
 // srcTier is a hit on tier t's copy.
@@ -198,6 +199,8 @@ func (c *Core) chooseSources(r *reqState, cut int) {
 		src := srcCompute
 		if w := c.visible(b); w == 0 && r.RemoteKV > 0 {
 			src = srcRemote // the prefill node has every block: the prefix goes on
+		} else if w == 0 && prefix && c.peerHolder(b) >= 0 {
+			src = srcPeer // peerHolder set peerAt[b]
 		} else if w == 0 {
 			prefix = false
 		} else if prefix {
@@ -286,6 +289,12 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 			c.producer[b] = id
 			r.produced = append(r.produced, b)
 			c.mover.Move(now, id, b, c.size[b], Remote, 0, Load)
+		case srcPeer: // the peer's copy stays; this node's HBM gets one
+			rec.Peer++
+			c.insert(now, 0, b)
+			c.producer[b] = id
+			r.produced = append(r.produced, b)
+			c.mover.Move(now, id, b, c.size[b], Remote, 0, Load)
 		}
 	}
 	// A prompt the trace names no blocks for (a trace without hash ids)
@@ -355,14 +364,17 @@ func (c *Core) compute(now int64, id ReqID, r *reqState, b Block) {
 // Loads from different tiers run on different links, in parallel.
 func (c *Core) cheapestCut(now int64, r *reqState) int {
 	cm := c.cfg.Cost
+	// Index 0 (HBM, never loaded from) stands for reads from peers: all
+	// of them share this node's NIC.
 	var backlog, busy [MaxTiers]int64
 	var loading [MaxTiers]bool // tiers r loads from, up to block k
+	pc, _ := cm.(PeerCost)
 	p := c.newPass()
 	best, bestK := int64(-1), 0
 	cached := 0
 	for k := 0; ; k++ {
 		var load int64
-		for t := 1; t < c.nt; t++ {
+		for t := range c.nt {
 			if loading[t] {
 				load = max(load, AddTime(backlog[t], busy[t]))
 			}
@@ -383,6 +395,17 @@ func (c *Core) cheapestCut(now int64, r *reqState) int {
 		b := r.Blocks[k]
 		if c.first(p, b) {
 			w := c.visible(b)
+			if w == 0 && pc != nil {
+				if h := c.peerHolder(b); h >= 0 {
+					bl, sv := pc.EstimatePeerLoad(now, h, c.size[b])
+					if !loading[0] {
+						loading[0], backlog[0] = true, bl
+					}
+					busy[0] = AddTime(busy[0], sv)
+					cached += c.tokens(&r.Request, k)
+					continue
+				}
+			}
 			if w == 0 {
 				if bestK == k {
 					return len(r.Blocks) // the prefix ends here anyway: no cut

@@ -68,6 +68,7 @@ func (c *Core) tally(rec *Record, blocks int, now int64) {
 	s.BlockHits += int64(rec.BlockHits)
 	s.PoolRemoteHits += int64(rec.PoolRemote)
 	s.Transferred += int64(rec.Transferred)
+	s.PeerFetched += int64(rec.Peer)
 	s.RecomputedTokens += int64(rec.RecomputedTokens)
 	if c.observer != nil {
 		c.observer(rec)

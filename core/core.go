@@ -42,6 +42,7 @@ type Stats struct {
 	PeakUsed         []int64 // bytes (a pooled tier: the pool's, as this core saw it)
 	PoolRemoteHits   int64   // hits on the pool whose copy lives on another node
 	Transferred      int64   // blocks received from a prefill node (disaggregated decode)
+	PeerFetched      int64   // blocks read from another node's host tier (Config.Peers)
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)
@@ -100,6 +101,7 @@ type Core struct {
 	pt        int             // its index; -1 without a pool
 	node      int             // this core's node in the pool
 	placeAt   int             // the pool node makeRoom chose for the next insert
+	peers     *Peers          // other nodes' host tiers this core may read, or nil (peer.go)
 
 	// per block
 	size         []int64
@@ -116,6 +118,7 @@ type Core struct {
 	outbound     []int32 // HoldEvicted: moves out of HBM whose bytes have not all left it
 	heldHBM      []bool  // HoldEvicted: its evicted HBM copy is held (counted in draining)
 	shield       []bool  // blocks of the request being admitted: no eviction takes them
+	peerAt       []int16 // the peer node a srcPeer block is read from (Peers)
 	lastPass     pass
 
 	reqs  []reqState // by ReqID
@@ -154,6 +157,12 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 			return nil, err
 		}
 		c.pool, c.pt = cfg.Pool, nt-1
+	}
+	if cfg.Peers != nil {
+		if err := cfg.Peers.join(c, cfg.Node); err != nil {
+			return nil, err
+		}
+		c.peers = cfg.Peers
 	}
 	for i, t := range cfg.Tiers {
 		if i == c.pt {
@@ -285,6 +294,7 @@ func (c *Core) growBlocks(b Block) {
 	c.outbound = grown(c.outbound, n, 0)
 	c.heldHBM = grown(c.heldHBM, n, false)
 	c.shield = grown(c.shield, n, false)
+	c.peerAt = grown(c.peerAt, n, -1)
 }
 
 // grown is s at length n, new slots set to fill, in one exact allocation:

@@ -41,6 +41,10 @@ type Config struct {
 	// and policy are the pool's. Node is this core's node in the pool.
 	Pool *Pool
 	Node int
+	// Peers, if set, lets this core read a block it holds in no tier from
+	// another member's private host tier over the NICs (peer fetch), before
+	// computing it; Node is its node there too.
+	Peers *Peers
 	// OnResidency, if set, hears every change of which tiers hold a
 	// block (bit t: tier t), as the change happens: what a worker's KV
 	// events tell a router's index (Dynamo's stored/removed events).
@@ -175,6 +179,7 @@ type Record struct {
 	HitBlocks        []int64 // usable-prefix hits per tier
 	PoolRemote       int     // of the pooled tier's hits, those whose copy lives on another node
 	Transferred      int     // blocks received from the prefill node (RemoteKV)
+	Peer             int     // blocks read from another node's host tier (Config.Peers)
 	BlockHits        int     // blocks resident anywhere, prefix or not
 	RecomputedTokens int
 	Rejected         bool  // larger than HBM: never runs

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"math"
 	"slices"
 
@@ -34,6 +35,11 @@ func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error
 		StaleNs: c.ViewDelay}
 	if t := sc.Pool(); t >= 0 {
 		ccfg.PoolShare = sc.Tiers[t].Capacity
+	}
+	if c.PeerFetch {
+		if ccfg.PeerTier = sc.PeerTier(); ccfg.PeerTier < 0 {
+			return ccfg, errors.New("cluster: peer_fetch needs a node-scoped pinned or dram tier")
+		}
 	}
 	var err error
 	if ccfg.Router, err = NewRouter(sc); err != nil {
@@ -161,7 +167,8 @@ func sources(st *core.Stats, pool *cluster.PoolStats) *results.Sources {
 		}
 	}
 	s.Transferred = st.Transferred
-	s.Recomputed = st.BlockAccesses - hits - st.Transferred
+	s.Peer = st.PeerFetched
+	s.Recomputed = st.BlockAccesses - hits - st.Transferred - st.PeerFetched
 	return &s
 }
 

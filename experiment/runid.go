@@ -31,7 +31,7 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	c.Workload.Trace = ""
 	// Keys that shape nothing in this run stay out, so that IDs from
 	// before they existed still hold: a node tier's scope (the default),
-	// the NICs of a cluster with neither a pool nor disaggregation, a
+	// the NICs of a cluster with no pool, disaggregation nor peer fetch, a
 	// dense model's hidden size without an interconnect.
 	c.Tiers = append([]scenario.Tier(nil), sc.Tiers...)
 	for i := range c.Tiers {
@@ -43,7 +43,7 @@ func runID(sc *scenario.Scenario, opt trace.Options, sweep *results.SweepPoint) 
 	if sc.Model.Experts == 0 && !(sc.GPU.InterconnectBandwidth > 0 && sc.GPU.GPUs() > 1) {
 		c.Model.Hidden = 0
 	}
-	if sc.Pool() < 0 && sc.Cluster.Prefill == 0 {
+	if sc.Pool() < 0 && sc.Cluster.Prefill == 0 && !sc.Cluster.PeerFetch {
 		c.Cluster.NICBandwidth, c.Cluster.NICLatency, c.Cluster.NICLanes = 0, 0, 0
 	}
 	b, err := json.Marshal(struct {

@@ -225,11 +225,14 @@ type Sources struct {
 	// Transferred (a disaggregated decode instance) came from the HBM of
 	// the instance that prefilled it, over the NICs.
 	Transferred int64 `json:"transferred,omitempty"`
+	// Peer (peer fetch) came from another instance's private host tier,
+	// over the NICs.
+	Peer int64 `json:"peer,omitempty"`
 }
 
 // Total is the block accesses the sources add up to.
 func (s *Sources) Total() int64 {
-	return s.LocalHBM + s.LocalTier + s.PoolLocal + s.PoolRemote + s.Recomputed + s.Transferred
+	return s.LocalHBM + s.LocalTier + s.PoolLocal + s.PoolRemote + s.Recomputed + s.Transferred + s.Peer
 }
 
 // Router is what a cluster's router decided.

@@ -27,6 +27,9 @@ type Cluster struct {
 	NICBandwidth float64 `json:",omitempty" key:"nic_bandwidth"`
 	NICLatency   int64   `json:",omitempty" key:"nic_latency"`
 	NICLanes     int     `json:",omitempty" key:"nic_lanes"`
+	// PeerFetch is key peer_fetch: an instance may read a block from
+	// another instance's host-memory tier (PeerTier) over the NICs.
+	PeerFetch bool `json:",omitempty" key:"peer_fetch"`
 	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
 	ViewDelay int64 `json:",omitempty" key:"view_delay"`
 	// Events is key events: where kvsim run publishes the instances' KV
@@ -39,6 +42,18 @@ type Cluster struct {
 func (s *Scenario) Pool() int {
 	for i, t := range s.Tiers {
 		if t.Scope == ScopeCluster {
+			return i
+		}
+	}
+	return -1
+}
+
+// PeerTier is the tier peer fetch reads from another instance: the first
+// node-scoped host-memory tier (pinned or dram) below hbm, -1 when there is
+// none.
+func (s *Scenario) PeerTier() int {
+	for i := 1; i < len(s.Tiers); i++ {
+		if t := s.Tiers[i]; t.Scope != ScopeCluster && (t.Kind == "pinned" || t.Kind == "dram") {
 			return i
 		}
 	}
@@ -113,6 +128,9 @@ func routerKeys(c Cluster) string {
 			continue
 		}
 		for _, k := range r.Keys {
+			if k.Name == "peer_weight" && !c.PeerFetch {
+				continue // shapes nothing without peer fetch: earlier descriptions stay as they were
+			}
 			switch v := c.Get(k.Name).(type) {
 			case bool:
 				if v {

@@ -215,7 +215,10 @@ func (s *Scenario) Describe() string {
 			t := s.Tiers[i]
 			fmt.Fprintf(&b, ", tier %q pooled (%d x %s)", t.Name, c.Instances, FormatBytes(t.Capacity))
 		}
-		if c.Prefill > 0 || s.Pool() >= 0 {
+		if c.PeerFetch {
+			fmt.Fprintf(&b, ", peer fetch")
+		}
+		if c.Prefill > 0 || s.Pool() >= 0 || c.PeerFetch {
 			fmt.Fprintf(&b, ", NICs %s each way, %s, %d lanes", FormatBandwidth(c.NICBandwidth), FormatDuration(c.NICLatency), c.NICLanes)
 		}
 		fmt.Fprintf(&b, ", router %s%s\n", c.Router, routerKeys(c))

@@ -293,6 +293,8 @@
 //	                              # >= 0; default 0
 //	shared_weight = 0.5           # kv_cost: > 0 credits a block found first in the pooled tier this share instead of its tier's (Dynamo's shared_cache_multiplier);
 //	                              # 0..1; default 0
+//	peer_weight = 0.5             # kv_cost: the share of a hit a block another instance would serve from its host tier is credited ([cluster] peer_fetch;
+//	                              # not Dynamo's: 0 ignores peers); 0..1; default 0
 //	active_request_weight = 0     # kv_cost: blocks of cost per queued or running request (Dynamo's decode_active_request_weight);
 //	                              # >= 0; default 0
 //	temperature = 0               # kv_cost: 0 takes the least cost;
@@ -330,6 +332,9 @@
 //	nic_latency = "5us"           # one way, per transfer; >= 0; default "5us"
 //	nic_lanes = 8                 # transfers a NIC has in flight per direction: they hide latency, not add bandwidth;
 //	                              # 1..1024; default 8
+//	peer_fetch = false            # a block in no tier of an instance's own nor the pool is read over both NICs from another
+//	                              # instance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md);
+//	                              # default false
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
 //	events = "tcp://*:5557"       # kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,

@@ -275,6 +275,8 @@ var schema = []*section{
 			Doc: "one way, per transfer"},
 		{Name: "nic_lanes", Type: tInt, Default: int64(8), Min: atLeast1, Max: MaxLanes, Example: "8",
 			Doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
+		{Name: "peer_fetch", Type: tBool, Default: false, Example: "false",
+			Doc: "a block in no tier of an instance's own nor the pool is read over both NICs from another\ninstance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md)"},
 		{Name: "view_delay", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"0s"`,
 			Doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
 		{Name: "events", Type: tString, DefaultDoc: "none", Example: `"tcp://*:5557"`,

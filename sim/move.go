@@ -69,13 +69,13 @@ func (s *Sim) Move(now int64, req core.ReqID, b core.Block, bytes int64, from, t
 		}
 	}
 	i := s.newXfer()
-	if from == core.Remote { // a disaggregated prefill's KV: straight from its node into HBM
+	if from == core.Remote { // another node's copy (a prefill's HBM, a peer's host tier): straight into HBM
 		if s.cfg.Net == nil {
 			s.fail(req, "cluster", "a move from another node's HBM without a fabric")
 			return
 		}
 		s.xfers[i] = xfer{bytes: bytes, issued: now, req: req, block: b, from: from, to: to, kind: kind,
-			path: netOnly, peer: s.core.Request(req).RemoteKV - 1}
+			path: netOnly, peer: s.core.RemoteNode(req, b)}
 		s.enqueue(now, i)
 		s.landed[int(b)*s.nt+to] = -int64(i) - 1
 		s.dispatch(now)

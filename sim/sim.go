@@ -502,6 +502,15 @@ func (s *Sim) EstimateLoad(now int64, tier int, bytes int64) (backlog, service i
 	return s.links[route[0]].backlog(now), service
 }
 
+// EstimatePeerLoad implements core.PeerCost: a peer read crosses only the
+// fabric (the holder's NIC and this node's), straight into HBM.
+func (s *Sim) EstimatePeerLoad(now int64, node int, bytes int64) (backlog, service int64) {
+	if s.cfg.Net == nil {
+		return 0, core.MaxTime + 1
+	}
+	return 0, s.cfg.Net.PredictNs(node, s.cfg.Node, bytes)
+}
+
 // EstimateCompute implements core.CostModel.
 func (s *Sim) EstimateCompute(cached, compute int) int64 {
 	if s.eng != nil {
