@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"kvsim/experiment"
+	"kvsim/report"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -37,6 +40,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.limit, "limit", 0, "replay at most `N` requests")
 	fs.IntVar(&o.workers, "parallel", runtime.GOMAXPROCS(0), "simulate up to `N` policies at once")
 	asJSON := fs.Bool("json", false, "print the plan as JSON instead of a table")
+	htmlOut := fs.String("html", "", "also write the plan as an HTML page to `FILE`: $ against TTFT p99 of every simulated point, the Pareto front")
+	assets := fs.String("assets", "", "with --html: local ECharts 5 dist `DIR`; echarts.min.js is copied next to FILE")
 	exhaustive := fs.Bool("exhaustive", false, "simulate every point of the grid (to check the search)")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
@@ -97,6 +102,35 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			sets = append(sets, fmt.Sprintf("slo.tpot_ms=%g", slo.TPOTp99))
 		}
 	}
+	if *assets != "" && *htmlOut == "" {
+		return badInputf("plan: --assets is for the --html page; add --html FILE or drop --assets")
+	}
+	if *htmlOut != "" {
+		ins := []role{{"the scenario", pos[0]}, {"the hardware profile", base.Profile}}
+		if base.Workload.Gen == nil {
+			ins = append(ins, role{"the trace", base.Workload.Trace})
+		}
+		if *assets != "" {
+			ins = append(ins, role{"--assets'", filepath.Join(*assets, report.EChartsFile)})
+		}
+		if err := checkOutFile("plan: --html", *htmlOut); err != nil {
+			return err
+		}
+		if err := checkNotInput("plan: --html", *htmlOut, ins); err != nil {
+			return err
+		}
+		if err := experiment.CheckReplace("plan: --html", *htmlOut, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
+			return err
+		}
+		if *assets != "" {
+			if _, err := os.Stat(filepath.Join(*assets, report.EChartsFile)); err != nil {
+				return badInputf("plan: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)", filepath.Join(*assets, report.EChartsFile))
+			}
+			if err := experiment.CheckAssetsDir("plan: --html "+*htmlOut, filepath.Dir(*htmlOut), *assets); err != nil {
+				return err
+			}
+		}
+	}
 	p, err := experiment.LoadPlan(pos[0], sets, dims, nil)
 	if err != nil {
 		return err
@@ -139,6 +173,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	} else {
 		printPlan(stdout, p, r)
+	}
+	if *htmlOut != "" {
+		if err := writePlanPage(*htmlOut, *assets, p, r); err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "wrote %s\n", *htmlOut)
+		}
 	}
 	if r.Best == nil {
 		return errNoneMeets
@@ -336,4 +378,44 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// writePlanPage renders the plan's page (report.PlanPage) whole to path.
+func writePlanPage(path, assets string, p *experiment.Plan, r *experiment.PlanResult) error {
+	o, err := experiment.PageOptions(filepath.Dir(path), assets)
+	if err != nil {
+		return badInput(err)
+	}
+	var b strings.Builder
+	printPlan(&b, p, r)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	v := report.Plan{Title: fmt.Sprintf("kvsim plan: %s", p.Base.Name), TTFTSLO: r.SLO.TTFTp99,
+		Head: []string{"config", "$", "policy", "TTFT p99 ms", "hit", "SLO"}}
+	for _, l := range lines[:min(len(lines), 4)] { // the choice and why the next cheaper fails, in words
+		if strings.TrimSpace(l) != "" {
+			v.Facts = append(v.Facts, l)
+		}
+	}
+	point := func(o experiment.PlanOutcome) report.PlanPoint {
+		return report.PlanPoint{Policy: o.Policy, Label: valueLabel(p, o.Value), CostUSD: o.CostUSD, TTFTp99: o.TTFTp99, Meets: o.Meets}
+	}
+	for _, o := range r.Points {
+		v.Points = append(v.Points, point(o))
+	}
+	for _, o := range r.Pareto {
+		v.Front = append(v.Front, point(o))
+		met := "meets"
+		if !o.Meets {
+			met = "misses"
+		}
+		v.Rows = append(v.Rows, []string{valueLabel(p, o.Value), fmt.Sprintf("%.0f", o.CostUSD), o.Policy, fmt.Sprintf("%.1f", o.TTFTp99), pct(o.HitRatio), met})
+	}
+	var page bytes.Buffer
+	if err := report.PlanPage(&page, v, o); err != nil {
+		return fmt.Errorf("plan: --html: %w", err)
+	}
+	if err := results.WriteFileAtomic(path, page.Bytes()); err != nil {
+		return fmt.Errorf("plan: --html: %w", err)
+	}
+	return nil
 }

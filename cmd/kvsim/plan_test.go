@@ -136,3 +136,41 @@ func TestPlanInterrupted(t *testing.T) {
 		t.Errorf("exit %d: %v", code, err)
 	}
 }
+
+// TestPlanHTML: --html writes a page kvsim made (its generator mark, the
+// Pareto chart), the same bytes on every run; a file kvsim did not write
+// is refused before anything is simulated (exit 2), and --assets needs
+// --html.
+func TestPlanHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "plan.html")
+	args := append(append([]string{}, planArgs...), "--slo", "ttft_p99=400", "--html", page)
+	var pages []string
+	for range 2 {
+		if _, stderr, code := runKvsim(args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, string(b))
+	}
+	if pages[0] != pages[1] {
+		t.Error("two runs wrote different pages")
+	}
+	for _, want := range []string{results.PageGenerator, "plan_pareto", "Pareto front", "TTFT target", "cheapest meeting the SLO"} {
+		if !strings.Contains(pages[0], want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	foreign := filepath.Join(dir, "notes.html")
+	os.WriteFile(foreign, []byte("<p>mine</p>"), 0o644)
+	_, stderr, code := runKvsim(append(append([]string{}, planArgs...), "--slo", "ttft_p99=400", "--html", foreign)...)
+	if b, _ := os.ReadFile(foreign); code != 2 || string(b) != "<p>mine</p>" || strings.Contains(stderr, "simulated") {
+		t.Errorf("a foreign --html: exit %d, %q, file %q", code, stderr, b)
+	}
+	if _, stderr, code := runKvsim(append(append([]string{}, planArgs...), "--slo", "ttft_p99=400", "--assets", dir)...); code != 2 || !strings.Contains(stderr, "--assets is for the --html page") {
+		t.Errorf("--assets without --html: exit %d, %q", code, stderr)
+	}
+}
