@@ -154,6 +154,15 @@ func Open(path string, opt Options) (*Reader, error) {
 	if _, err := checkOptions(opt); err != nil {
 		return nil, errors.New("trace: " + path + ": " + err.Error())
 	}
+	if k, _ := formatKind(opt.Format); formats[k].Magic != "" {
+		// A binary format: converted whole, then read as Mooncake JSONL.
+		b, err := convertFile(path, k, opt.BlockTokens)
+		if err != nil {
+			return nil, err
+		}
+		opt.Format = ""
+		return NewReader(bytes.NewReader(b), path, opt), nil
+	}
 	f, err := os.Open(resolve(path))
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err) // *PathError names the file

@@ -493,4 +493,5 @@ func TestEventsRoundTrip(t *testing.T) {
 		}
 	}
 	t.Logf("candidate tier of 64 blocks per instance below DRAM: %+v", wi.Candidates[0])
+	kvEventsReplay(t, log) // the recording as a trace: kvsim mrc and kvsim run
 }
