@@ -64,6 +64,20 @@ func TestKVEventsBadLog(t *testing.T) {
 	}
 }
 
+// TestKVEventsNoBinaryTrace: kvsim trace convert refuses an event log
+// (its requests are derived on every read), exit 2.
+func TestKVEventsNoBinaryTrace(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.kvtc")
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"trace", "convert", "--format", "kvevents", "../../trace/testdata/kvevents_tiny.kvev", out}, io.Discard, &stderr)
+	if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), "not converted to a binary trace") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("wrote a binary trace")
+	}
+}
+
 // kvEventsReplay runs kvsim mrc and kvsim run with format = "kvevents" on
 // log (a recording of kvsim's own events, TestEventsRoundTrip), twice, and
 // checks the outputs are byte-identical.
