@@ -80,8 +80,10 @@ func TestKVEventsNoBinaryTrace(t *testing.T) {
 
 // kvEventsReplay runs kvsim mrc and kvsim run with format = "kvevents" on
 // log (a recording of kvsim's own events, TestEventsRoundTrip), twice, and
-// checks the outputs are byte-identical.
-func kvEventsReplay(t *testing.T, log string) {
+// checks the outputs are byte-identical, that the trace holds exactly the
+// gpuStores blocks that entered GPU memory (kvsim publishes no parents, so
+// no prefix is added), and that kvsim run replayed every request.
+func kvEventsReplay(t *testing.T, log string, gpuStores int64) {
 	var mrcOut [2]bytes.Buffer
 	for i := range mrcOut {
 		var stderr bytes.Buffer
@@ -93,6 +95,10 @@ func kvEventsReplay(t *testing.T, log string) {
 		t.Errorf("mrc over the recording differs between runs or is empty:\n%s\n%s", mrcOut[0].String(), mrcOut[1].String())
 	}
 	t.Logf("kvsim mrc over the recording:\n%s", mrcOut[0].String())
+	var reqs, refs int64
+	if _, err := fmt.Sscanf(mrcOut[0].String(), filepath.Base(log)+": %d requests, %d references", &reqs, &refs); err != nil || refs != gpuStores {
+		t.Errorf("the trace holds %d block references (%v), the recording %d GPU stores", refs, err, gpuStores)
+	}
 	sc, err := os.ReadFile("testdata/events/cluster.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +120,7 @@ func kvEventsReplay(t *testing.T, log string) {
 			t.Fatal(err)
 		}
 	}
-	if !bytes.Equal(csv[0], csv[1]) || bytes.Count(csv[0], []byte("\n")) < 2 {
-		t.Errorf("kvsim run over the recording: requests.csv differs between runs or is empty (%d lines)", bytes.Count(csv[0], []byte("\n")))
+	if !bytes.Equal(csv[0], csv[1]) || int64(bytes.Count(csv[0], []byte("\n"))) != 1+2*reqs { // a header, then each request under each of the 2 policies
+		t.Errorf("kvsim run over the recording: requests.csv differs between runs or has %d lines for %d requests", bytes.Count(csv[0], []byte("\n")), reqs)
 	}
 }
