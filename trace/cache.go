@@ -714,7 +714,10 @@ func OpenCachedContext(ctx context.Context, path string, opt Options) (*Reader, 
 		opt.BlockTokens = DefaultBlockTokens
 	}
 	if k, err := formatKind(opt.Format); err == nil && formats[k].Magic != "" {
-		return Open(path, opt) // converted on each open, never cached: its IDs come from the conversion
+		if err := formats[k].CheckBlockTokens(opt.BlockTokens, "block_tokens"); err != nil {
+			return nil, errors.New("trace: " + path + ": " + err.Error())
+		}
+		return openConverted(ctx, path, k, opt) // converted on each open, never cached: its IDs come from the conversion
 	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {

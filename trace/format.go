@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -52,8 +53,10 @@ var converters sync.Map
 // SetConverter sets the converter of the binary format named name.
 func SetConverter(name string, c Converter) { converters.Store(name, c) }
 
-// convertFile converts the file at path (kind a binary format) into memory.
-func convertFile(path string, kind, blockTokens int) ([]byte, error) {
+// convertFile converts the file at path (kind a binary format) into memory;
+// ctx ends it (a converter may read a failed read as the log's end, so
+// ctx is checked after it too).
+func convertFile(ctx context.Context, path string, kind, blockTokens int) ([]byte, error) {
 	f := formats[kind]
 	c, ok := converters.Load(f.Name)
 	if !ok {
@@ -65,7 +68,11 @@ func convertFile(path string, kind, blockTokens int) ([]byte, error) {
 	}
 	defer src.Close()
 	var b bytes.Buffer
-	if err := c.(Converter)(bufio.NewReaderSize(src, 1<<20), path, blockTokens, &b); err != nil {
+	err = c.(Converter)(bufio.NewReaderSize(ctxReader{ctx, src}, 1<<20), path, blockTokens, &b)
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,5 +123,16 @@ func kvEventsReplay(t *testing.T, log string, gpuStores int64) {
 	}
 	if !bytes.Equal(csv[0], csv[1]) || int64(bytes.Count(csv[0], []byte("\n"))) != 1+2*reqs { // a header, then each request under each of the 2 policies
 		t.Errorf("kvsim run over the recording: requests.csv differs between runs or has %d lines for %d requests", bytes.Count(csv[0], []byte("\n")), reqs)
+	}
+}
+
+// TestKVEventsCancelled: a cancelled context ends the conversion with its
+// error, not with a trace cut short.
+func TestKVEventsCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := trace.OpenCachedContext(ctx, "../../trace/testdata/kvevents_tiny.kvev", trace.Options{Format: "kvevents", BlockTokens: 16})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
