@@ -191,9 +191,9 @@
 //	format = "mooncake"           # "mooncake" (JSONL;
 //	                              # optional session_id and delay), "bailian" (Qwen Bailian JSONL: 16-token
 //	                              # ids chained, regrouped into block_tokens, a multiple of 16), "azure" or "burstgpt" (CSV, no hash
-//	                              # ids: [workload.inject] gives them blocks);
+//	                              # ids: [workload.inject] gives them blocks), "kvevents" (a `kvsim events record` log: its GPU stores as requests);
 //	                              # "synthetic": no trace, generated from seed;
-//	                              # mooncake | bailian | azure | burstgpt | synthetic;
+//	                              # mooncake | bailian | azure | burstgpt | kvevents | synthetic;
 //	                              # default "mooncake"
 //	mode = "open"                 # "open": every request arrives at its trace time;
 //	                              # "closed": a session's later turn arrives

@@ -611,6 +611,9 @@ func ConvertContext(ctx context.Context, path, out string, opt Options) error {
 	if err != nil {
 		return errors.New("trace: " + path + ": " + err.Error())
 	}
+	if formats[kind].Magic != "" {
+		return errors.New("trace: " + path + ": a " + formats[kind].Name + " file is read as it is, not converted to a binary trace")
+	}
 	bad, err := writeBinary(ctx, path, out, kind, false)
 	if ctx.Err() != nil {
 		return ctx.Err() // the reader gives it as a line's read error
@@ -709,6 +712,12 @@ func OpenCached(path string, opt Options) (*Reader, error) {
 func OpenCachedContext(ctx context.Context, path string, opt Options) (*Reader, error) {
 	if opt.BlockTokens <= 0 {
 		opt.BlockTokens = DefaultBlockTokens
+	}
+	if k, err := formatKind(opt.Format); err == nil && formats[k].Magic != "" {
+		if err := formats[k].CheckBlockTokens(opt.BlockTokens, "block_tokens"); err != nil {
+			return nil, errors.New("trace: " + path + ": " + err.Error())
+		}
+		return openConverted(ctx, path, k, opt) // converted on each open, never cached: its IDs come from the conversion
 	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {

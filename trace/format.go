@@ -1,8 +1,14 @@
 package trace
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"sync"
 
 	"kvsim/param"
 )
@@ -29,6 +35,47 @@ type FormatSpec struct {
 	HashBlock int
 	// Row is the format's row of the table in docs/traces.md.
 	Row FormatRow
+	// Magic, if set, marks a binary format: its files start with it and
+	// are converted to Mooncake JSONL by the converter the program sets
+	// (SetConverter) before the line reader runs; line is then mooncake's.
+	Magic string
+}
+
+// A Converter writes the requests of the file src (named name in errors)
+// as Mooncake JSONL of blockTokens-token blocks to dst. The same input must
+// give the same bytes.
+type Converter func(src io.Reader, name string, blockTokens int, dst io.Writer) error
+
+// converters are the binary formats' converters, by format name: set by the
+// program, since their decoders sit in packages above this one.
+var converters sync.Map
+
+// SetConverter sets the converter of the binary format named name.
+func SetConverter(name string, c Converter) { converters.Store(name, c) }
+
+// convertFile converts the file at path (kind a binary format) into memory;
+// ctx ends it (a converter may read a failed read as the log's end, so
+// ctx is checked after it too).
+func convertFile(ctx context.Context, path string, kind, blockTokens int) ([]byte, error) {
+	f := formats[kind]
+	c, ok := converters.Load(f.Name)
+	if !ok {
+		return nil, fmt.Errorf("trace: %s: format %s is read by the kvsim command only (no converter set)", path, f.Name)
+	}
+	src, err := os.Open(resolve(path))
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer src.Close()
+	var b bytes.Buffer
+	err = c.(Converter)(bufio.NewReaderSize(ctxReader{ctx, src}, 1<<20), path, blockTokens, &b)
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // FormatRow describes a format in docs/traces.md's table, column by column.

@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -154,6 +155,9 @@ func Open(path string, opt Options) (*Reader, error) {
 	if _, err := checkOptions(opt); err != nil {
 		return nil, errors.New("trace: " + path + ": " + err.Error())
 	}
+	if k, _ := formatKind(opt.Format); formats[k].Magic != "" {
+		return openConverted(context.Background(), path, k, opt)
+	}
 	f, err := os.Open(resolve(path))
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err) // *PathError names the file
@@ -161,6 +165,17 @@ func Open(path string, opt Options) (*Reader, error) {
 	r := NewReader(f, path, opt)
 	r.closer = f
 	return r, nil
+}
+
+// openConverted reads a binary format's file (kind k): converted whole,
+// then read as Mooncake JSONL.
+func openConverted(ctx context.Context, path string, k int, opt Options) (*Reader, error) {
+	b, err := convertFile(ctx, path, k, opt.BlockTokens)
+	if err != nil {
+		return nil, err
+	}
+	opt.Format = ""
+	return NewReader(bytes.NewReader(b), path, opt), nil
 }
 
 // Close closes the file opened by Open; it is a no-op for NewReader.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -182,11 +183,16 @@ func spool(ctx context.Context, path string, fi os.FileInfo) (string, error) {
 // NUL byte or a line longer than MaxLineBytes (the parser's limit).
 func copyTrace(ctx context.Context, dst io.Writer, src io.Reader, path string) error {
 	br := bufio.NewReaderSize(src, 1<<20)
-	head, err := br.Peek(len(binMagic))
+	head, err := br.Peek(8) // the longest magic
 	if err != nil && err != io.EOF {
 		return readErr(ctx, path, err)
 	}
-	text := string(head) != binMagic
+	text := !strings.HasPrefix(string(head), binMagic)
+	for _, f := range formats {
+		if f.Magic != "" && strings.HasPrefix(string(head), f.Magic) {
+			text = false
+		}
+	}
 	buf := make([]byte, 1<<20)
 	var off, line int64 // bytes so far; bytes of the line so far
 	lines := 1

@@ -13,7 +13,12 @@ import (
 	"time"
 
 	"kvsim/events"
+	"kvsim/trace"
 )
+
+// A scenario's format = "kvevents" reads an event log as requests: the
+// decoder sits above the trace package, so the command hands it over.
+func init() { trace.SetConverter("kvevents", events.ToTrace) }
 
 // runEvents dispatches kvsim events' subcommands.
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {

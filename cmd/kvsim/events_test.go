@@ -493,4 +493,9 @@ func TestEventsRoundTrip(t *testing.T) {
 		}
 	}
 	t.Logf("candidate tier of 64 blocks per instance below DRAM: %+v", wi.Candidates[0])
+	var stores int64
+	for _, o := range wi.Instances {
+		stores += o.GPUStores
+	}
+	kvEventsReplay(t, log, stores) // the recording as a trace: kvsim mrc and kvsim run
 }

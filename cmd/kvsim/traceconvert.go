@@ -57,6 +57,10 @@ func runTraceConvert(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := checkOutFile("trace convert:", out); err != nil {
 		return err
 	}
+	if f, ok := trace.LookupFormat(*format); ok && f.Magic != "" {
+		// Its requests are derived on every read, never stored as a binary trace.
+		return badInputf("trace convert: %s: a %s file is read as it is, not converted to a binary trace", in, f.Name)
+	}
 	release, err := experiment.SpoolTrace(ctx, in) // a pipe or device: checked, and ctx ends it
 	if err != nil {
 		if ctx.Err() != nil {
