@@ -17,7 +17,7 @@ import (
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...] [--sessions N] [--depth D] [--fanout F] [--tool-wait S] [--tool-tokens N]] [--out FILE [--force]]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix|agentic [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...] [--sessions N] [--depth D] [--fanout F] [--tool-wait S] [--tool-tokens N]] [--out FILE [--force]]", stderr)
 	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
@@ -28,8 +28,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sp := trace.SharedPrefixConfig{BlockTokens: trace.DefaultBlockTokens, Groups: 150, Users: 5, QuestionTokens: 1200, OutputTokens: 1000}
 	fs.IntVar(&sp.Groups, "groups", sp.Groups, "shared-prefix: customers, each with its own system prompt")
 	fs.IntVar(&sp.Users, "users", sp.Users, "shared-prefix: users per customer, each with a fixed question")
-	fs.IntVar(&sp.QuestionTokens, "question-tokens", sp.QuestionTokens, "shared-prefix: tokens of each user's question; agentic: of a session's task (default 1000)")
-	fs.IntVar(&sp.OutputTokens, "output-tokens", sp.OutputTokens, "shared-prefix: output tokens of every request; agentic: of every call (default 200)")
+	fs.IntVar(&sp.QuestionTokens, "question-tokens", sp.QuestionTokens, "tokens of each user's question (shared-prefix) or of a session's task (agentic: 1000 unless given)")
+	fs.IntVar(&sp.OutputTokens, "output-tokens", sp.OutputTokens, "output tokens of every request (shared-prefix) or call (agentic: 200 unless given)")
 	ag := trace.AgenticConfig{BlockTokens: trace.DefaultBlockTokens, Sessions: 200, RatePerSec: 1, Depth: 3, Fanout: 2,
 		TaskTokens: 1000, ToolTokens: 500, OutputTokens: 200, ToolWaitSec: 5}
 	fs.IntVar(&ag.Sessions, "sessions", ag.Sessions, "agentic: sessions (each a tree of calls)")
