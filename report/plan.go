@@ -30,18 +30,7 @@ type Plan struct {
 // PlanPage writes the plan: $ against TTFT p99 for every simulated point,
 // one series per policy, the Pareto front joined, and the TTFT target.
 func PlanPage(w io.Writer, v Plan, o Options) error {
-	p := &page{Title: v.Title, Heading: v.Title, Facts: v.Facts}
-	if len(v.Head) > 0 {
-		t := &table{Head: v.Head}
-		for _, r := range v.Rows {
-			var row []cell
-			for i, s := range r {
-				row = append(row, cell{Text: s, Num: i > 0})
-			}
-			t.Rows = append(t.Rows, row)
-		}
-		p.Table = t
-	}
+	p := &page{Title: v.Title, Heading: v.Title, Facts: v.Facts, Table: textTable(v.Head, v.Rows)}
 	c := chart{ID: "plan_pareto", Kind: kindScatter, Title: "Cost against TTFT p99",
 		Subtitle: "every simulated configuration, one series per policy; the line joins the Pareto front",
 		XName:    "hierarchy cost ($)", YName: "TTFT p99 (ms)", Unit: " ms", Decimals: 1, XUnit: " $", XDecimals: 0}

@@ -29,18 +29,7 @@ type Validation struct {
 // prediction of it: per metric, the two distributions' CDFs overlaid and
 // each request's predicted value against its measured one.
 func ValidationPage(w io.Writer, v Validation, o Options) error {
-	p := &page{Title: v.Title, Heading: v.Title, Facts: v.Facts}
-	if len(v.Head) > 0 {
-		t := &table{Head: v.Head}
-		for _, r := range v.Rows {
-			var row []cell
-			for i, s := range r {
-				row = append(row, cell{Text: s, Num: i > 0})
-			}
-			t.Rows = append(t.Rows, row)
-		}
-		p.Table = t
-	}
+	p := &page{Title: v.Title, Heading: v.Title, Facts: v.Facts, Table: textTable(v.Head, v.Rows)}
 	for _, m := range v.Metrics {
 		p.Charts = append(p.Charts, pairedCDF(m), pairedScatter(m))
 	}
@@ -91,4 +80,21 @@ func pairedScatter(m Paired) chart {
 		c.Series = append(c.Series, series{Name: "y = x", X: nums{round(lo), round(hi)}, Y: nums{round(lo), round(hi)}, Line: true})
 	}
 	return c
+}
+
+// textTable is a page's table of text cells, the first column a label and
+// the others numbers; nil without a header.
+func textTable(head []string, rows [][]string) *table {
+	if len(head) == 0 {
+		return nil
+	}
+	t := &table{Head: head}
+	for _, r := range rows {
+		var row []cell
+		for i, s := range r {
+			row = append(row, cell{Text: s, Num: i > 0})
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
 }
