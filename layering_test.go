@@ -24,17 +24,18 @@ import (
 // needs its own row. Every directory under cmd is a command and uses the
 // cmd row.
 var allowed = map[string][]string{
-	"param":    {}, // the one declaration of a configuration key
-	"policy":   {"param"},
-	"core":     {"policy"},
-	"trace":    {"param", "internal/atomicfile"}, // param: the format registry
-	"tierkind": {"param", "internal/endpoint"},   // a tier kind's spec: defaults, keys, calibrate store
-	"results":  {"internal/tomlguard", "internal/atomicfile"},
-	"scenario": {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
-	"workload": {"core", "policy", "trace"},
-	"sim":      {"core", "policy"},
-	"cluster":  {"core", "param", "policy", "sim"},
-	"hw":       {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
+	"param":      {}, // the one declaration of a configuration key
+	"policy":     {"param"},
+	"core":       {"policy"},
+	"core/sched": {"core"},                         // the batched engine's step scheduler: one for both bodies (sim, hw/live)
+	"trace":      {"param", "internal/atomicfile"}, // param: the format registry
+	"tierkind":   {"param", "internal/endpoint"},   // a tier kind's spec: defaults, keys, calibrate store
+	"results":    {"internal/tomlguard", "internal/atomicfile"},
+	"scenario":   {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
+	"workload":   {"core", "policy", "trace"},
+	"sim":        {"core", "policy"},
+	"cluster":    {"core", "param", "policy", "sim"},
+	"hw":         {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},

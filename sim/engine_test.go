@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"kvsim/core"
+	"kvsim/core/sched"
 	"kvsim/internal/coretest"
 	"kvsim/policy"
 	"kvsim/trace"
@@ -386,8 +387,8 @@ func TestBatchedLegacyRates(t *testing.T) {
 // but decodes whose next page waits for draining HBM.
 func runnable(e *engine) int {
 	n := 0
-	for _, id := range e.run {
-		if q := &e.seqs[id]; q.state != seqDecode || q.gen <= q.room {
+	for _, id := range e.sch.Running() {
+		if q := e.sch.Seq(id); q.State != sched.Decode || q.Gen <= q.Room {
 			n++
 		}
 	}
@@ -429,10 +430,10 @@ func (p *preemptTee) Preempted(now int64, id core.ReqID) {
 	p.preempted++
 	e := p.s.eng
 	after := false
-	for _, r := range e.run {
+	for _, r := range e.sch.Running() {
 		if r == id {
 			after = true
-		} else if after && e.seqs[r].state == seqDecode {
+		} else if after && e.sch.Seq(r).State == sched.Decode {
 			p.t.Errorf("t=%d: request slot %d preempted before %d, which joined the running list after it", now, id, r)
 		}
 	}
@@ -476,8 +477,8 @@ func TestBatchedInvariants(t *testing.T) {
 			}
 			s.OnEvent(func(s *Sim) {
 				e := s.eng
-				if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
-					t.Fatalf("seed %d: GPU idle at %d with %d running, %d ready", seed, s.Now(), len(e.run), len(e.ready)-e.rh)
+				if !e.sch.Busy() && (runnable(e) > 0 || e.sch.ReadyLen() > 0) {
+					t.Fatalf("seed %d: GPU idle at %d with %d running, %d ready", seed, s.Now(), len(e.sch.Running()), e.sch.ReadyLen())
 				}
 				if err := s.Core().Check(); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
@@ -493,16 +494,16 @@ func TestBatchedInvariants(t *testing.T) {
 			s.eng.onStep = func(start int64, b *StepBatch) {
 				e := s.eng
 				decoding, partial := 0, 0
-				for _, id := range e.batch {
-					if e.preempted && e.seqs[id].first == start {
+				for _, id := range e.sch.Batch() {
+					if e.sch.StepPreempted() && e.sch.Seq(id).First == start {
 						t.Fatalf("seed %d: step at %d preempted and started a prompt", seed, start)
 					}
 				}
-				for _, id := range e.run {
-					switch q := &e.seqs[id]; {
-					case q.state == seqDecode && q.gen <= q.room: // not waiting for draining HBM
+				for _, id := range e.sch.Running() {
+					switch q := e.sch.Seq(id); {
+					case q.State == sched.Decode && q.Gen <= q.Room: // not waiting for draining HBM
 						decoding++
-					case q.state == seqPrefill && q.left > q.chunk:
+					case q.State == sched.Prefill && q.Left > q.Chunk:
 						partial++
 					}
 				}
@@ -648,7 +649,7 @@ func TestBatchedConfigErrors(t *testing.T) {
 	cfg := batchedTiny()
 	cfg.GPU.MaxBatchedTokens = 0 // the default budget
 	s, err := New(cfg, nil)
-	if err != nil || s.eng.budget != DefaultMaxBatchedTokens {
+	if err != nil || s.eng.sch.Budget() != DefaultMaxBatchedTokens {
 		t.Errorf("budget 0: %v", err)
 	}
 }
@@ -706,8 +707,8 @@ func TestConversationBatched(t *testing.T) {
 	events := 0
 	s.OnEvent(func(s *Sim) {
 		e := s.eng
-		if !e.busy && (runnable(e) > 0 || e.rh < len(e.ready)) {
-			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.run), len(e.ready)-e.rh)
+		if !e.sch.Busy() && (runnable(e) > 0 || e.sch.ReadyLen() > 0) {
+			t.Fatalf("GPU idle at %d with %d running, %d ready", s.Now(), len(e.sch.Running()), e.sch.ReadyLen())
 		}
 		if err := linksBusy(s); err != nil {
 			t.Fatal(err)

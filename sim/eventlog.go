@@ -1,6 +1,9 @@
 package sim
 
-import "kvsim/core"
+import (
+	"kvsim/core"
+	"kvsim/core/sched"
+)
 
 // The event log (kvsim run --trace-events) records what a run did, event by
 // event, for kvsim explain. It is off unless SetEventLog installs one: every
@@ -160,10 +163,10 @@ func (s *Sim) logPrefill(now int64, req core.ReqID, cached, compute int) {
 // logStep records a step and its prefill chunks. Decode tokens are not
 // listed, one per running request per step: a request decodes in every
 // step from its first token to its done, unless preempted.
-func (s *Sim) logStep(now, end int64, b *StepBatch, batch []core.ReqID, seqs []seq) {
+func (s *Sim) logStep(now, end int64, b *StepBatch, sch *sched.Scheduler) {
 	s.ev.add(Event{Time: now, Kind: EvStep, Seq: -1, Block: int64(b.DecodeSeqs), A: end, B: int64(b.PrefillTokens), Aux: uint8(min(b.PrefillSeqs, 255))})
-	for _, id := range batch {
-		if n := seqs[id].chunk; n > 0 {
+	for _, id := range sch.Batch() {
+		if n := sch.Seq(id).Chunk; n > 0 {
 			s.ev.add(Event{Time: now, Kind: EvInStep, Seq: s.seqOf(id), Block: -1, A: int64(n)})
 		}
 	}

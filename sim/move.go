@@ -120,7 +120,7 @@ func (s *Sim) loadLanded(now int64, req core.ReqID) {
 // its KV is in HBM schedules it from here.
 func (s *Sim) loadsLanded(now int64, req core.ReqID) {
 	if s.eng != nil {
-		s.eng.loaded(now, req)
+		s.eng.sch.Loaded(now, req)
 		return
 	}
 	s.simpleLoadsLanded(now, req)

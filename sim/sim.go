@@ -307,6 +307,9 @@ func New(cfg Config, obs core.Observer) (*Sim, error) {
 		return nil, err
 	}
 	s.core = c
+	if s.eng != nil {
+		s.eng.sch.Attach(c)
+	}
 	return s, nil
 }
 
@@ -361,7 +364,12 @@ func (s *Sim) Now() int64 { return s.now }
 // generated ones) of the admitted requests still to be computed: the
 // batched engine counts a step's chunks once the step ends, the simple one
 // a prefill once it starts.
-func (s *Sim) PendingPrefillTokens() int64 { return s.toFill }
+func (s *Sim) PendingPrefillTokens() int64 {
+	if s.eng != nil {
+		return s.eng.sch.PendingPrefillTokens()
+	}
+	return s.toFill
+}
 
 func (s *Sim) observe(r *core.Record) {
 	if s.ev != nil {
@@ -439,7 +447,7 @@ func (s *Sim) Prefill(now int64, req core.ReqID, cached, compute int) {
 		s.logPrefill(now, req, cached, compute)
 	}
 	if s.eng != nil {
-		s.eng.prefill(now, req, cached, compute)
+		s.eng.sch.Prefill(now, req, cached, compute)
 	} else {
 		s.simplePrefill(now, req, cached, compute)
 	}
@@ -455,7 +463,7 @@ func (s *Sim) Decode(now int64, req core.ReqID, tokens int) {
 		return
 	}
 	if s.eng != nil {
-		s.eng.decode(now, req, tokens)
+		s.eng.sch.Decode(req, tokens)
 	} else {
 		s.simpleDecode(now, req, tokens)
 	}
@@ -479,7 +487,7 @@ func (s *Sim) Preempted(now int64, req core.ReqID) {
 		s.ev.add(Event{Time: now, Kind: EvPreempt, Seq: s.seqOf(req), Block: -1})
 	}
 	if s.eng != nil {
-		s.eng.preemptedBy(req)
+		s.eng.sch.Preempt(req)
 	} else {
 		s.simplePreempted(now, req)
 	}
@@ -526,8 +534,8 @@ func (s *Sim) EstimateBesideDecodes(cached, compute int) int64 {
 	if s.eng == nil {
 		return s.cfg.GPU.ComputeNs(cached, compute)
 	}
-	n, ctx := s.eng.decoding()
-	return s.eng.computeBeside(cached, compute, n, ctx)
+	n, ctx := s.eng.sch.Decoding()
+	return s.eng.sch.ComputeBeside(cached, compute, n, ctx, toNs)
 }
 
 // Overlapped implements core.CostModel.
@@ -770,7 +778,7 @@ func (s *Sim) step() (arrived bool, err error) {
 	case evWake:
 		s.core.Wake(s.now, e.req)
 	case evStep:
-		s.eng.stepDone(s.now)
+		s.eng.sch.Done(s.now)
 	case evNet:
 		s.netDone(s.now, e.req)
 	case evInject:

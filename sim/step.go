@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"math"
+
+	"kvsim/core/sched"
 )
 
 // Engine selects the GPU model.
@@ -27,19 +29,11 @@ func (e Engine) String() string {
 	return "engine?"
 }
 
-// StepBatch is what one step of the batched engine does.
-type StepBatch struct {
-	PrefillTokens int     // prompt (or recomputed) tokens computed this step, all chunks
-	PrefillSeqs   int     // sequences with a prefill chunk
-	DecodeSeqs    int     // sequences generating one token
-	ContextTokens int64   // KV tokens attention reads (each sequence's context before its new tokens)
-	AttnPairs     float64 // sum over new tokens of the tokens each attends to (itself included)
-}
+// StepBatch is what one step of the batched engine does (the scheduler's).
+type StepBatch = sched.StepBatch
 
 // StepModel is the time of one step.
-type StepModel interface {
-	StepNs(b *StepBatch) float64 // ns
-}
+type StepModel = sched.StepModel
 
 // LinearStep is a fitted step-time profile: C0 + CPrefill x prefill tokens
 // + CDecode x decode sequences + CCtx x context tokens read + CAttn x
@@ -125,9 +119,9 @@ func LegacyStep(prefillTokensPerSec, decodeTokensPerSec, attentionNsPerToken2 fl
 	}
 }
 
-// stepModel is the batched engine's step model: g.Step, or the legacy
+// StepModel is the batched engine's step model: g.Step, or the legacy
 // mapping of the rates.
-func (g *GPUSpec) stepModel() StepModel {
+func (g *GPUSpec) StepModel() StepModel {
 	if g.Step != nil {
 		return g.Step
 	}
