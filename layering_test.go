@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"cluster":    {"core", "param", "policy", "sim"},
 	"hw":         {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
+	"hw/live":              {"core", "core/sched", "hw/store", "hw/ioengine", "hw/payload"}, // the live body: the core and the step scheduler on a clock, moves on the stores
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},
 	"hw/store":             {},           // the store contract and its capabilities: standard library only
@@ -55,11 +56,11 @@ var allowed = map[string][]string{
 	"hw/internal/hwtest":   {}, // hw's test helpers (testHelpers)
 	"mrc":                  {"param", "policy", "trace"},
 	"report":               {"results"},
-	"events":               {},                                                                                                                                   // engines' KV events: wire formats, ZMQ recorder and publisher, the event log
-	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "mrc", "internal/atomicfile"}, // report: it writes whole results folders
-	"hwrun":                {"core", "policy", "tierkind", "trace", "results", "scenario", "sim", "hw", "hw/bucket", "hw/doctor", "experiment"},                  // the real runner: replay --real and calibrate's profile
-	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                   // a real run's records replayed and compared (kvsim validate)
-	"internal/testenv":     {},                                                                                                                                   // test helpers for _test.go files (testHelpers); no package lists them
+	"events":               {},                                                                                                                                                   // engines' KV events: wire formats, ZMQ recorder and publisher, the event log
+	"experiment":           {"core", "policy", "tierkind", "trace", "results", "report", "scenario", "workload", "sim", "cluster", "mrc", "internal/atomicfile"},                 // report: it writes whole results folders
+	"hwrun":                {"core", "policy", "tierkind", "trace", "results", "scenario", "sim", "hw", "hw/bucket", "hw/doctor", "hw/live", "experiment", "validate", "report"}, // the real runner: replay --real and calibrate's profile
+	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                                   // a real run's records replayed and compared (kvsim validate)
+	"internal/testenv":     {},                                                                                                                                                   // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
 	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
 	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)

@@ -19,6 +19,7 @@ import (
 	"kvsim/experiment"
 	"kvsim/hw"
 	"kvsim/hw/bucket"
+	"kvsim/hw/live"
 	"kvsim/results"
 	"kvsim/scenario"
 	"kvsim/sim"
@@ -33,7 +34,8 @@ type ReplayOptions struct {
 	Limit        int    // replay at most this many requests (0: all)
 	Verify       bool   // check every block read back, and every block left at the end
 	Fresh        bool   // start the storage tiers empty instead of reopening them
-	Sequential   bool   // no simulator: the body runs the core on the real clock
+	Sequential   bool   // no simulator: the body runs the core on the real clock, one request at a time
+	Mirror       bool   // the simulator runs the core; the body copies its moves one at a time
 	Hugepages    string // DRAM pool hugepages: off, try or require
 	HugepageSize string // 2MB or 1GB
 	Engine       string // SSD I/O: auto, io_uring or pread
@@ -153,7 +155,9 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		n := int(math.Ceil(float64(model) * scale))
 		return max(16, (n+7)&^7)
 	}
+	isLive := !o.Mirror && !o.Sequential
 	var specs []hw.TierSpec
+	slack := make([]int64, len(sc.Tiers))
 	for i, t := range sc.Tiers {
 		lanes := 1 // a remote store's connections: its links' lanes
 		for _, l := range sc.Links {
@@ -161,7 +165,14 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 				lanes = max(lanes, l.Lanes)
 			}
 		}
-		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: scaleBytes(t.Capacity, o.BlockBytes, modelBlock), Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
+		capacity := scaleBytes(t.Capacity, o.BlockBytes, modelBlock)
+		if isLive && capacity < math.MaxInt64/2 {
+			// Room beyond the tier's capacity for copies whose delete waits
+			// for a read in flight (the core holds the tier to its capacity).
+			slack[i] = capacity/4 + 64*int64(o.BlockBytes)
+			capacity += slack[i]
+		}
+		specs = append(specs, hw.TierSpec{Name: t.Name, Kind: t.Kind, Capacity: capacity, Endpoint: t.Endpoint, Lanes: lanes, Device: t.Device})
 	}
 	id, err := storeIdentity(ctx, sc, o)
 	if err != nil {
@@ -195,7 +206,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		// A store of fixed slots holds a slot per block, a short one too:
 		// the core must not hold more blocks there than it has slots.
 		if sl, ok := st.(interface{ Slots() int }); ok && i > 0 {
-			cfg.Core.Tiers[i].MaxBlocks = sl.Slots()
+			cfg.Core.Tiers[i].MaxBlocks = max(sl.Slots()-int(slack[i]/int64(o.BlockBytes)), 1)
 		}
 	}
 	var s *sim.Sim
@@ -207,7 +218,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		return nil, err
 	}
 	defer body.Close()
-	if !o.Sequential {
+	if o.Mirror {
 		cfg.Tee = body
 	}
 	s, err = sim.New(cfg, nil)
@@ -227,7 +238,28 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	in := experiment.Interruptible(ctx, src, o.Progress)
 	t0 := time.Now()
 	var stats core.Stats
-	if o.Sequential {
+	var lr *live.Result
+	var lb *live.Body
+	if isLive {
+		cc := cfg.Core
+		cc.Cost = s
+		lb, err = live.New(cc, live.Options{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, ModelBytes: modelBytesOf(sc, realBytes),
+			Verify: o.Verify, Lanes: liveLanes(sc), Step: cfg.GPU.StepModel(), Budget: cfg.GPU.MaxBatchedTokens,
+			Predict:   func(from, to int, n int64) int64 { return s.PredictNs(from, to, n) },
+			TierNames: experiment.TierNames(sc), Stopped: func() bool { return ctx.Err() != nil }}, nil)
+		if err != nil {
+			return nil, experiment.BadInputf("%s: %v", sc.Path, err)
+		}
+		defer lb.Close()
+		lr, err = lb.Run(in)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err != nil {
+			return nil, experiment.TraceError(sc, err)
+		}
+		stats = lr.Stats
+	} else if o.Sequential {
 		// No simulator: the body runs its own core on the real clock (s
 		// only predicts: link times, and loads vs recompute on idle links).
 		cc := cfg.Core
@@ -260,9 +292,16 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	if o.BeforeEnd != nil {
 		o.BeforeEnd()
 	}
-	body.Finish()
-	if o.Verify {
-		body.VerifyStores(src.Distinct())
+	if isLive {
+		lb.Finish()
+		if o.Verify {
+			lb.VerifyStores(src.Distinct())
+		}
+	} else {
+		body.Finish()
+		if o.Verify {
+			body.VerifyStores(src.Distinct())
+		}
 	}
 	if err := ctx.Err(); err != nil { // the sweep of --verify ended early
 		return nil, err
@@ -277,13 +316,22 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	rep := &results.Replay{Scenario: sc.Name, Trace: sc.Workload.Trace, Policy: pol.Name, Requests: src.Requests,
 		BlockBytes: o.BlockBytes, Scale: scale, Backends: backends, Notes: ss.Notes,
 		Links: map[string]results.ReplayLink{}, Hits: map[string]int64{}, Evictions: map[string]int64{}, Lost: map[string]int64{},
-		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential}
+		StoreEvict: map[string]int64{}, Misses: stats.Misses, Errors: body.Errors, WallSeconds: time.Since(t0).Seconds(), Sequential: o.Sequential, Mode: "mirror"}
+	if o.Sequential {
+		rep.Mode = "sequential"
+	}
+	if isLive {
+		rep.Mode, rep.Errors = "live", lr.Errors
+	}
 	rep.LeftOnServer = leftOnServer(ss)
 	for i, t := range sc.Tiers {
 		rep.Hits[t.Name] = stats.Hits[i]
 		rep.Evictions[t.Name] = stats.Evictions[i]
 		rep.Lost[t.Name] = body.Lost[i]
 		rep.StoreEvict[t.Name] = body.StoreEvicted[i]
+		if isLive {
+			rep.Lost[t.Name], rep.StoreEvict[t.Name] = lr.Lost[i], lr.StoreEvicted[i]
+		}
 	}
 	for _, op := range ss.Opened {
 		if rep.Stores == nil {
@@ -291,12 +339,26 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		}
 		i := slices.IndexFunc(sc.Tiers, func(t scenario.Tier) bool { return t.Name == op.Tier })
 		w := body.Warmed[i]
+		if isLive {
+			w = hw.Warmed{Placed: lr.Warmed[i]}
+		}
 		rep.Stores[op.Tier] = results.ReplayStore{Dir: op.Dir, State: op.State, Buckets: op.Buckets, Blocks: op.Blocks, Discarded: op.Discarded, WarmBlocks: w.Placed, DroppedBlocks: w.Dropped}
 	}
 	if o.Verify {
 		rep.Verify = &results.ReplayVerify{Checked: body.Checked, Corrupt: body.Corrupt}
+		if isLive {
+			rep.Verify = &results.ReplayVerify{Checked: lr.Checked, Corrupt: lr.Corrupt}
+		}
 	}
-	for _, l := range body.Links() {
+	links := body.Links()
+	if isLive {
+		links = nil
+		for _, l := range lr.Links {
+			links = append(links, &hw.LinkStat{From: l.From, To: l.To, Count: l.Count, Bytes: l.Bytes, BusyNs: l.BusyNs, Failed: l.Failed,
+				Measured: l.Measured, Predicted: l.Predicted})
+		}
+	}
+	for _, l := range links {
 		rl := results.ReplayLink{Count: l.Count, Failed: l.Failed, Bytes: l.Bytes, P50us: float64(l.Measured.Quantile(0.5)) / 1e3,
 			P99us: float64(l.Measured.Quantile(0.99)) / 1e3, PredictedP50us: float64(l.Predicted.Quantile(0.5)) / 1e3}
 		if l.BusyNs > 0 {
@@ -306,6 +368,11 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 			rl.RelError = math.Abs(rl.PredictedP50us-rl.P50us) / rl.P50us
 		}
 		rep.Links[sc.Tiers[l.From].Name+"->"+sc.Tiers[l.To].Name] = rl
+	}
+	if isLive {
+		if err := o.finishLive(ctx, sc, pi, cfg, scale, rep, lr); err != nil {
+			return nil, err
+		}
 	}
 	return rep, nil
 }

@@ -30,11 +30,42 @@ type Replay struct {
 	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
 	Errors      []string               `json:"errors,omitempty"`
 	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
+	// Mode is how the real body ran: "live" (its own core and step
+	// scheduler on the wall clock, moves concurrent), "mirror" (the
+	// simulator's moves copied one at a time) or "sequential".
+	Mode string      `json:"mode,omitempty"`
+	Live *ReplayLive `json:"live,omitempty"` // mode live only
 	WallSeconds float64                `json:"wall_seconds"`
 
 	// LeftOnServer: keys a remote tier could not delete from its server
 	// at the end (it stalled or went down), and how to remove them.
 	LeftOnServer []ReplayLeft `json:"left_on_server,omitempty"`
+}
+
+// ReplayLive is what a live replay measured beside what the simulator
+// predicts for the same scenario and trace.
+type ReplayLive struct {
+	Speedup float64 `json:"speedup"`
+	Steps   int64   `json:"steps"`
+	// KeptUp says the replay kept up with its clock (arrival lag p99
+	// within LagLimitMs); if not, Compare's error figures are left out.
+	KeptUp       bool    `json:"kept_up"`
+	LagLimitMs   float64 `json:"lag_limit_ms"`
+	ArrivalLagMs LagMs   `json:"arrival_lag_ms"`
+	StepLagMs    LagMs   `json:"step_lag_ms"`
+	// Compare has, per metric (ttft, tpot, e2e, load_wait), the measured
+	// and predicted mean and percentiles and the errors, in kvsim
+	// validate's form; PerRequest each request's [measured, predicted].
+	Compare    json.RawMessage `json:"compare"`
+	PerRequest json.RawMessage `json:"per_request,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
+}
+
+// LagMs summarises a lag behind the clock, in ms.
+type LagMs struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 }
 
 // ReplayLeft is what a remote tier left on its server.

@@ -53,3 +53,11 @@ func metric(v [2][]float64) Metric {
 	m.MAPEPct, m.BiasPct, m.KS = Num(mape), Num(Bias(v[1], v[0])), Num(KS(v[1], v[0]))
 	return m
 }
+
+// Compare compares predicted against measured values, pairwise (the same
+// index is the same request): means, percentiles, MAPE, bias and KS, as
+// kvsim validate reports them. kvsim replay --real uses it for its
+// simulated-against-measured figures.
+func Compare(measured, predicted []float64) Metric {
+	return metric([2][]float64{measured, predicted})
+}

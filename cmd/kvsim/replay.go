@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"kvsim/experiment"
@@ -30,12 +33,14 @@ type replayOptions struct {
 	blockBytes, limit    int
 	hugepages, hugeSize  string
 	sequential, quiet    bool
+	mirror               bool
+	speedup              float64
 	engine               string
 	sets                 setFlags
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--fresh] [--block-bytes N] [--limit N] [--verify] [--allow-loss] [--json] [--quiet] [--profile FILE] [--sequential] TRACE", stderr)
+	fs := newFlags("replay", "kvsim replay --real [--scenario FILE] [--set KEY=VALUE]... [--dir DIR] [--fresh] [--block-bytes N] [--limit N] [--verify] [--allow-loss] [--json] [--quiet] [--profile FILE] [--speedup X] [--mirror | --sequential] TRACE", stderr)
 	var o replayOptions
 	fs.BoolVar(&o.real, "real", false, "move real bytes through real memory and storage (required)")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario `FILE` giving the hierarchy and policy (default: HBM, DRAM, SSD with LRU)")
@@ -50,7 +55,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&o.verify, "verify", false, "check every block read back, and every block left in a tier at the end")
 	fs.BoolVar(&o.asJSON, "json", false, "print replay.json to stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no summary, no progress; --json still prints)")
-	fs.BoolVar(&o.sequential, "sequential", false, "no simulator: the real body runs the core on its own clock, one request at a time")
+	fs.BoolVar(&o.sequential, "sequential", false, "the real body runs the core on its own clock, one request at a time, decode instantaneous")
+	fs.BoolVar(&o.mirror, "mirror", false, "the simulator runs the core; the real body copies each of its moves, one at a time, in its order")
+	fs.Float64Var(&o.speedup, "speedup", 0, "divide arrival times by `X` (workload.speedup; default: the scenario's)")
 	fs.StringVar(&o.hugepages, "hugepages", "try", "DRAM pool hugepages: off, try or require")
 	fs.StringVar(&o.hugeSize, "hugepage-size", "2MB", "hugepage size: 2MB or 1GB")
 	fs.StringVar(&o.engine, "engine", "auto", "SSD I/O: auto (io_uring, else pread/pwrite), io_uring or pread")
@@ -69,6 +76,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if o.limit < 0 {
 		return badInputf("replay: --limit must be >= 0")
+	}
+	if o.mirror && o.sequential {
+		return badInputf("replay: --mirror and --sequential are two other modes; give one (neither: the live replay)")
+	}
+	if o.speedup < 0 || math.IsNaN(o.speedup) || math.IsInf(o.speedup, 0) {
+		return badInputf("replay: --speedup %g: must be a number > 0", o.speedup)
+	}
+	if o.speedup > 0 {
+		o.sets = append(o.sets, "workload.speedup="+strconv.FormatFloat(o.speedup, 'g', -1, 64))
 	}
 	tracePath := pos[0]
 	if _, err := os.Stat(tracePath); err != nil {
@@ -133,7 +149,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		prog = startWallProgress(stderr, "replay", total, true)
 	}
 	rep, err := hwrun.Replay(ctx, sc, pi, hwrun.ReplayOptions{Dir: o.dir, BlockBytes: o.blockBytes, Limit: o.limit,
-		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
+		Verify: o.verify, Fresh: o.fresh, Sequential: o.sequential, Mirror: o.mirror, Hugepages: o.hugepages, HugepageSize: o.hugeSize,
 		Engine: o.engine, Faults: replayFaults, Progress: prog, BeforeEnd: replayBeforeEnd, Left: func(l results.ReplayLeft) {
 			// Said whether the replay ends or fails (SIGINT included).
 			prog.finish()
@@ -164,8 +180,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func printReplay(w io.Writer, r *results.Replay, path string) {
-	mode := "in the simulator's order"
-	if r.Sequential {
+	mode := "live on the wall clock (moves concurrent, steps waited out)"
+	switch r.Mode {
+	case "mirror":
+		mode = "mirroring the simulator's moves"
+	case "sequential":
 		mode = "one at a time on the real clock"
 	}
 	fmt.Fprintf(w, "replay of scenario %s, policy %s: %d requests %s, blocks scaled to %d bytes (x%.3g)\n", r.Scenario, r.Policy, r.Requests, mode, r.BlockBytes, r.Scale)
@@ -219,5 +238,42 @@ func printReplay(w io.Writer, r *results.Replay, path string) {
 	if r.Verify != nil {
 		fmt.Fprintf(w, "  verify: %d checked, %d corrupt\n", r.Verify.Checked, r.Verify.Corrupt)
 	}
+	if r.Live != nil {
+		printLive(w, r.Live)
+	}
 	fmt.Fprintf(w, "  wrote %s\n", path)
+}
+
+// printLive prints the live replay's measured against predicted table.
+func printLive(w io.Writer, l *results.ReplayLive) {
+	var c map[string]struct {
+		Requests  int                                    `json:"requests"`
+		Measured  struct{ Mean, P50, P90, P99 *float64 } `json:"measured_ms"`
+		Predicted struct{ Mean, P50, P90, P99 *float64 } `json:"predicted_ms"`
+		MAPE      *float64                               `json:"mape_pct"`
+	}
+	if json.Unmarshal(l.Compare, &c) != nil {
+		return
+	}
+	f := func(x *float64) string {
+		if x == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*x, 'f', 2, 64)
+	}
+	fmt.Fprintf(w, "  %d steps; arrivals late by p50 %.3f / p99 %.3f / max %.3f ms; steps' ends late by p50 %.3f / p99 %.3f ms\n",
+		l.Steps, l.ArrivalLagMs.P50, l.ArrivalLagMs.P99, l.ArrivalLagMs.Max, l.StepLagMs.P50, l.StepLagMs.P99)
+	if !l.KeptUp {
+		fmt.Fprintf(w, "  the replay could NOT keep up with its clock (arrival lag p99 over %.3g ms): errors not reported\n", l.LagLimitMs)
+	}
+	fmt.Fprintf(w, "  %-10s %8s %23s %23s %23s %23s %7s\n", "measured/", "requests", "mean ms", "p50 ms", "p90 ms", "p99 ms", "MAPE")
+	for _, k := range []string{"ttft", "tpot", "e2e", "load_wait"} {
+		m := c[k]
+		fmt.Fprintf(w, "  %-10s %8d %11s/%-11s %11s/%-11s %11s/%-11s %11s/%-11s %6s%%\n", k, m.Requests,
+			f(m.Measured.Mean), f(m.Predicted.Mean), f(m.Measured.P50), f(m.Predicted.P50),
+			f(m.Measured.P90), f(m.Predicted.P90), f(m.Measured.P99), f(m.Predicted.P99), f(m.MAPE))
+	}
+	for _, n := range l.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 }
