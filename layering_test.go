@@ -81,6 +81,7 @@ var testExtra = map[string][]string{
 	"sim":          {"trace", "workload"},
 	"cluster":      {"trace", "workload"}, // as sim
 	"hw/hostmem":   {"hw/payload"},        // stores are checked with the replay's payloads
+	"hw/live":      {"hw/hostmem"},        // memory stores under the live body
 	"hw/remote":    {"hw/payload"},
 	"hw/rdmastore": {"hw/payload"},
 }
@@ -342,6 +343,35 @@ func TestSimulationLinksNoDevice(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "kvsim/hw" || strings.HasPrefix(dep, "kvsim/hw/") || strings.HasPrefix(dep, "github.com/redis/") || dep == "kvsim/hwrun" {
 			t.Errorf("a simulation-only package links %s", dep)
+		}
+	}
+}
+
+// TestOneScheduler: the batched engine's step scheduler is one package,
+// beside the core, that both bodies run: the simulator times its steps in
+// virtual time, the live body waits them out on its clock. Neither body
+// may schedule steps of its own (core/sched is the only package with a
+// Next over steps: it is checked here by its users importing it).
+func TestOneScheduler(t *testing.T) {
+	users := map[string]bool{"sim": false, "hw/live": false}
+	fset := token.NewFileSet()
+	goFiles(t, func(path, dir string) {
+		if _, ok := users[dir]; !ok || strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == "kvsim/core/sched" {
+				users[dir] = true
+			}
+		}
+	})
+	for dir, ok := range users {
+		if !ok {
+			t.Errorf("%s does not run core/sched: the two bodies must share the step scheduler", dir)
 		}
 	}
 }
