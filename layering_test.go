@@ -79,9 +79,9 @@ var allowed = map[string][]string{
 // which would make x's tests depend on its own users.
 var testExtra = map[string][]string{
 	"sim":          {"trace", "workload"},
-	"cluster":      {"trace", "workload"}, // as sim
-	"hw/hostmem":   {"hw/payload"},        // stores are checked with the replay's payloads
-	"hw/live":      {"hw/hostmem"},        // memory stores under the live body
+	"cluster":      {"trace", "workload"},    // as sim
+	"hw/hostmem":   {"hw/payload"},           // stores are checked with the replay's payloads
+	"hw/live":      {"hw/hostmem", "policy"}, // memory stores and an LRU under the live body
 	"hw/remote":    {"hw/payload"},
 	"hw/rdmastore": {"hw/payload"},
 }

@@ -20,22 +20,22 @@ type Replay struct {
 	// Stores says how each storage tier was opened: reopened with what a
 	// previous run left (and how much of it the core was given), new, or
 	// emptied by --fresh.
-	Stores      map[string]ReplayStore `json:"stores,omitempty"`
-	Links       map[string]ReplayLink  `json:"links"`
-	Verify      *ReplayVerify          `json:"verify,omitempty"` // with --verify only
-	Hits        map[string]int64       `json:"hits"`
-	Misses      int64                  `json:"misses"`
-	Evictions   map[string]int64       `json:"evictions"`
-	Lost        map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
-	StoreEvict  map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
-	Errors      []string               `json:"errors,omitempty"`
-	Sequential  bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
+	Stores     map[string]ReplayStore `json:"stores,omitempty"`
+	Links      map[string]ReplayLink  `json:"links"`
+	Verify     *ReplayVerify          `json:"verify,omitempty"` // with --verify only
+	Hits       map[string]int64       `json:"hits"`
+	Misses     int64                  `json:"misses"`
+	Evictions  map[string]int64       `json:"evictions"`
+	Lost       map[string]int64       `json:"lost"`          // copies lost to I/O errors or corrupt payloads
+	StoreEvict map[string]int64       `json:"store_evicted"` // blocks a store dropped to stay within its capacity
+	Errors     []string               `json:"errors,omitempty"`
+	Sequential bool                   `json:"sequential"` // own real clock, one request at a time, no simulator
 	// Mode is how the real body ran: "live" (its own core and step
 	// scheduler on the wall clock, moves concurrent), "mirror" (the
 	// simulator's moves copied one at a time) or "sequential".
-	Mode string      `json:"mode,omitempty"`
-	Live *ReplayLive `json:"live,omitempty"` // mode live only
-	WallSeconds float64                `json:"wall_seconds"`
+	Mode        string      `json:"mode,omitempty"`
+	Live        *ReplayLive `json:"live,omitempty"` // mode live only
+	WallSeconds float64     `json:"wall_seconds"`
 
 	// LeftOnServer: keys a remote tier could not delete from its server
 	// at the end (it stalled or went down), and how to remove them.
