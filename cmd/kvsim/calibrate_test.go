@@ -70,7 +70,7 @@ eviction = "lru"
 		}
 	}
 	// Replay with it: every link used has a prediction to compare with.
-	if _, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "200", "--block-bytes", "16384", "--profile", prof,
+	if _, stderr, code := runKvsim("replay", "--real", "--mirror", "--dir", dir, "--limit", "200", "--block-bytes", "16384", "--profile", prof,
 		"--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"); code != 0 {
 		t.Fatalf("replay --profile: status %d: %s", code, stderr)
 	}

@@ -94,7 +94,7 @@ func fabricTry(tb testing.TB, kvsim func(...string) (string, int), endpoint stri
 		tb.Fatalf("calibrate: status %d\n%s", code, out)
 	}
 	rdir := filepath.Join(dir, "replay")
-	if out, code := kvsim("replay", "--real", "--scenario", "testdata/remote.toml", "--set", fmt.Sprintf("tier.remote.endpoint=%q", endpoint),
+	if out, code := kvsim("replay", "--real", "--mirror", "--scenario", "testdata/remote.toml", "--set", fmt.Sprintf("tier.remote.endpoint=%q", endpoint),
 		"--set", "link.dram-remote.lanes=1", "--profile", prof, "--limit", "600", "--block-bytes", "65536", "--dir", rdir, synthetic); code != 0 {
 		tb.Fatalf("replay: status %d\n%s", code, out)
 	}

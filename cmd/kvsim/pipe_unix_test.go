@@ -169,7 +169,7 @@ func TestStdinTrace(t *testing.T) {
 	p := writeFile(t, dir, "s.toml", scenarioTOML("s", "/dev/stdin", "2GiB", "8GiB", "lru", "fifo"))
 	rp := replayDir(t)
 	for _, args := range [][]string{{"run", "--out", filepath.Join(dir, "out"), p}, {"trace", "stats", "/dev/stdin"},
-		{"replay", "--real", "--dir", rp, "--block-bytes", "16384", "/dev/stdin"}} {
+		{"replay", "--real", "--mirror", "--dir", rp, "--block-bytes", "16384", "/dev/stdin"}} {
 		cmd, stdout, stderr := kvsimProcess(t, trace300(t), tmp, args...)
 		if code := waitExit(t, cmd, args[0]); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
@@ -206,7 +206,7 @@ func TestEndlessDevice(t *testing.T) {
 			{"trace", "fit", "--trace", dev},
 			{"trace", "convert", dev, filepath.Join(dir, "x.kvtc")},
 			{"mrc", "--trace", dev, "--policies", "lru", "--sizes", "10"},
-			{"replay", "--real", "--dir", filepath.Join(dir, "rp"), dev},
+			{"replay", "--real", "--mirror", "--dir", filepath.Join(dir, "rp"), dev},
 		} {
 			stdout, stderr, code := runKvsimWithin(t, 30*time.Second, args...)
 			if code != 2 || !strings.Contains(stderr, dev+": not a text trace") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
@@ -238,7 +238,7 @@ func TestPipeNoWriterSignal(t *testing.T) {
 		{"sweep", "--out", filepath.Join(dir, "sw"), "--vary", "seed", "--values", "1,2", sc},
 		{"trace", "fit", "--trace", fifo},
 		{"trace", "convert", fifo, filepath.Join(dir, "x.kvtc")},
-		{"replay", "--real", "--dir", filepath.Join(dir, "rp"), fifo},
+		{"replay", "--real", "--mirror", "--dir", filepath.Join(dir, "rp"), fifo},
 	} {
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
 		cmd, _, stderr := kvsimProcess(t, nil, tmp, args...)

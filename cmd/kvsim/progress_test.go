@@ -75,7 +75,7 @@ func TestReplayProgress(t *testing.T) {
 	every := progressEvery
 	progressEvery = 5 * time.Millisecond // a line however fast this machine replays
 	t.Cleanup(func() { progressEvery = every })
-	args := []string{"replay", "--real", "--dir", replayDir(t), "--fresh", "--block-bytes", "16384",
+	args := []string{"replay", "--real", "--mirror", "--dir", replayDir(t), "--fresh", "--block-bytes", "16384",
 		"--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "300", "../../traces/synthetic.jsonl"}
 	var stdout bytes.Buffer
 	var stderr lockedBuffer

@@ -21,7 +21,7 @@ func TestReplayDevice(t *testing.T) {
 	if err := os.Truncate(img, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"replay", "--real", "--verify", "--scenario", "../../scenarios/remote_tiers.toml",
+	args := []string{"replay", "--real", "--mirror", "--verify", "--scenario", "../../scenarios/remote_tiers.toml",
 		"--set", `tier.nvmeof.device="` + img + `"`, "--set", "tier.remote.capacity=16GiB", "--set", "tier.nvmeof.capacity=512GiB", "--limit", "300", "--block-bytes", "65536", "--dir", dir, "../../traces/synthetic.jsonl"}
 	stdout, stderr, code := runKvsim(args...)
 	if code != 0 {
@@ -72,7 +72,7 @@ func blankImage(t *testing.T, dir string, n int64) string {
 func TestReplayDeviceFull(t *testing.T) {
 	dir := replayDir(t)
 	img := blankImage(t, dir, 200<<20)
-	_, stderr, code := runKvsim("replay", "--real", "--scenario", "../../scenarios/remote_tiers.toml", "--set", `tier.nvmeof.device="`+img+`"`,
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--scenario", "../../scenarios/remote_tiers.toml", "--set", `tier.nvmeof.device="`+img+`"`,
 		"--set", "tier.remote.capacity=16GiB", "--set", "tier.nvmeof.capacity=100GiB", "--block-bytes", "65536", "--dir", dir, "../../traces/synthetic.jsonl")
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
@@ -89,7 +89,7 @@ func TestReplayDeviceFull(t *testing.T) {
 func TestReplayDeviceTooSmall(t *testing.T) {
 	dir := replayDir(t)
 	img := blankImage(t, dir, 200<<20)
-	_, stderr, code := runKvsim("replay", "--real", "--scenario", "../../scenarios/remote_tiers.toml", "--set", `tier.nvmeof.device="`+img+`"`,
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--scenario", "../../scenarios/remote_tiers.toml", "--set", `tier.nvmeof.device="`+img+`"`,
 		"--set", "tier.remote.capacity=16GiB", "--set", "tier.nvmeof.capacity=300GiB", "--limit", "10", "--block-bytes", "65536", "--dir", dir, "../../traces/synthetic.jsonl")
 	msg := strings.TrimSpace(stderr)
 	if code != 2 || strings.Contains(msg, "\n") {

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // what the last kill left; a last replay reopens it and verifies.
 func TestReplayKilledMidWrite(t *testing.T) {
 	dir := replayDir(t)
-	args := []string{"replay", "--real", "--dir", dir, "--fresh", "--block-bytes", "16384", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}
+	args := []string{"replay", "--real", "--mirror", "--dir", dir, "--fresh", "--block-bytes", "16384", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl"}
 	tier := filepath.Join(dir, "tier-ssd")
 	torn := 0
 	for round := 0; round < 8 && (round < 3 || torn == 0); round++ {
@@ -97,7 +97,7 @@ func TestReplayKilledMidWrite(t *testing.T) {
 	t.Logf("torn buckets discarded over all rounds: %d", torn)
 	// The store the kills left is reopened as it is, and every block it
 	// serves verifies.
-	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--verify", "--block-bytes", "16384", "--limit", "300",
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--dir", dir, "--verify", "--block-bytes", "16384", "--limit", "300",
 		"--scenario", "../../scenarios/hbm_dram_ssd.toml", "../../traces/synthetic.jsonl")
 	if code != 0 {
 		t.Fatalf("reopening after the kills: status %d: %s", code, stderr)

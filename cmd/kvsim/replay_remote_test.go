@@ -22,7 +22,7 @@ import (
 func replayRemote(t *testing.T, endpoint string, extra ...string) (*results.Replay, string, string, int) {
 	t.Helper()
 	dir := replayDir(t)
-	args := append([]string{"replay", "--real", "--scenario", "testdata/remote.toml", "--set", fmt.Sprintf("tier.remote.endpoint=%q", endpoint),
+	args := append([]string{"replay", "--real", "--mirror", "--scenario", "testdata/remote.toml", "--set", fmt.Sprintf("tier.remote.endpoint=%q", endpoint),
 		"--limit", "600", "--block-bytes", "16384", "--dir", dir}, extra...)
 	stdout, stderr, code := runKvsim(append(args, synthetic)...)
 	var r *results.Replay

@@ -124,15 +124,16 @@ eviction = "lru"
 		sig  syscall.Signal
 		mode []string
 	}{
-		{"default/SIGINT", syscall.SIGINT, nil},
-		{"default/SIGTERM", syscall.SIGTERM, nil},
-		{"verify/SIGINT", syscall.SIGINT, []string{"--verify"}},
+		{"live/SIGINT", syscall.SIGINT, nil},
+		{"live/SIGTERM", syscall.SIGTERM, []string{"--verify"}},
+		{"mirror/SIGINT", syscall.SIGINT, []string{"--mirror"}},
+		{"verify/SIGINT", syscall.SIGINT, []string{"--mirror", "--verify"}},
 		{"sequential/SIGINT", syscall.SIGINT, []string{"--sequential"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := replayDir(t)
 			base := []string{"replay", "--real", "--dir", dir, "--block-bytes", "262144", "--scenario", sc}
-			if _, stderr, code := runKvsim(append(base, "--limit", "100", trace)...); code != 0 {
+			if _, stderr, code := runKvsim(append(base, "--mirror", "--limit", "100", trace)...); code != 0 {
 				t.Fatalf("first replay: exit %d: %s", code, stderr)
 			}
 			before, err := os.ReadFile(filepath.Join(dir, "replay.json"))
@@ -177,7 +178,7 @@ eviction = "lru"
 				}
 				return nil
 			})
-			_, errs, code := runKvsim(append(base, "--verify", "--limit", "300", trace)...)
+			_, errs, code := runKvsim(append(base, "--mirror", "--verify", "--limit", "300", trace)...)
 			if code != 0 {
 				t.Fatalf("the replay after the interrupt: exit %d: %s", code, errs)
 			}

@@ -13,7 +13,7 @@ import (
 	"kvsim/results"
 )
 
-var replaySSD = []string{"replay", "--real", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "600", "--block-bytes", "16384"}
+var replaySSD = []string{"replay", "--real", "--mirror", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "600", "--block-bytes", "16384"}
 
 const synthetic = "../../traces/synthetic.jsonl"
 
@@ -81,7 +81,7 @@ func TestReplayBlockBytesChanged(t *testing.T) {
 	replayIn(t, dir)
 	tier := filepath.Join(dir, "tier-ssd")
 	before, _ := os.ReadDir(tier)
-	args := []string{"replay", "--real", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "600", "--block-bytes", "8192", "--dir", dir, synthetic}
+	args := []string{"replay", "--real", "--mirror", "--scenario", "../../scenarios/hbm_dram_ssd.toml", "--limit", "600", "--block-bytes", "8192", "--dir", dir, synthetic}
 	_, stderr, code := runKvsim(args...)
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tier) || !strings.Contains(stderr, "--block-bytes 16384 (this replay: 8192)") {
 		t.Errorf("status %d: %s", code, stderr)
@@ -261,7 +261,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // by git.
 func TestReplayTable(t *testing.T) {
 	dir := replayDir(t)
-	stdout, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "40", "--block-bytes", "8192", synthetic)
+	stdout, stderr, code := runKvsim("replay", "--real", "--mirror", "--dir", dir, "--limit", "40", "--block-bytes", "8192", synthetic)
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -271,7 +271,7 @@ func TestReplayTable(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "replay.json")); strings.Contains(string(b), `"verify"`) {
 		t.Errorf("replay.json has verify without --verify:\n%s", b)
 	}
-	stdout, _, _ = runKvsim("replay", "--real", "--dir", dir, "--limit", "40", "--block-bytes", "8192", "--verify", synthetic)
+	stdout, _, _ = runKvsim("replay", "--real", "--mirror", "--dir", dir, "--limit", "40", "--block-bytes", "8192", "--verify", synthetic)
 	if !strings.Contains(stdout, "verify: ") || strings.Contains(stdout, "verify: 0 checked") {
 		t.Errorf("with --verify:\n%s", stdout)
 	}

@@ -71,7 +71,7 @@ func TestReplayConformance(t *testing.T) {
 			t.Run(filepath.Base(path)+"/"+pol.Name, func(t *testing.T) {
 				want := simOnly(t, path, pi, 600)
 				dir := replayDir(t)
-				_, stderr, code := runKvsim("replay", "--real", "--scenario", path, "--policy", pol.Name, "--dir", dir, "--limit", "600", "--verify", "--block-bytes", "16384", "../../traces/synthetic.jsonl")
+				_, stderr, code := runKvsim("replay", "--real", "--mirror", "--scenario", path, "--policy", pol.Name, "--dir", dir, "--limit", "600", "--verify", "--block-bytes", "16384", "../../traces/synthetic.jsonl")
 				if code != 0 {
 					t.Fatalf("status %d: %s", code, stderr)
 				}
@@ -140,7 +140,7 @@ func TestReplayBadInput(t *testing.T) {
 // are checked for what they must show.
 func TestReplayHugepagesRequired(t *testing.T) {
 	dir := replayDir(t)
-	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "50", "--hugepages", "require",
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--dir", dir, "--limit", "50", "--hugepages", "require",
 		"--scenario", "../../scenarios/hbm_dram.toml", "../../traces/synthetic.jsonl")
 	switch code {
 	case 0:
@@ -162,7 +162,7 @@ func TestReplayHugepagesRequired(t *testing.T) {
 func TestReplayConversationVerify(t *testing.T) {
 	tr := needSharedTrace(t)
 	dir := replayDir(t)
-	_, stderr, code := runKvsim("replay", "--real", "--verify", "--limit", "3000", "--block-bytes", "4096", "--dir", dir, tr)
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--verify", "--limit", "3000", "--block-bytes", "4096", "--dir", dir, tr)
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -179,7 +179,7 @@ func TestReplayConversationVerify(t *testing.T) {
 // TestReplaySet: --set reaches the replay's scenario, the default one too.
 func TestReplaySet(t *testing.T) {
 	dir := replayDir(t)
-	_, stderr, code := runKvsim("replay", "--real", "--dir", dir, "--limit", "40", "--block-bytes", "8192",
+	_, stderr, code := runKvsim("replay", "--real", "--mirror", "--dir", dir, "--limit", "40", "--block-bytes", "8192",
 		"--set", "policy.lru.eviction=fifo", "--set", "tier.dram.capacity=1GiB", "../../traces/synthetic.jsonl")
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)

@@ -95,7 +95,7 @@ type Result struct {
 }
 
 // spinBelow is the wait the loop polls for rather than sleeps.
-const spinBelow = 300 * time.Microsecond
+const spinBelow = time.Millisecond
 
 // ErrStopped is Run's error once Options.Stopped says so.
 var ErrStopped = errors.New("live: replay stopped")
@@ -713,6 +713,24 @@ func (b *Body) warm() {
 	}
 }
 
+// prime has every empty memory store take and drop one block before the
+// clock starts: its first chunk is mapped and faulted in then (hundreds of
+// ms on a busy machine), not inside the first request's admission.
+// Durable and remote stores are left alone (a block there is a write).
+func (b *Body) prime() {
+	for _, s := range b.stores {
+		if _, durable := s.(store.Recoverer); durable {
+			continue
+		}
+		if _, remote := s.(store.LossReporter); remote || s.Has(0) {
+			continue
+		}
+		if s.Put(0, b.lbuf[:b.o.MaxBytes]) == nil {
+			s.Delete(0)
+		}
+	}
+}
+
 // kick starts the next step if the GPU is idle and anything can run.
 func (b *Body) kick(now int64) {
 	bt, ok := b.sch.Next(now)
@@ -744,6 +762,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 		}
 	}
 	b.done = make(chan *op, nl)
+	b.prime()
 	b.start = time.Now()
 	defer b.stop()
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 
 	"kvsim/core"
@@ -200,5 +201,80 @@ func TestDeleteWaitsForRead(t *testing.T) {
 	}
 	if len(b.keys) != 0 {
 		t.Errorf("%d keys still have operations", len(b.keys))
+	}
+}
+
+// flaky is a memory store whose writes fail with ENOSPC after the first
+// okPuts, and which forgets every lose-th block it stored behind the
+// body's back (Get then reports it not stored, as a server's eviction).
+type flaky struct {
+	*hostmem.MemStore
+	okPuts, puts, lose int
+	gone               []int32
+}
+
+var _ store.LossReporter = (*flaky)(nil)
+
+// Lost implements store.LossReporter.
+func (f *flaky) Lost() []int32 {
+	g := f.gone
+	f.gone = nil
+	return g
+}
+
+func (f *flaky) Put(b int32, d []byte) error {
+	if f.puts++; f.puts > f.okPuts {
+		return syscall.ENOSPC
+	}
+	if err := f.MemStore.Put(b, d); err != nil {
+		return err
+	}
+	if f.lose > 0 && f.puts%f.lose == 0 {
+		f.MemStore.Delete(b)
+		f.gone = append(f.gone, b)
+	}
+	return nil
+}
+
+// TestLiveFaults: a third tier whose disk fills up and which loses blocks
+// behind the body's back. Every request still finishes, the failed writes
+// and lost blocks are counted, the core forgets those copies (it never
+// holds a block in a tier whose store does not), and nothing read back is
+// corrupt.
+func TestLiveFaults(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		cfg := tiny(10 + rng.IntN(10))
+		cfg.Tiers[1].Capacity = int64(20+rng.IntN(20)) * 4000
+		cfg.Tiers = append(cfg.Tiers, core.Tier{Name: "disk", Capacity: 1 << 30})
+		disk := &flaky{MemStore: memStore(), okPuts: 20 + rng.IntN(40), lose: 3}
+		stores := []store.Store{memStore(), memStore(), disk}
+		b, err := New(cfg, Options{Stores: stores, RealBytes: func(m int64) int { return int(m) }, MaxBytes: 4096, Verify: true,
+			Lanes: [][]int{{0, 2, 1}, {2, 0, 2}, {1, 2, 0}}, Step: flat{}, Budget: 32,
+			Virtual: func(f, to int, _ int64) int64 { return int64(300 * (1 + f + to)) }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := coretest.Conversations(rng, 80)
+		res, err := b.Run(&coretest.Slice{Reqs: reqs})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		b.Finish()
+		if len(res.Records) != len(reqs) {
+			t.Errorf("seed %d: %d of %d finished", seed, len(res.Records), len(reqs))
+		}
+		if res.Lost[2] == 0 || res.Corrupt != 0 {
+			t.Errorf("seed %d: disk lost %d copies, %d corrupt; want some lost, none corrupt", seed, res.Lost[2], res.Corrupt)
+		}
+		for blk := core.Block(0); blk < 500; blk++ {
+			if b.Core().Resident(blk, 2) && !disk.Has(blk) {
+				t.Errorf("seed %d: the core holds block %d on the disk, which lost it", seed, blk)
+			}
+		}
+		if err := b.Core().Check(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		b.Close()
 	}
 }
