@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -254,6 +255,9 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		lr, err = lb.Run(in)
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if errors.Is(err, live.ErrSessions) {
+			return nil, experiment.BadInputf("replay: %s: %v", sc.Path, err)
 		}
 		if err != nil {
 			return nil, experiment.TraceError(sc, err)

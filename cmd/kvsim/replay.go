@@ -138,6 +138,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := results.CheckReplayPath(filepath.Join(o.dir, "replay.json")); err != nil {
 		return badInput(err)
 	}
+	if !o.mirror && !o.sequential { // the live replay also writes these
+		for _, f := range []struct {
+			name string
+			ours func(string) bool
+		}{{"requests.csv", results.IsRequests}, {"replay.html", results.IsPage}} {
+			if ok, _ := results.Replaceable(filepath.Join(o.dir, f.name), f.ours); !ok {
+				return badInputf("replay: %s exists and is not a file kvsim wrote; it will not be replaced: move it or give another --dir", filepath.Join(o.dir, f.name))
+			}
+		}
+	}
 	// Progress on a terminal only: the requests done of the trace's lines
 	// (a line is a request) on the real clock.
 	prog := startWallProgress(stderr, "replay", 0, false)

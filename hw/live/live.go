@@ -97,6 +97,9 @@ type Result struct {
 // spinBelow is the wait the loop polls for rather than sleeps.
 const spinBelow = time.Millisecond
 
+// ErrSessions is Run's error for a closed-loop source.
+var ErrSessions = errors.New("closed-loop sessions are not replayed live (replay them with --mirror)")
+
 // ErrStopped is Run's error once Options.Stopped says so.
 var ErrStopped = errors.New("live: replay stopped")
 
@@ -752,7 +755,7 @@ func (b *Body) kick(now int64) {
 // every move landed, or at the first error.
 func (b *Body) Run(src core.Source) (*Result, error) {
 	if _, ok := src.(core.Sessions); ok {
-		return nil, errors.New("live: closed-loop sessions are not replayed live yet (use --mirror)")
+		return nil, ErrSessions
 	}
 	b.warm()
 	nl := 0
