@@ -256,6 +256,7 @@ func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi
 	}
 	vr.Scenario, vr.Policy = sc.Name, sc.Policies[pi].Name
 	vr.Records.Path = "live replay on this machine"
+	vr.Title = fmt.Sprintf("kvsim replay --real: %s, policy %s, measured on this machine against the simulator", sc.Name, sc.Policies[pi].Name)
 	page, err := vr.Page(report.Options{})
 	if err != nil {
 		return fmt.Errorf("replay: replay.html: %w", err)

@@ -58,6 +58,9 @@ func signedPct(x Num) string {
 // Page renders the comparison as an HTML page (report.ValidationPage).
 func (r *Result) Page(o report.Options) ([]byte, error) {
 	title := fmt.Sprintf("kvsim validate: %s against %s", r.Scenario, r.Records.Path)
+	if r.Title != "" {
+		title = r.Title
+	}
 	v := report.Validation{Title: title}
 	v.Facts = append(v.Facts,
 		fmt.Sprintf("%d requests from %s (%s format)%s; kvsim's policy %s; %d preemptions in kvsim.", r.Records.Requests, r.Records.Path, r.Records.Format, failedText(r.Records.Failed), r.Policy, r.Preemptions),

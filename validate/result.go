@@ -105,6 +105,9 @@ type Result struct {
 	TPOT        Metric    `json:"tpot"`
 	E2E         Metric    `json:"e2e"`
 	PerRequest  []Request `json:"per_request"`
+	// Title, if set, heads the HTML page instead of the validate title
+	// (kvsim replay's page of measured against predicted).
+	Title string `json:"-"`
 }
 
 // Metrics names the three metrics in a fixed order.
