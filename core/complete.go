@@ -1,5 +1,7 @@
 package core
 
+import "kvsim/policy"
+
 // PrefillDone reports that request id's prefill finished: its first token
 // is out and the blocks it produced are usable by others.
 func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
@@ -41,6 +43,9 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	r := &c.reqs[id]
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
+	}
+	if r.IdleNs > 0 && c.idlers {
+		c.markIdle(now, r)
 	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
@@ -211,6 +216,9 @@ func (c *Core) preempt(now int64, id ReqID) {
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}
+	if r.IdleNs > 0 && c.idlers {
+		c.markIdle(now, r)
+	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
 	c.outHeld -= r.scratch
@@ -240,4 +248,23 @@ func (c *Core) preempt(now int64, id ReqID) {
 	c.qh--
 	c.queue[c.qh] = id
 	c.mover.Preempted(now, id)
+}
+
+// markIdle tells each private tier's Idler that r's blocks no request
+// still uses wait for r's session, expected back r.IdleNs from now.
+func (c *Core) markIdle(now int64, r *reqState) {
+	back := AddTime(now, r.IdleNs)
+	for b := range c.distinct(r.Blocks) {
+		if c.pins[b] > 0 {
+			continue
+		}
+		for t, p := range c.policies {
+			if t == c.pt || c.where[b]&(1<<t) == 0 {
+				continue
+			}
+			if id, ok := p.(policy.Idler); ok {
+				id.Idle(b, back)
+			}
+		}
+	}
 }

@@ -102,6 +102,7 @@ type Core struct {
 	node      int             // this core's node in the pool
 	placeAt   int             // the pool node makeRoom chose for the next insert
 	peers     *Peers          // other nodes' host tiers this core may read, or nil (peer.go)
+	idlers    bool            // some private tier's policy is a policy.Idler
 
 	// per block
 	size         []int64
@@ -189,6 +190,11 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	}
 	c.used = make([]int64, nt)
 	c.holder, _ = c.policies[0].(policy.Holder)
+	for t, p := range c.policies {
+		if _, ok := p.(policy.Idler); ok && t != c.pt {
+			c.idlers = true
+		}
+	}
 	for t := range nt {
 		c.pinViews = append(c.pinViews, tierPins{c: c, tier: t})
 	}
