@@ -183,7 +183,7 @@ func (s *Scenario) Describe() string {
 		for _, k := range keys {
 			extra = append(extra, fmt.Sprintf("%s=%g", k, p.Params[k]))
 		}
-		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}, {"stage", p.Stage}} {
+		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}, {"stage", p.Stage}, {"idle_rank", p.IdleRank}} {
 			if kv[1] != "" {
 				extra = append(extra, kv[0]+"="+kv[1])
 			}

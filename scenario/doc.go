@@ -255,6 +255,9 @@
 //	                              # default "never"
 //	stage = "copy"                # "copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);
 //	                              # "pass": it moves straight to hbm; default "copy"
+//	idle_rank = "observed"        # closed-loop sessions: each tier first evicts the blocks of idle sessions expected back latest (MORI);
+//	                              # "observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait;
+//	                              # off | observed | oracle; default "off"
 //	# any other key is a numeric parameter the eviction policy declares
 //
 //	[slo]                         # optional;

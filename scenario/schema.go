@@ -254,6 +254,8 @@ var schema = []*section{
 		{Name: "recompute", Type: tString, Default: "never", Doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
 		{Name: "stage", Type: tString, Default: "copy", Example: `"copy"`,
 			Doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
+		{Name: "idle_rank", Type: tString, Default: "off", Enum: func() []string { return []string{"off", "observed", "oracle"} }, Example: `"observed"`,
+			Doc: `closed-loop sessions: each tier first evicts the blocks of idle sessions expected back latest (MORI);` + "\n" + `"observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait`},
 	}},
 	{name: "slo", doc: "summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)", fields: []field{
 		{Name: "ttft_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "500", Doc: "time to first token at most, ms"},
