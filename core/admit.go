@@ -46,6 +46,11 @@ func (c *Core) Arrive(now int64, in *Request) {
 		if c.first(p, b) {
 			c.refs[b]++
 		}
+		for _, id := range c.idlers { // its session is back, if it was idle
+			if id != nil {
+				id.Busy(b)
+			}
+		}
 	}
 	// A request that could never finish (its prompt and whole output do not
 	// fit an empty HBM) is rejected, though its prompt alone might fit.

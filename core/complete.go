@@ -1,7 +1,5 @@
 package core
 
-import "kvsim/policy"
-
 // PrefillDone reports that request id's prefill finished: its first token
 // is out and the blocks it produced are usable by others.
 func (c *Core) PrefillDone(now int64, id ReqID, t Timing) {
@@ -44,7 +42,7 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}
-	if r.IdleNs > 0 && c.idlers {
+	if r.IdleNs > 0 && c.idlers != nil {
 		c.markIdle(now, r)
 	}
 	c.used[0] -= r.scratch
@@ -216,7 +214,7 @@ func (c *Core) preempt(now int64, id ReqID) {
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}
-	if r.IdleNs > 0 && c.idlers {
+	if r.IdleNs > 0 && c.idlers != nil {
 		c.markIdle(now, r)
 	}
 	c.used[0] -= r.scratch
@@ -258,11 +256,8 @@ func (c *Core) markIdle(now int64, r *reqState) {
 		if c.pins[b] > 0 {
 			continue
 		}
-		for t, p := range c.policies {
-			if t == c.pt || c.where[b]&(1<<t) == 0 {
-				continue
-			}
-			if id, ok := p.(policy.Idler); ok {
+		for t, id := range c.idlers {
+			if id != nil && c.where[b]&(1<<t) != 0 {
 				id.Idle(b, back)
 			}
 		}

@@ -102,7 +102,7 @@ type Core struct {
 	node      int             // this core's node in the pool
 	placeAt   int             // the pool node makeRoom chose for the next insert
 	peers     *Peers          // other nodes' host tiers this core may read, or nil (peer.go)
-	idlers    bool            // some private tier's policy is a policy.Idler
+	idlers    []policy.Idler  // per tier: its policy if a private tier's is an Idler; nil if none is
 
 	// per block
 	size         []int64
@@ -191,8 +191,11 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	c.used = make([]int64, nt)
 	c.holder, _ = c.policies[0].(policy.Holder)
 	for t, p := range c.policies {
-		if _, ok := p.(policy.Idler); ok && t != c.pt {
-			c.idlers = true
+		if id, ok := p.(policy.Idler); ok && t != c.pt {
+			if c.idlers == nil {
+				c.idlers = make([]policy.Idler, nt)
+			}
+			c.idlers[t] = id
 		}
 	}
 	for t := range nt {

@@ -29,6 +29,7 @@ import (
 //	expect hits=N victims=a,b|-    hits and victims since the previous expect
 //	resident x y ...               the exact resident set (and Len)
 //	idle T x y ...                 mark blocks idle, their session back at T (Idler)
+//	busy x ...                     their session is back (Idler.Busy)
 //
 // "new idle:NAME" runs NAME wrapped by IdleRank.
 //
@@ -288,6 +289,14 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 			}
 			for _, s := range args[1:] {
 				idler.Idle(id(s), back)
+			}
+		case "busy":
+			idler, ok := p.(Idler)
+			if !ok {
+				fail(l, "busy needs an idle: policy")
+			}
+			for _, s := range args {
+				idler.Busy(id(s))
 			}
 		case "expect":
 			// What happened, in the line's own terms; a difference shows

@@ -8,19 +8,21 @@ import (
 // Idler is implemented by policies that rank the blocks of idle agent
 // sessions (IdleRank). The caller calls Idle(b, back) when the last
 // request using resident block b has finished and b's session is expected
-// to send its next call at time back (the caller's clock). A block marked
-// by several sessions keeps the earliest return. Access, Insert, Remove and
-// Acquire clear the mark: the session came back, or the copy is gone.
+// to send its next call at time back (the caller's clock), and Busy(b)
+// when a request that needs b arrives (it may queue before it touches b).
+// A block marked by several sessions keeps the earliest return. Busy,
+// Access, Insert, Remove and Acquire clear the mark.
 type Idler interface {
 	Idle(b Block, back int64)
+	Busy(b Block)
 }
 
-// IdleRank wraps base so that Evict first takes, among unpinned blocks
-// marked idle, the one whose session is expected back latest, as long as
-// that return is still ahead of now; at equal returns the block marked last
-// (the deeper one of a prefix) goes first. When no marked block is
-// expected after now (none marked, or every estimate has passed) base
-// chooses as it would alone. MORI (Xia et al. 2026, "Idleness is
+// IdleRank wraps base so that Evict takes, among unpinned blocks marked
+// idle, first the one whose session is most overdue (expected back before
+// now and not back: a longer wait than estimated, or a session that
+// ended), then the one expected back latest; at equal times the block
+// marked last (the deeper one of a prefix) goes first. With no unpinned
+// block marked, base chooses as it would alone. MORI (Xia et al. 2026, "Idleness is
 // Relative") ranks an agent's programs by idleness and keeps the least
 // idle in HBM; this is the block-level form of that ranking.
 //
@@ -42,22 +44,28 @@ func IdleRank(base Policy) (Policy, error) {
 
 type idleRank struct {
 	base  Policy
-	marks keyHeap[int64] // key: -back, so the latest return is on top
+	early keyHeap[int64] // key: back, the earliest return on top
+	late  keyHeap[int64] // the same blocks, key -back: the latest on top
 	n     uint64         // marks so far: seq MaxUint64-n puts the last marked first among equals
 }
 
 // Idle implements Idler.
 func (r *idleRank) Idle(b Block, back int64) {
-	if r.marks.contains(b) && -r.marks.h[r.marks.pos[b]-1].key <= back {
+	if r.early.contains(b) && r.early.h[r.early.pos[b]-1].key <= back {
 		return
 	}
 	r.n++
-	r.marks.push(b, -back, math.MaxUint64-r.n)
+	r.early.push(b, back, math.MaxUint64-r.n)
+	r.late.push(b, -back, math.MaxUint64-r.n)
 }
 
+// Busy implements Idler.
+func (r *idleRank) Busy(b Block) { r.clear(b) }
+
 func (r *idleRank) clear(b Block) {
-	if r.marks.contains(b) {
-		r.marks.remove(b)
+	if r.early.contains(b) {
+		r.early.remove(b)
+		r.late.remove(b)
 	}
 }
 
@@ -79,14 +87,20 @@ func (r *idleRank) Remove(b Block) {
 func (r *idleRank) Len() int { return r.base.Len() }
 
 func (r *idleRank) Evict(now int64, pinned Pinned) (Block, bool) {
-	if r.marks.Len() > 0 && -r.marks.h[0].key > now {
-		if it, ok := r.marks.popUnpinned(pinned); ok {
-			if -it.key > now {
+	if r.early.Len() > 0 && r.early.h[0].key < now {
+		if it, ok := r.early.popUnpinned(pinned); ok {
+			if it.key < now {
+				r.late.remove(it.b)
 				r.base.Remove(it.b)
 				return it.b, true
 			}
-			r.marks.push(it.b, it.key, it.seq) // every unpinned estimate has passed
+			r.early.push(it.b, it.key, it.seq) // no unpinned block is overdue
 		}
+	}
+	if it, ok := r.late.popUnpinned(pinned); ok {
+		r.early.remove(it.b)
+		r.base.Remove(it.b)
+		return it.b, true
 	}
 	b, ok := r.base.Evict(now, pinned)
 	if ok {
