@@ -73,3 +73,26 @@ func TestIdleRankAgentic(t *testing.T) {
 	}
 	t.Logf("HBM hits %v", hbmHits)
 }
+
+// TestSlidingWindowWired: a model with sliding-window layers gives the
+// cluster its window (the View's window residency, llmd_precise's hybrid
+// rule); full attention and chunked local attention give none.
+func TestSlidingWindowWired(t *testing.T) {
+	for _, tc := range []struct {
+		preset string
+		want   int
+	}{
+		{"gemma-3-27b", 1024}, // 5 sliding layers of 6
+		{"llama-3.1-8b", 0},
+		{"llama-4-scout", 0}, // chunked, not sliding
+	} {
+		sc := load(t, "../scenarios/cluster_routers.toml", "model.preset="+tc.preset, "cluster.router=llmd_precise")
+		cc, err := ClusterConfig(sc, SimConfig(sc, sc.Policies[0], nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc.SlidingWindow != tc.want || slidingWindow(sc) != tc.want {
+			t.Errorf("%s: window %d, want %d", tc.preset, cc.SlidingWindow, tc.want)
+		}
+	}
+}
