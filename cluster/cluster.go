@@ -29,6 +29,9 @@ type Config struct {
 	// instance's private tier PeerTier, over both nodes' NICs, into its
 	// HBM, rather than compute it (core.Peers); 0: off.
 	PeerTier int
+	// PeerStage lands each peer read in the reader's own PeerTier on its
+	// way to HBM (core.Peers.Stage).
+	PeerStage bool
 	// Prefill > 0 disaggregates: Instances[:Prefill] prefill, the rest
 	// decode; the router chooses among the prefill instances, and a
 	// finished prefill's KV crosses the NICs to a decode instance.
@@ -221,6 +224,7 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		if peers, err = core.NewPeers(n, cfg.PeerTier); err != nil {
 			return nil, err
 		}
+		peers.Stage = cfg.PeerStage
 	}
 	if cfg.PoolShare > 0 || cfg.Prefill > 0 || peers != nil {
 		nics := make([]sim.NICSpec, n)

@@ -319,3 +319,23 @@ func TestLLMDPreciseWindowWired(t *testing.T) {
 		}
 	}
 }
+
+// TestLLMDPreciseIgnoresPeers: as llm-d's LongestPrefixScorer, a block an
+// instance could only read from a peer scores nothing. Instance 0 holds
+// blocks 1 2 in hbm (2), instance 1 block 1 (1) and could read 2 3 4 from a
+// peer: the scores stay 2 and 1, and 0 wins (3 + 1 + 1 against 0 + 1 + 1).
+func TestLLMDPreciseIgnoresPeers(t *testing.T) {
+	r := req(400, 1, 2, 3, 4)
+	v := newFake(2)
+	v.tiers = [][]uint8{{0, 0}, {0}}
+	v.peers = []int{0, 3}
+	l := newLLMDPrecise(params2026(nil))
+	for i, want := range []float64{2, 1} {
+		if s, _ := l.score(r, v, i); s != want {
+			t.Fatalf("instance %d scores %v, want %v", i, s, want)
+		}
+	}
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("routed to %d, want 0", i)
+	}
+}

@@ -43,6 +43,7 @@ type Stats struct {
 	PoolRemoteHits   int64   // hits on the pool whose copy lives on another node
 	Transferred      int64   // blocks received from a prefill node (disaggregated decode)
 	PeerFetched      int64   // blocks read from another node's host tier (Config.Peers)
+	PeerStaged       int64   // of those, the ones that landed in this node's host tier too (Peers.Stage)
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)

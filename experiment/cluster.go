@@ -51,6 +51,7 @@ func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error
 		if ccfg.PeerTier = sc.PeerTier(); ccfg.PeerTier < 0 {
 			return ccfg, errors.New("cluster: peer_fetch needs a node-scoped pinned or dram tier")
 		}
+		ccfg.PeerStage = c.PeerStage == "host"
 	}
 	var err error
 	if ccfg.Router, err = NewRouter(sc); err != nil {

@@ -217,6 +217,9 @@ func (s *Scenario) Describe() string {
 		}
 		if c.PeerFetch {
 			fmt.Fprintf(&b, ", peer fetch")
+			if c.PeerStage != "" {
+				fmt.Fprintf(&b, " through the %s tier", c.PeerStage)
+			}
 		}
 		if c.Prefill > 0 || s.Pool() >= 0 || c.PeerFetch {
 			fmt.Fprintf(&b, ", NICs %s each way, %s, %d lanes", FormatBandwidth(c.NICBandwidth), FormatDuration(c.NICLatency), c.NICLanes)

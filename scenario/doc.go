@@ -338,6 +338,9 @@
 //	peer_fetch = false            # a block in no tier of an instance's own nor the pool is read over both NICs from another
 //	                              # instance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md);
 //	                              # default false
+//	peer_stage = "direct"         # with peer_fetch: "direct": a peer's block crosses the NICs into HBM;
+//	                              # "host": it lands in the reader's own host tier (a copy kept there), then crosses its local link to HBM;
+//	                              # direct | host; default "direct"
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
 //	events = "tcp://*:5557"       # kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,
