@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"reflect"
 	"testing"
 
 	"kvsim/core"
@@ -131,28 +130,11 @@ func TestPeerFetchByHand(t *testing.T) {
 func TestPeerFetchInvariants(t *testing.T) {
 	fetchedSome := false
 	for seed := range uint64(10) {
-		node, reqs := randomScenario(seed)
-		n := 1 + int(seed%4)
-		var router func() Router
-		if seed%2 == 0 {
-			router = func() Router { return &rrTest{} }
-		} else {
-			router = func() Router { return &prefixTest{reject: 7} }
-		}
+		node, reqs, n, router := randomCluster(seed)
 		run := func() (*Result, []instRec) {
-			cfg := Config{Router: router(), PeerTier: 1, PeerStage: seed%4 >= 2,
-				NIC: sim.NICSpec{Bandwidth: 5e5 * float64(1+seed%3), Latency: int64(seed%2) * 2000, Lanes: int(seed % 3)},
-				Setup: func(i int, s *sim.Sim) {
-					s.OnEvent(func(s *sim.Sim) {
-						if err := s.Core().Check(); err != nil {
-							t.Fatalf("seed %d, instance %d: %v", seed, i, err)
-						}
-					})
-				}}
-			for range n {
-				cfg.Instances = append(cfg.Instances, node)
-			}
-			return runCluster(t, cfg, reqs)
+			cfg := Config{Router: router(), PeerTier: 1, PeerStage: seed%4 >= 2, NIC: randomNIC(seed)}
+			res, recs, _ := checkedRun(t, seed, cfg, node, n, reqs, nil)
+			return res, recs
 		}
 		res, recs := run()
 		var peer int64
@@ -166,15 +148,11 @@ func TestPeerFetchInvariants(t *testing.T) {
 			}
 			peer += int64(r.rec.Peer)
 		}
-		tot := res.Total()
-		if tot.Stats.Requests+tot.Stats.Rejected != int64(len(reqs)) || tot.Stats.PeerFetched != peer {
-			t.Fatalf("seed %d: %d finished + %d rejected of %d; %d fetched, records say %d", seed, tot.Stats.Requests, tot.Stats.Rejected, len(reqs), tot.Stats.PeerFetched, peer)
+		countedOnce(t, seed, res, reqs)
+		if tot := res.Total(); tot.Stats.PeerFetched != peer {
+			t.Fatalf("seed %d: %d fetched, records say %d", seed, tot.Stats.PeerFetched, peer)
 		}
-		var sent, recvd int64
-		for _, nc := range res.NICs {
-			sent += nc.SendBytes
-			recvd += nc.RecvBytes
-		}
+		sent, recvd := nicBytes(res)
 		if sent != recvd || recvd < peer*1000 || recvd > peer*4000 {
 			t.Fatalf("seed %d: %d bytes sent, %d received for %d fetched blocks", seed, sent, recvd, peer)
 		}
@@ -182,10 +160,7 @@ func TestPeerFetchInvariants(t *testing.T) {
 			t.Fatalf("seed %d: one instance fetched %d blocks", seed, peer)
 		}
 		fetchedSome = fetchedSome || (n > 1 && seed%2 == 0 && peer > 0)
-		_, again := run()
-		if !reflect.DeepEqual(recs, again) {
-			t.Fatalf("seed %d: a second run differs", seed)
-		}
+		sameAgain(t, seed, recs, func() []instRec { _, r := run(); return r })
 	}
 	if !fetchedSome {
 		t.Fatal("round robin over several instances fetched nothing: the test shows nothing")
