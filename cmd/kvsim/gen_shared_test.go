@@ -64,6 +64,7 @@ func TestGenShapeErrors(t *testing.T) {
 		{"--shape", "shared-prefix", "--stages", "3"},
 		{"--shape", "agentic", "--fanout", "0"},
 		{"--shape", "agentic", "--depth", "40", "--fanout", "2"},
+		{"--shape", "agentic", "--tool-wait-spread", "-1"},
 	} {
 		if err := runGen(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
