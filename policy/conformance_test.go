@@ -75,7 +75,7 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 	if err != nil {
 		t.Fatal(err)
 	}
-	idler, _ := p.(Idler) // marks drawn from the step and block, as the core would send them
+	idler, _ := p.(Idler)        // marks drawn from the step and block, as the core would send them
 	hold, isHolder := p.(Holder) // the core's pins reach a Holder as Acquire/Release
 	batcher, _ := p.(Batcher)    // drained and evicted ahead of need, as the core does
 	resident := make([]bool, n)
