@@ -301,3 +301,50 @@ func ExampleNames() {
 	fmt.Println(Names())
 	// Output: [2q arc belady clock fifo gdsf lfu lru mooncake prefix-lru s3fifo sieve wtinylfu]
 }
+
+// TestIdleRankNoAllocs: once warmed up, IdleRank over lru allocates
+// nothing per mark, return, access or eviction.
+func TestIdleRankNoAllocs(t *testing.T) {
+	const n, capacity = 4096, 512
+	base, _ := New("lru", Config{Capacity: capacity})
+	p, err := IdleRank(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idler := p.(Idler)
+	r := rand.New(rand.NewPCG(3, 4))
+	ops := make([]Block, 1<<16)
+	for i := range ops {
+		ops[i] = Block(min(r.ExpFloat64()*n/8, n-1))
+	}
+	resident := make([]bool, n)
+	used, i := 0, 0
+	step := func() {
+		b := ops[i%len(ops)]
+		now := int64(i)
+		i++
+		switch {
+		case resident[b] && i%3 == 0:
+			idler.Idle(b, now+int64(i%97)*10) // some pass before the next eviction, some do not
+		case resident[b] && i%5 == 0:
+			idler.Busy(b)
+		case resident[b]:
+			p.Access(b, now)
+		default:
+			if used == capacity {
+				v, _ := p.Evict(now, NoPins)
+				resident[v] = false
+				used--
+			}
+			p.Insert(b, 1, now)
+			resident[b] = true
+			used++
+		}
+	}
+	for range 3 * len(ops) {
+		step()
+	}
+	if a := testing.AllocsPerRun(len(ops), step); a != 0 {
+		t.Errorf("%v allocations per step", a)
+	}
+}
