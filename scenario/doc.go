@@ -255,7 +255,7 @@
 //	                              # default "never"
 //	stage = "copy"                # "copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);
 //	                              # "pass": it moves straight to hbm; default "copy"
-//	idle_rank = "observed"        # closed-loop sessions: each tier first evicts the blocks of idle sessions expected back latest (MORI);
+//	idle_rank = "observed"        # closed-loop sessions: each tier evicts idle sessions' blocks first, overdue ones, then those expected back latest (MORI);
 //	                              # "observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait;
 //	                              # off | observed | oracle; default "off"
 //	# any other key is a numeric parameter the eviction policy declares

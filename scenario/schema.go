@@ -255,7 +255,7 @@ var schema = []*section{
 		{Name: "stage", Type: tString, Default: "copy", Example: `"copy"`,
 			Doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
 		{Name: "idle_rank", Type: tString, Default: "off", Enum: func() []string { return []string{"off", "observed", "oracle"} }, Example: `"observed"`,
-			Doc: `closed-loop sessions: each tier first evicts the blocks of idle sessions expected back latest (MORI);` + "\n" + `"observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait`},
+			Doc: `closed-loop sessions: each tier evicts idle sessions' blocks first, overdue ones, then those expected back latest (MORI);` + "\n" + `"observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait`},
 	}},
 	{name: "slo", doc: "summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)", fields: []field{
 		{Name: "ttft_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "500", Doc: "time to first token at most, ms"},
