@@ -29,6 +29,9 @@ type Config struct {
 	// instance's private tier PeerTier, over both nodes' NICs, into its
 	// HBM, rather than compute it (core.Peers); 0: off.
 	PeerTier int
+	// PeerStage lands each peer read in the reader's own PeerTier on its
+	// way to HBM (core.Peers.Stage).
+	PeerStage bool
 	// Prefill > 0 disaggregates: Instances[:Prefill] prefill, the rest
 	// decode; the router chooses among the prefill instances, and a
 	// finished prefill's KV crosses the NICs to a decode instance.
@@ -37,6 +40,11 @@ type Config struct {
 	// (lag.go): an index of cached blocks fed by the cores' events, and
 	// load reports; 0: the current state, exactly.
 	StaleNs int64
+	// SlidingWindow > 0 is the model's sliding-window span in tokens: the
+	// View then tells routers which blocks each instance's sliding-window
+	// layers still hold (WindowView, WindowHeld), and Params.SlidingWindow
+	// should be the same; 0: full attention only.
+	SlidingWindow int
 	// OnResidency, if set, hears instance i's residency changes at its
 	// simulated time now (core.Config.OnResidency with the instance and
 	// time): kvsim run --publish-events.
@@ -216,6 +224,7 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		if peers, err = core.NewPeers(n, cfg.PeerTier); err != nil {
 			return nil, err
 		}
+		peers.Stage = cfg.PeerStage
 	}
 	if cfg.PoolShare > 0 || cfg.Prefill > 0 || peers != nil {
 		nics := make([]sim.NICSpec, n)
@@ -250,6 +259,12 @@ func Run(src core.Source, cfg Config, obs func(inst int, r *core.Record)) (*Resu
 		tokBytes: make([]int64, n), hbm: make([]int64, n)}
 	if peers != nil {
 		v.peerTier = cfg.PeerTier
+	}
+	if cfg.SlidingWindow < 0 {
+		return nil, fmt.Errorf("cluster: a sliding window of %d tokens", cfg.SlidingWindow)
+	}
+	if cfg.SlidingWindow > 0 {
+		v.window, v.tail = cfg.SlidingWindow, make([][]bool, n)
 	}
 	if cfg.PoolShare > 0 {
 		v.poolTier = len(cfg.Instances[0].Core.Tiers) - 1
@@ -427,6 +442,7 @@ func (rt *routing) route(r *core.Request, inject bool) error {
 	}
 	res.Chosen[inst]++
 	v.scorePrefix(res, inst, r)
+	v.noteWindow(inst, r)
 	if rt.cfg.Prefill > 0 {
 		r = rt.d.prefillOf(r)
 	}
@@ -640,9 +656,45 @@ type view struct {
 	blockTokens []int
 	lag         *lagging
 	poolTier    int
-	peerTier    int     // the tier peers read (Config.PeerTier), -1 without peer fetch
-	tokBytes    []int64 // KV bytes per token, per instance
-	hbm         []int64 // HBM capacity, per instance
+	peerTier    int      // the tier peers read (Config.PeerTier), -1 without peer fetch
+	tokBytes    []int64  // KV bytes per token, per instance
+	hbm         []int64  // HBM capacity, per instance
+	window      int      // Config.SlidingWindow, tokens
+	tail        [][]bool // per instance, by block: in the window at the end of a prompt it ran
+}
+
+// noteWindow records, with a sliding window, the blocks of r's prompt that
+// instance inst's sliding-window layers keep when r has run: the last
+// ceil(window / block tokens) (vLLM's SlidingWindowManager frees a
+// running request's blocks once they leave its window).
+func (v *view) noteWindow(inst int, r *core.Request) {
+	if v.window <= 0 || len(r.Blocks) == 0 {
+		return
+	}
+	bt := v.blockTokens[inst]
+	if bt <= 0 {
+		bt = max(1, (r.InputTokens+len(r.Blocks)-1)/len(r.Blocks))
+	}
+	w := (v.window + bt - 1) / bt
+	tail := v.tail[inst]
+	for _, b := range r.Blocks[max(0, len(r.Blocks)-w):] {
+		if int(b) >= len(tail) {
+			tail = append(tail, make([]bool, int(b)+1-len(tail))...)
+		}
+		tail[b] = true
+	}
+	v.tail[inst] = tail
+}
+
+// WindowHeld implements WindowView: b is in instance i's cache (in any
+// tier: kvsim moves a block's layers together) and was in the window at
+// the end of a prompt i ran.
+func (v *view) WindowHeld(i int, b core.Block) bool {
+	if v.tail == nil {
+		return false
+	}
+	t := v.tail[i]
+	return int(b) < len(t) && t[b] && v.where(i, b) != 0
 }
 
 // load is what the View tells of an instance's work.

@@ -258,26 +258,10 @@ func randomScenario(seed uint64) (sim.Config, []core.Request) {
 // add up; and a second run gives the same records.
 func TestClusterInvariants(t *testing.T) {
 	for seed := range uint64(10) {
-		node, reqs := randomScenario(seed)
-		n := 1 + int(seed%4)
-		var router func() Router
-		if seed%2 == 0 {
-			router = func() Router { return &rrTest{} }
-		} else {
-			router = func() Router { return &prefixTest{reject: 7} }
-		}
+		node, reqs, n, router := randomCluster(seed)
 		run := func() (*Result, []instRec) {
-			cfg := Config{Router: router(), Setup: func(i int, s *sim.Sim) {
-				s.OnEvent(func(s *sim.Sim) {
-					if err := s.Core().Check(); err != nil {
-						t.Fatalf("seed %d, instance %d: %v", seed, i, err)
-					}
-				})
-			}}
-			for range n {
-				cfg.Instances = append(cfg.Instances, node)
-			}
-			return runCluster(t, cfg, reqs)
+			res, recs, _ := checkedRun(t, seed, Config{Router: router()}, node, n, reqs, nil)
+			return res, recs
 		}
 		res, recs := run()
 		seen := map[int64]int{}
@@ -305,10 +289,8 @@ func TestClusterInvariants(t *testing.T) {
 		if !reflect.DeepEqual(perInst, res.Chosen) || rejected != res.Rejected {
 			t.Fatalf("seed %d: records per instance %v (rejected %d), router chose %v (rejected %d)", seed, perInst, rejected, res.Chosen, res.Rejected)
 		}
+		countedOnce(t, seed, res, reqs)
 		tot := res.Total()
-		if tot.Stats.Requests+tot.Stats.Rejected != int64(len(reqs)) {
-			t.Fatalf("seed %d: %d finished + %d rejected of %d", seed, tot.Stats.Requests, tot.Stats.Rejected, len(reqs))
-		}
 		// Every counter of the totals is the instances' sum (the drain
 		// counters were once left out).
 		var want core.Stats
@@ -328,10 +310,7 @@ func TestClusterInvariants(t *testing.T) {
 		if res.BestPrefix > res.WithPrefix || (n > 1 && seed%2 == 1 && res.BestPrefix != res.WithPrefix) {
 			t.Fatalf("seed %d: best prefix %d of %d", seed, res.BestPrefix, res.WithPrefix)
 		}
-		_, again := run()
-		if !reflect.DeepEqual(recs, again) {
-			t.Fatalf("seed %d: a second run differs", seed)
-		}
+		sameAgain(t, seed, recs, func() []instRec { _, r := run(); return r })
 	}
 }
 

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"reflect"
 	"testing"
 
 	"kvsim/core"
@@ -32,7 +31,10 @@ func peerNode() sim.Config {
 // 5540 ns. Without peer fetch it computes all 12 tokens in steps of 8 and
 // 4: 1080 + 1040 = 2120 ns, which is also what the load-or-recompute
 // strategy picks with peer fetch (its estimate, 2500 ns for the first
-// block's read, is more than recomputing).
+// block's read, is more than recomputing). Staged through the host tier
+// (PeerStage), each block then crosses node 0's local link into HBM (1000
+// ns), as a remote pool hit does (TestRemotePoolHitByHand): TTFT 7040 and
+// 6540 ns, and instance 0 keeps both blocks in its dram.
 func TestPeerFetchByHand(t *testing.T) {
 	reqs := []core.Request{
 		{Seq: 0, Arrival: 0, InputTokens: 8, OutputTokens: 1, Blocks: []core.Block{0, 1}},
@@ -45,7 +47,9 @@ func TestPeerFetchByHand(t *testing.T) {
 		lanes         int
 		ttft          int64
 		fetched       int
-	}{{true, false, 1, 6040, 2}, {true, false, 2, 5540, 2}, {false, false, 1, 2120, 0}, {true, true, 1, 2120, 0}} {
+		stage         bool
+	}{{true, false, 1, 6040, 2, false}, {true, false, 2, 5540, 2, false}, {false, false, 1, 2120, 0, false}, {true, true, 1, 2120, 0, false},
+		{true, false, 1, 7040, 2, true}, {true, false, 2, 6540, 2, true}} {
 		k := 0
 		var sims []*sim.Sim
 		var peerTier, peers, own int
@@ -65,7 +69,7 @@ func TestPeerFetchByHand(t *testing.T) {
 			Setup: func(i int, s *sim.Sim) { sims = append(sims, s) },
 		}
 		if tc.peer {
-			cfg.PeerTier = 1
+			cfg.PeerTier, cfg.PeerStage = 1, tc.stage
 		}
 		res, recs := runCluster(t, cfg, reqs)
 		var r2 *core.Record
@@ -105,6 +109,14 @@ func TestPeerFetchByHand(t *testing.T) {
 		if c := sims[1].Core(); c.Where(0)&2 == 0 || c.Where(1)&2 == 0 {
 			t.Fatalf("%+v: instance 1 lost its dram copies: %b %b", tc, c.Where(0), c.Where(1))
 		}
+		// Staged, instance 0 keeps a dram copy of each block it read.
+		staged := int64(0)
+		if tc.stage {
+			staged = 2
+		}
+		if c := sims[0].Core(); tot.Stats.PeerStaged != staged || (c.Where(0)&2 != 0) != tc.stage || (c.Where(1)&2 != 0) != tc.stage {
+			t.Fatalf("%+v: %d staged; instance 0 holds 0 and 1 at %b %b", tc, tot.Stats.PeerStaged, c.Where(0), c.Where(1))
+		}
 	}
 }
 
@@ -118,28 +130,11 @@ func TestPeerFetchByHand(t *testing.T) {
 func TestPeerFetchInvariants(t *testing.T) {
 	fetchedSome := false
 	for seed := range uint64(10) {
-		node, reqs := randomScenario(seed)
-		n := 1 + int(seed%4)
-		var router func() Router
-		if seed%2 == 0 {
-			router = func() Router { return &rrTest{} }
-		} else {
-			router = func() Router { return &prefixTest{reject: 7} }
-		}
+		node, reqs, n, router := randomCluster(seed)
 		run := func() (*Result, []instRec) {
-			cfg := Config{Router: router(), PeerTier: 1,
-				NIC: sim.NICSpec{Bandwidth: 5e5 * float64(1+seed%3), Latency: int64(seed%2) * 2000, Lanes: int(seed % 3)},
-				Setup: func(i int, s *sim.Sim) {
-					s.OnEvent(func(s *sim.Sim) {
-						if err := s.Core().Check(); err != nil {
-							t.Fatalf("seed %d, instance %d: %v", seed, i, err)
-						}
-					})
-				}}
-			for range n {
-				cfg.Instances = append(cfg.Instances, node)
-			}
-			return runCluster(t, cfg, reqs)
+			cfg := Config{Router: router(), PeerTier: 1, PeerStage: seed%4 >= 2, NIC: randomNIC(seed)}
+			res, recs, _ := checkedRun(t, seed, cfg, node, n, reqs, nil)
+			return res, recs
 		}
 		res, recs := run()
 		var peer int64
@@ -153,15 +148,11 @@ func TestPeerFetchInvariants(t *testing.T) {
 			}
 			peer += int64(r.rec.Peer)
 		}
-		tot := res.Total()
-		if tot.Stats.Requests+tot.Stats.Rejected != int64(len(reqs)) || tot.Stats.PeerFetched != peer {
-			t.Fatalf("seed %d: %d finished + %d rejected of %d; %d fetched, records say %d", seed, tot.Stats.Requests, tot.Stats.Rejected, len(reqs), tot.Stats.PeerFetched, peer)
+		countedOnce(t, seed, res, reqs)
+		if tot := res.Total(); tot.Stats.PeerFetched != peer {
+			t.Fatalf("seed %d: %d fetched, records say %d", seed, tot.Stats.PeerFetched, peer)
 		}
-		var sent, recvd int64
-		for _, nc := range res.NICs {
-			sent += nc.SendBytes
-			recvd += nc.RecvBytes
-		}
+		sent, recvd := nicBytes(res)
 		if sent != recvd || recvd < peer*1000 || recvd > peer*4000 {
 			t.Fatalf("seed %d: %d bytes sent, %d received for %d fetched blocks", seed, sent, recvd, peer)
 		}
@@ -169,10 +160,7 @@ func TestPeerFetchInvariants(t *testing.T) {
 			t.Fatalf("seed %d: one instance fetched %d blocks", seed, peer)
 		}
 		fetchedSome = fetchedSome || (n > 1 && seed%2 == 0 && peer > 0)
-		_, again := run()
-		if !reflect.DeepEqual(recs, again) {
-			t.Fatalf("seed %d: a second run differs", seed)
-		}
+		sameAgain(t, seed, recs, func() []instRec { _, r := run(); return r })
 	}
 	if !fetchedSome {
 		t.Fatal("round robin over several instances fetched nothing: the test shows nothing")

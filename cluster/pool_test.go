@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"reflect"
 	"testing"
 
 	"kvsim/core"
@@ -86,54 +85,24 @@ func TestRemotePoolHitByHand(t *testing.T) {
 // nodes reads the pool across nodes, and a second run is identical.
 func TestPoolInvariants(t *testing.T) {
 	for seed := range uint64(10) {
-		node, reqs := randomScenario(seed)
-		n := 1 + int(seed%4)
-		var router func() Router
-		if seed%2 == 0 {
-			router = func() Router { return &rrTest{} }
-		} else {
-			router = func() Router { return &prefixTest{reject: 7} }
-		}
+		node, reqs, n, router := randomCluster(seed)
 		run := func() (*Result, []instRec) {
-			var sims []*sim.Sim
-			cfg := Config{Router: router(), PoolShare: node.Core.Tiers[1].Capacity / int64(n),
-				NIC: sim.NICSpec{Bandwidth: 5e5 * float64(1+seed%3), Latency: int64(seed%2) * 2000, Lanes: int(seed % 3)},
-				Setup: func(i int, s *sim.Sim) {
-					sims = append(sims, s)
-					s.OnEvent(func(s *sim.Sim) {
-						if err := s.Core().Check(); err != nil {
-							t.Fatalf("seed %d, instance %d: %v", seed, i, err)
-						}
-						if err := s.Core().Pool().Check(); err != nil {
-							t.Fatalf("seed %d, instance %d: %v", seed, i, err)
-						}
-					})
-				}}
-			for range n {
-				cfg.Instances = append(cfg.Instances, node)
-			}
-			res, recs := runCluster(t, cfg, reqs)
-			if len(sims) != n {
-				t.Fatalf("seed %d: %d instances set up", seed, len(sims))
-			}
+			cfg := Config{Router: router(), PoolShare: node.Core.Tiers[1].Capacity / int64(n), NIC: randomNIC(seed)}
+			res, recs, _ := checkedRun(t, seed, cfg, node, n, reqs, func(s *sim.Sim) error { return s.Core().Pool().Check() })
 			return res, recs
 		}
 		res, recs := run()
+		countedOnce(t, seed, res, reqs)
 		tot := res.Total()
-		if tot.Stats.Requests+tot.Stats.Rejected != int64(len(reqs)) {
-			t.Fatalf("seed %d: %d finished + %d rejected of %d", seed, tot.Stats.Requests, tot.Stats.Rejected, len(reqs))
-		}
 		if tot.Stats.PeakUsed[1] > res.Pool.Capacity || tot.Stats.PeakUsed[1] != res.Pool.Peak {
 			t.Fatalf("seed %d: pool peak %d, capacity %d", seed, tot.Stats.PeakUsed[1], res.Pool.Capacity)
 		}
-		var sent, recvd int64
 		for _, nc := range res.NICs {
 			if nc.SendBusyNs > tot.End || nc.RecvBusyNs > tot.End {
 				t.Fatalf("seed %d: NIC %d busy %d/%d ns of %d", seed, nc.Node, nc.SendBusyNs, nc.RecvBusyNs, tot.End)
 			}
-			sent += nc.SendBytes
-			recvd += nc.RecvBytes
 		}
+		sent, recvd := nicBytes(res)
 		if sent != recvd {
 			t.Fatalf("seed %d: %d bytes sent, %d received", seed, sent, recvd)
 		}
@@ -143,9 +112,6 @@ func TestPoolInvariants(t *testing.T) {
 		if n > 1 && seed%2 == 0 && tot.Stats.PoolRemoteHits == 0 { // round robin spreads conversations
 			t.Fatalf("seed %d: no remote pool hit on %d instances: the test shows nothing", seed, n)
 		}
-		_, again := run()
-		if !reflect.DeepEqual(recs, again) {
-			t.Fatalf("seed %d: a second run differs", seed)
-		}
+		sameAgain(t, seed, recs, func() []instRec { _, r := run(); return r })
 	}
 }

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"kvsim/core"
+	"kvsim/sim"
 )
 
 // Hand-computed scores for llmd_precise, llmd_approximate and kv_cost's
@@ -263,5 +266,76 @@ func TestKVCostWithoutEvents(t *testing.T) {
 	}
 	if m := k.approx[0].match(0, []core.Block{1}); m != 0 {
 		t.Fatalf("bound: still holds 1")
+	}
+}
+
+// TestLLMDPreciseWindowWired: with Config.SlidingWindow the cluster's own
+// View tells which blocks each instance's sliding-window layers keep: the
+// last ceil(8 / 4) = 2 blocks of every prompt it ran. Request 0 (blocks 0
+// 1 2 3) ran on instance 0, which keeps 2 3 in its window; request 1
+// (blocks 0 1) on instance 1, which keeps 0 1. Request 2 (0 1 2 3 4):
+// instance 0 holds 4 blocks of it ending on 2 3, held: score 4; instance
+// 1 holds 2 ending on 0 1: 2. Request 3 (0 1 2 9): instance 0 holds 0 1
+// 2, but no prefix of them ends on a held window (2 is held, 1 is not; 1
+// and 0 are not): 0, not scored; instance 1: 2. Instance 1 wins request
+// 3, 3 x 1 + 1 + 1 = 5 against 0 + 1 + 1 = 2, where full attention sends
+// it to instance 0 (3 blocks against 2).
+func TestLLMDPreciseWindowWired(t *testing.T) {
+	reqs := []core.Request{
+		{Seq: 0, Arrival: 0, InputTokens: 16, OutputTokens: 1, Blocks: []core.Block{0, 1, 2, 3}},
+		{Seq: 1, Arrival: 0, InputTokens: 8, OutputTokens: 1, Blocks: []core.Block{0, 1}},
+		{Seq: 2, Arrival: 100_000, InputTokens: 20, OutputTokens: 1, Blocks: []core.Block{0, 1, 2, 3, 4}},
+		{Seq: 3, Arrival: 200_000, InputTokens: 16, OutputTokens: 1, Blocks: []core.Block{0, 1, 2, 9}},
+	}
+	for _, tc := range []struct {
+		window int
+		scores []string // of requests 2 and 3: instance 0, instance 1
+		inst3  int
+	}{
+		{8, []string{"4/true 2/true", "0/false 2/true"}, 1},
+		{0, []string{"4/true 2/true", "3/true 2/true"}, 0},
+	} {
+		p := params2026(nil)
+		p.BlockTokens, p.SlidingWindow = 4, tc.window
+		l := newLLMDPrecise(p)
+		var scores []string
+		chosen := map[int64]int{}
+		probe := routerFunc(func(now int64, r *core.Request, v View) (int, bool) {
+			if r.Seq < 2 { // placed by hand
+				chosen[r.Seq] = int(r.Seq)
+				return int(r.Seq), false
+			}
+			s0, h0 := l.score(r, v, 0)
+			s1, h1 := l.score(r, v, 1)
+			scores = append(scores, fmt.Sprintf("%v/%v %v/%v", s0, h0, s1, h1))
+			i, rej := l.Route(now, r, v)
+			chosen[r.Seq] = i
+			return i, rej
+		})
+		cfg := Config{Instances: []sim.Config{tinyNode(), tinyNode()}, Router: probe, SlidingWindow: tc.window}
+		runCluster(t, cfg, reqs)
+		if !slices.Equal(scores, tc.scores) || chosen[3] != tc.inst3 {
+			t.Errorf("window %d: scores %q, request 3 to %d; want %q, %d", tc.window, scores, chosen[3], tc.scores, tc.inst3)
+		}
+	}
+}
+
+// TestLLMDPreciseIgnoresPeers: as llm-d's LongestPrefixScorer, a block an
+// instance could only read from a peer scores nothing. Instance 0 holds
+// blocks 1 2 in hbm (2), instance 1 block 1 (1) and could read 2 3 4 from a
+// peer: the scores stay 2 and 1, and 0 wins (3 + 1 + 1 against 0 + 1 + 1).
+func TestLLMDPreciseIgnoresPeers(t *testing.T) {
+	r := req(400, 1, 2, 3, 4)
+	v := newFake(2)
+	v.tiers = [][]uint8{{0, 0}, {0}}
+	v.peers = []int{0, 3}
+	l := newLLMDPrecise(params2026(nil))
+	for i, want := range []float64{2, 1} {
+		if s, _ := l.score(r, v, i); s != want {
+			t.Fatalf("instance %d scores %v, want %v", i, s, want)
+		}
+	}
+	if i := route(t, l, r, v); i != 0 {
+		t.Fatalf("routed to %d, want 0", i)
 	}
 }

@@ -140,9 +140,9 @@ func (l *llmdPrecise) score(r *core.Request, v View, i int) (float64, bool) {
 
 // WindowView is what a View tells of a model with sliding-window layers:
 // whether instance i's sliding-window group holds block b (a real engine
-// frees those blocks once they leave every running request's window).
-// kvsim's instances keep a block's layers together, so its own View does
-// not implement it and the window is held wherever the full prefix is.
+// frees those blocks once they leave every running request's window). The
+// cluster's View answers it from the prompts each instance ran when
+// Config.SlidingWindow is set.
 type WindowView interface {
 	WindowHeld(i int, b core.Block) bool
 }

@@ -46,6 +46,11 @@ func (c *Core) Arrive(now int64, in *Request) {
 		if c.first(p, b) {
 			c.refs[b]++
 		}
+		for _, id := range c.idlers { // its session is back, if it was idle
+			if id != nil {
+				id.Busy(b)
+			}
+		}
 	}
 	// A request that could never finish (its prompt and whole output do not
 	// fit an empty HBM) is rejected, though its prompt alone might fit.
@@ -294,6 +299,13 @@ func (c *Core) takeBlocks(now int64, id ReqID, r *reqState) {
 			c.insert(now, 0, b)
 			c.producer[b] = id
 			r.produced = append(r.produced, b)
+			if t := c.peers.tier; c.peers.Stage && c.admits(t, b) && c.makeRoom(now, t, c.size[b]) {
+				c.insert(now, t, b)
+				c.Stats.PeerStaged++
+				c.mover.Move(now, id, b, c.size[b], Remote, t, Load)
+				c.mover.Move(now, id, b, c.size[b], t, 0, Load)
+				break
+			}
 			c.mover.Move(now, id, b, c.size[b], Remote, 0, Load)
 		}
 	}

@@ -42,6 +42,9 @@ func (c *Core) DecodeDone(now int64, id ReqID) {
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}
+	if r.IdleNs > 0 && c.idlers != nil {
+		c.markIdle(now, r)
+	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
 	c.outHeld -= r.scratch
@@ -211,6 +214,9 @@ func (c *Core) preempt(now int64, id ReqID) {
 	for b := range c.distinct(r.Blocks) {
 		c.unpin(now, b)
 	}
+	if r.IdleNs > 0 && c.idlers != nil {
+		c.markIdle(now, r)
+	}
 	c.used[0] -= r.scratch
 	c.pinnedHBM -= r.scratch
 	c.outHeld -= r.scratch
@@ -240,4 +246,20 @@ func (c *Core) preempt(now int64, id ReqID) {
 	c.qh--
 	c.queue[c.qh] = id
 	c.mover.Preempted(now, id)
+}
+
+// markIdle tells each private tier's Idler that r's blocks no request
+// still uses wait for r's session, expected back r.IdleNs from now.
+func (c *Core) markIdle(now int64, r *reqState) {
+	back := AddTime(now, r.IdleNs)
+	for b := range c.distinct(r.Blocks) {
+		if c.pins[b] > 0 {
+			continue
+		}
+		for t, id := range c.idlers {
+			if id != nil && c.where[b]&(1<<t) != 0 {
+				id.Idle(b, back)
+			}
+		}
+	}
 }

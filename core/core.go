@@ -43,6 +43,7 @@ type Stats struct {
 	PoolRemoteHits   int64   // hits on the pool whose copy lives on another node
 	Transferred      int64   // blocks received from a prefill node (disaggregated decode)
 	PeerFetched      int64   // blocks read from another node's host tier (Config.Peers)
+	PeerStaged       int64   // of those, the ones that landed in this node's host tier too (Peers.Stage)
 	Preemptions      int64   // running requests that lost their HBM (recompute)
 	ResumeTokens     int64   // generated tokens recomputed when preempted requests resumed
 	Staged           int64   // lower-tier hits left in tier 1 on their way up (stage copy)
@@ -102,6 +103,7 @@ type Core struct {
 	node      int             // this core's node in the pool
 	placeAt   int             // the pool node makeRoom chose for the next insert
 	peers     *Peers          // other nodes' host tiers this core may read, or nil (peer.go)
+	idlers    []policy.Idler  // per tier: its policy if a private tier's is an Idler; nil if none is
 
 	// per block
 	size         []int64
@@ -189,6 +191,14 @@ func New(cfg Config, mv Mover, obs Observer) (*Core, error) {
 	}
 	c.used = make([]int64, nt)
 	c.holder, _ = c.policies[0].(policy.Holder)
+	for t, p := range c.policies {
+		if id, ok := p.(policy.Idler); ok && t != c.pt {
+			if c.idlers == nil {
+				c.idlers = make([]policy.Idler, nt)
+			}
+			c.idlers[t] = id
+		}
+	}
 	for t := range nt {
 		c.pinViews = append(c.pinViews, tierPins{c: c, tier: t})
 	}

@@ -14,6 +14,11 @@ import "fmt"
 type Peers struct {
 	members []*Core // by node
 	tier    int     // the tier a peer reads, the same in every member
+	// Stage lands a peer read in the reader's own peer tier (a copy kept
+	// there, when that tier admits it and has room) and moves it on to HBM
+	// over the local link, as LMCache's P2P backend reads into its local
+	// CPU buffer; false reads it over the NICs straight into HBM.
+	Stage bool
 }
 
 // NewPeers lets nodes cores read each other's tier t (t >= 1).

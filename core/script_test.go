@@ -108,7 +108,7 @@ func (s *scriptState) run(t *testing.T, line string) string {
 	}
 	switch f[0] {
 	case "config":
-		// config tiers=hbm:30,dram:100[/MAXBLOCKS] bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt= hold=1]
+		// config tiers=hbm:30,dram:100[/MAXBLOCKS] bpt=1 bt=10 evict=lru [admission= write= promotion= prefetch= timeout= stage= maxrun= pt= hold=1 idle=1]
 		s.cfg = Config{BytesPerToken: atoi(t, a["bpt"]), BlockTokens: int(atoi(t, a["bt"]))}
 		if v, ok := a["maxrun"]; ok {
 			s.cfg.MaxRunning = int(atoi(t, v))
@@ -128,7 +128,13 @@ func (s *scriptState) run(t *testing.T, line string) string {
 			s.cfg.Tiers = append(s.cfg.Tiers, tier)
 		}
 		evict := a["evict"]
-		s.cfg.NewPolicy = func(int, int64) (policy.Policy, error) { return policy.New(evict, policy.Config{}) }
+		s.cfg.NewPolicy = func(int, int64) (policy.Policy, error) {
+			p, err := policy.New(evict, policy.Config{})
+			if err == nil && a["idle"] == "1" {
+				return policy.IdleRank(p)
+			}
+			return p, err
+		}
 		var err error
 		st := &s.cfg.Strategy
 		if st.AdmitAfter, err = ParseAdmission(a["admission"]); err == nil {
@@ -168,8 +174,11 @@ func (s *scriptState) run(t *testing.T, line string) string {
 		s.rec.c = s.c
 		s.ids, s.reqs, s.seq = map[string]Block{}, map[string]ReqID{}, 0
 	case "arrive":
-		// arrive t=0 in=20 out=0 blocks=A,B
+		// arrive t=0 in=20 out=0 blocks=A,B [idle=NS]
 		r := Request{Seq: s.seq, Arrival: now, InputTokens: int(atoi(t, a["in"])), OutputTokens: int(atoi(t, a["out"]))}
+		if v, ok := a["idle"]; ok {
+			r.IdleNs = atoi(t, v)
+		}
 		if a["blocks"] != "" { // blocks= : none (a trace without hash ids)
 			for _, n := range strings.Split(a["blocks"], ",") {
 				r.Blocks = append(r.Blocks, s.block(n))

@@ -97,6 +97,11 @@ type Request struct {
 	// there): blocks in no tier here come from it (Move from Remote);
 	// 0: none.
 	RemoteKV int
+	// IdleNs, if > 0, is how long after this request finishes its session
+	// is expected to send its next call (an agent's tool wait): the core
+	// then marks its blocks idle, back at that time, in every tier whose
+	// policy is a policy.Idler. 0: no estimate.
+	IdleNs int64
 }
 
 // Remote is the source tier of a move from another node's HBM (a

@@ -23,7 +23,18 @@ func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 		p.SLOTTFT = int64(sc.SLO.TTFTms * 1e6)
 	}
 	p.BlockTokens = sc.Model.BlockTokens
+	p.SlidingWindow = slidingWindow(sc)
 	return cluster.NewRouter(c.Router, p)
+}
+
+// slidingWindow is the span of the model's sliding-window layers in
+// tokens, 0 without any (chunked local attention is not a sliding window:
+// llm-d's hybrid rule does not cover it).
+func slidingWindow(sc *scenario.Scenario) int {
+	if m := sc.Model; m.LocalLayers() > 0 && m.LocalKind() == "sliding" {
+		return m.Window
+	}
+	return 0
 }
 
 // ClusterConfig is sc's [cluster] around cfg, each instance's simulator:
@@ -32,7 +43,7 @@ func NewRouter(sc *scenario.Scenario) (cluster.Router, error) {
 func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error) {
 	c := sc.Cluster
 	ccfg := cluster.Config{Prefill: c.Prefill, NIC: sim.NICSpec{Bandwidth: c.NICBandwidth, Latency: c.NICLatency, Lanes: c.NICLanes},
-		StaleNs: c.ViewDelay}
+		StaleNs: c.ViewDelay, SlidingWindow: slidingWindow(sc)}
 	if t := sc.Pool(); t >= 0 {
 		ccfg.PoolShare = sc.Tiers[t].Capacity
 	}
@@ -40,6 +51,7 @@ func ClusterConfig(sc *scenario.Scenario, cfg sim.Config) (cluster.Config, error
 		if ccfg.PeerTier = sc.PeerTier(); ccfg.PeerTier < 0 {
 			return ccfg, errors.New("cluster: peer_fetch needs a node-scoped pinned or dram tier")
 		}
+		ccfg.PeerStage = c.PeerStage == "host"
 	}
 	var err error
 	if ccfg.Router, err = NewRouter(sc); err != nil {

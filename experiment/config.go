@@ -34,7 +34,11 @@ func CoreConfig(sc *scenario.Scenario, p scenario.Policy, future policy.Future) 
 		cc.Tiers = append(cc.Tiers, core.Tier{Name: t.Name, Capacity: t.Capacity})
 	}
 	cc.NewPolicy = func(i int, capacity int64) (policy.Policy, error) {
-		return policy.New(p.TierEviction(i), policy.Config{Capacity: capacity, Params: p.TierParams(i), Future: future})
+		pol, err := policy.New(p.TierEviction(i), policy.Config{Capacity: capacity, Params: p.TierParams(i), Future: future})
+		if err == nil && p.IdleRank != "" {
+			return policy.IdleRank(pol)
+		}
+		return pol, err
 	}
 	return cc
 }

@@ -331,6 +331,9 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 	var csrc core.Source = &ctxSource{ctx: ctx, src: src, prog: o.Progress, mask: simCheck}
 	if sc.Workload.Closed {
 		cl, cerr := workload.NewClosed(src)
+		if cerr == nil {
+			cerr = cl.SetIdle(sc.Policies[i].IdleRank)
+		}
 		if cerr != nil {
 			closeTmp()
 			pr.err = TraceError(sc, cerr)

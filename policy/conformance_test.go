@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,10 +67,15 @@ func (p pinCount) Pinned(b Block) bool { return p[b] }
 // step; it returns the victims (and -1 for each failed Evict) and hits.
 func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims []Block, hits int) {
 	t.Helper()
-	p, err := New(name, Config{Capacity: capacity, Future: newOpsFuture(ops, n)})
+	base, wrap := strings.CutPrefix(name, "idle:")
+	p, err := New(base, Config{Capacity: capacity, Future: newOpsFuture(ops, n)})
+	if err == nil && wrap {
+		p, err = IdleRank(p)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	idler, _ := p.(Idler)        // marks drawn from the step and block, as the core would send them
 	hold, isHolder := p.(Holder) // the core's pins reach a Holder as Acquire/Release
 	batcher, _ := p.(Batcher)    // drained and evicted ahead of need, as the core does
 	resident := make([]bool, n)
@@ -160,6 +166,14 @@ func drive(t *testing.T, name string, capacity int64, ops []op, n int) (victims 
 		case 'e':
 			evict(i)
 		}
+		if idler != nil {
+			switch h := (int(b)*7919 + i) % 11; {
+			case h < 3 && resident[b] && !pins[b]: // back from 50 before now to 150 after
+				idler.Idle(b, int64(i+h*100-50))
+			case h == 3:
+				idler.Busy(b)
+			}
+		}
 		if used > capacity {
 			t.Fatalf("%s step %d: %d used > capacity %d", name, i, used, capacity)
 		}
@@ -183,6 +197,30 @@ func TestConformance(t *testing.T) {
 				ops := randomOps(r, 3000, n, seed%2 == 1)
 				v1, h1 := drive(t, name, capacity, ops, n)
 				v2, h2 := drive(t, name, capacity, ops, n)
+				if h1 != h2 || !slices.Equal(v1, v2) {
+					t.Fatalf("seed %d: two runs of the same input differ", seed)
+				}
+			}
+		})
+	}
+}
+
+// TestConformanceIdle runs the same workloads through IdleRank over every
+// policy it can wrap, with idle marks (some overdue) and returns.
+func TestConformanceIdle(t *testing.T) {
+	for _, name := range Names() {
+		base, _ := New(name, Config{Capacity: 1, Future: newOpsFuture(nil, 0)})
+		if _, err := IdleRank(base); err != nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			for seed := range uint64(20) {
+				r := rand.New(rand.NewPCG(seed, 7))
+				n := 8 + r.IntN(200)
+				capacity := int64(1 + r.IntN(n/2+4))
+				ops := randomOps(r, 3000, n, seed%2 == 1)
+				v1, h1 := drive(t, "idle:"+name, capacity, ops, n)
+				v2, h2 := drive(t, "idle:"+name, capacity, ops, n)
 				if h1 != h2 || !slices.Equal(v1, v2) {
 					t.Fatalf("seed %d: two runs of the same input differ", seed)
 				}
@@ -262,4 +300,51 @@ func TestNoAllocs(t *testing.T) {
 func ExampleNames() {
 	fmt.Println(Names())
 	// Output: [2q arc belady clock fifo gdsf lfu lru mooncake prefix-lru s3fifo sieve wtinylfu]
+}
+
+// TestIdleRankNoAllocs: once warmed up, IdleRank over lru allocates
+// nothing per mark, return, access or eviction.
+func TestIdleRankNoAllocs(t *testing.T) {
+	const n, capacity = 4096, 512
+	base, _ := New("lru", Config{Capacity: capacity})
+	p, err := IdleRank(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idler := p.(Idler)
+	r := rand.New(rand.NewPCG(3, 4))
+	ops := make([]Block, 1<<16)
+	for i := range ops {
+		ops[i] = Block(min(r.ExpFloat64()*n/8, n-1))
+	}
+	resident := make([]bool, n)
+	used, i := 0, 0
+	step := func() {
+		b := ops[i%len(ops)]
+		now := int64(i)
+		i++
+		switch {
+		case resident[b] && i%3 == 0:
+			idler.Idle(b, now+int64(i%97)*10) // some pass before the next eviction, some do not
+		case resident[b] && i%5 == 0:
+			idler.Busy(b)
+		case resident[b]:
+			p.Access(b, now)
+		default:
+			if used == capacity {
+				v, _ := p.Evict(now, NoPins)
+				resident[v] = false
+				used--
+			}
+			p.Insert(b, 1, now)
+			resident[b] = true
+			used++
+		}
+	}
+	for range 3 * len(ops) {
+		step()
+	}
+	if a := testing.AllocsPerRun(len(ops), step); a != 0 {
+		t.Errorf("%v allocations per step", a)
+	}
 }

@@ -28,6 +28,10 @@ import (
 //	evict                          one explicit Evict (a failed one records victim "none")
 //	expect hits=N victims=a,b|-    hits and victims since the previous expect
 //	resident x y ...               the exact resident set (and Len)
+//	idle T x y ...                 mark blocks idle, their session back at T (Idler)
+//	busy x ...                     their session is back (Idler.Busy)
+//
+// "new idle:NAME" runs NAME wrapped by IdleRank.
 //
 // Belady's future is the section's own access sequence, with now = the
 // access number (0-based).
@@ -177,7 +181,11 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 			cfg.Params[k] = x
 		}
 	}
-	p, err := New(name, cfg)
+	base, wrap := strings.CutPrefix(name, "idle:")
+	p, err := New(base, cfg)
+	if err == nil && wrap {
+		p, err = IdleRank(p)
+	}
 	if err != nil {
 		fail(head, "%v", err)
 	}
@@ -270,6 +278,26 @@ func runSection(t *testing.T, path string, sec []gline, actual map[int]string) s
 			}
 		case "evict":
 			evict(l)
+		case "idle":
+			idler, ok := p.(Idler)
+			if !ok || len(args) < 1 {
+				fail(l, "want idle T blocks... on an idle: policy")
+			}
+			back, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				fail(l, "bad time")
+			}
+			for _, s := range args[1:] {
+				idler.Idle(id(s), back)
+			}
+		case "busy":
+			idler, ok := p.(Idler)
+			if !ok {
+				fail(l, "busy needs an idle: policy")
+			}
+			for _, s := range args {
+				idler.Busy(id(s))
+			}
 		case "expect":
 			// What happened, in the line's own terms; a difference shows
 			// in the file's diff.

@@ -30,6 +30,11 @@ type Cluster struct {
 	// PeerFetch is key peer_fetch: an instance may read a block from
 	// another instance's host-memory tier (PeerTier) over the NICs.
 	PeerFetch bool `json:",omitempty" key:"peer_fetch"`
+	// PeerStage is key peer_stage: "host" lands a peer read in the
+	// reader's own peer tier on its way to HBM; "" (key "direct", the
+	// default) reads it straight into HBM. Empty in JSON when direct, so
+	// run IDs stay as they were.
+	PeerStage string `json:",omitempty" key:"peer_stage"`
 	// ViewDelay is key view_delay, ns: how late the router sees the cluster.
 	ViewDelay int64 `json:",omitempty" key:"view_delay"`
 	// Events is key events: where kvsim run publishes the instances' KV
@@ -78,6 +83,12 @@ func parseCluster(t *table, slo SLO) (Cluster, error) {
 	}
 	if c.SLOReject && !(slo.TTFTms > 0) {
 		return c, t.errf("slo_reject", "needs [slo] ttft_ms")
+	}
+	if c.PeerStage == "direct" {
+		c.PeerStage = ""
+	}
+	if c.PeerStage != "" && !c.PeerFetch {
+		return c, t.errf("peer_stage", "needs peer_fetch = true")
 	}
 	return c, nil
 }

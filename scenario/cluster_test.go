@@ -31,6 +31,12 @@ func TestCluster(t *testing.T) {
 	if !strings.Contains(s.Describe(), "cluster: 4 instances, router round_robin\n") {
 		t.Fatalf("description lacks the cluster:\n%s", s.Describe())
 	}
+	for _, st := range []string{"direct", "host"} {
+		s, err = Parse([]byte(doc("[cluster]\ninstances = 2\npeer_fetch = true\npeer_stage = \""+st+"\"\n")), path)
+		if want := map[string]string{"direct": "", "host": "host"}[st]; err != nil || s.Cluster.PeerStage != want {
+			t.Fatalf("peer_stage %s: %q, %v", st, s.Cluster.PeerStage, err)
+		}
+	}
 	s, err = Parse([]byte(doc("[slo]\nttft_ms = 500\n[cluster]\ninstances = 2\nrouter = \"mooncake\"\nslo_reject = true\n")), path)
 	if err != nil || !s.Cluster.SLOReject || s.Cluster.Router != "mooncake" {
 		t.Fatalf("mooncake with slo_reject: %+v, %v", s.Cluster, err)
@@ -49,6 +55,8 @@ func TestCluster(t *testing.T) {
 		{"[cluster]\ninstances = 2\nhost_weight = 1.5\n", "got 1.5"},
 		{"[cluster]\ninstances = 2\nslo_reject = true\n", "x.toml:3: cluster: slo_reject: needs [slo] ttft_ms"},
 		{"[cluster]\ninstances = 2\nscope = \"cluster\"\n", `x.toml:3: unknown key "scope"`},
+		{"[cluster]\ninstances = 2\npeer_stage = \"host\"\n", "x.toml:3: cluster: peer_stage: needs peer_fetch = true"},
+		{"[cluster]\ninstances = 2\npeer_fetch = true\npeer_stage = \"gpu\"\n", `x.toml:4: cluster: peer_stage: unknown peer_stage "gpu" (known: direct, host)`},
 	} {
 		_, err := Parse([]byte(doc(c.src)), path)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -183,7 +183,7 @@ func (s *Scenario) Describe() string {
 		for _, k := range keys {
 			extra = append(extra, fmt.Sprintf("%s=%g", k, p.Params[k]))
 		}
-		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}, {"stage", p.Stage}} {
+		for _, kv := range [][2]string{{"admission", p.Admission}, {"promotion", p.Promotion}, {"write", p.Write}, {"prefetch", p.Prefetch}, {"recompute", p.Recompute}, {"stage", p.Stage}, {"idle_rank", p.IdleRank}} {
 			if kv[1] != "" {
 				extra = append(extra, kv[0]+"="+kv[1])
 			}
@@ -217,6 +217,9 @@ func (s *Scenario) Describe() string {
 		}
 		if c.PeerFetch {
 			fmt.Fprintf(&b, ", peer fetch")
+			if c.PeerStage != "" {
+				fmt.Fprintf(&b, " through the %s tier", c.PeerStage)
+			}
 		}
 		if c.Prefill > 0 || s.Pool() >= 0 || c.PeerFetch {
 			fmt.Fprintf(&b, ", NICs %s each way, %s, %d lanes", FormatBandwidth(c.NICBandwidth), FormatDuration(c.NICLatency), c.NICLanes)

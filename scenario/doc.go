@@ -255,6 +255,9 @@
 //	                              # default "never"
 //	stage = "copy"                # "copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);
 //	                              # "pass": it moves straight to hbm; default "copy"
+//	idle_rank = "observed"        # closed-loop sessions: each tier evicts idle sessions' blocks first, overdue ones, then those expected back latest (MORI);
+//	                              # "observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait;
+//	                              # off | observed | oracle; default "off"
 //	# any other key is a numeric parameter the eviction policy declares
 //
 //	[slo]                         # optional;
@@ -335,6 +338,9 @@
 //	peer_fetch = false            # a block in no tier of an instance's own nor the pool is read over both NICs from another
 //	                              # instance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md);
 //	                              # default false
+//	peer_stage = "direct"         # with peer_fetch: "direct": a peer's block crosses the NICs into HBM;
+//	                              # "host": it lands in the reader's own host tier (a copy kept there), then crosses its local link to HBM;
+//	                              # direct | host; default "direct"
 //	view_delay = "0s"             # the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md);
 //	                              # >= 0; default "0ns"
 //	events = "tcp://*:5557"       # kvsim run publishes each instance's KV events in vLLM's format, instance i at PORT+i,

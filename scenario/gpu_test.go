@@ -284,6 +284,10 @@ func TestNewKeyErrors(t *testing.T) {
 		// [[policy]]
 		{"stage", doc("[[policy]]\neviction = \"lru\"\nstage = \"skip\"\n"), `scenarios/x.toml:3: policy "lru": stage: unknown stage "skip" (want "copy" or "pass")`},
 		{"stage type", doc("[[policy]]\neviction = \"lru\"\nstage = true\n"), `scenarios/x.toml:3: policy "lru": stage: must be a string, got boolean true`},
+		{"idle_rank open loop", doc("[[policy]]\neviction = \"lru\"\nidle_rank = \"observed\"\n"), `scenarios/x.toml:3: policy "lru": idle_rank: needs [workload] mode = "closed": an idle session is one waiting for its next call`},
+		{"idle_rank unknown", doc("[[policy]]\neviction = \"lru\"\nidle_rank = \"always\"\n"), `scenarios/x.toml:3: policy "lru": idle_rank: unknown idle_rank "always" (known: off, observed, oracle)`},
+		{"idle_rank batches", doc("[workload]\ntrace = \"t.jsonl\"\nmode = \"closed\"\n[[policy]]\neviction = \"mooncake\"\nidle_rank = \"oracle\"\n"), `scenarios/x.toml:6: policy "mooncake": idle_rank: tier "hbm" (mooncake): idle ranking cannot wrap a policy that evicts in batches`},
+		{"idle_rank offline", doc("[workload]\ntrace = \"t.jsonl\"\nmode = \"closed\"\n[[policy]]\neviction = \"belady\"\nidle_rank = \"oracle\"\n"), `scenarios/x.toml:6: policy "belady": idle_rank: tier "hbm": cannot wrap offline policy "belady"`},
 		{"eviction type", doc("[[policy]]\neviction = 3\n"), `scenarios/x.toml:2: policy 1: eviction: must be a policy name or a table of them by tier name ({ hbm = "lru", ssd = "fifo" }), got integer 3`},
 		{"eviction unknown tier", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", nvme = \"fifo\", default = \"lru\" }\n"), `scenarios/x.toml:9: policy "p": eviction: nvme: unknown tier "nvme" (tiers: hbm, dram, ssd; or default)`},
 		{"eviction missing tier", doc(tiers3 + "[[policy]]\nname = \"p\"\neviction = { hbm = \"lru\", ssd = \"fifo\" }\n"), `scenarios/x.toml:9: policy "p": eviction: no policy for tier "dram": name it in the table or add default = "..."`},

@@ -28,6 +28,10 @@ type Policy struct {
 	Recompute       string `key:"recompute"`        // "never" (default) or "when-cheaper"
 	PrefetchTimeout int64  `key:"prefetch_timeout"` // ns
 	Stage           string `key:"stage"`            // "copy" (default) or "pass"
+	// IdleRank is "off" (""), "observed" or "oracle": whether and how the
+	// tiers' policies rank idle sessions' blocks (policy.IdleRank). Left out
+	// of JSON when off, so run IDs stay as they were.
+	IdleRank string `key:"idle_rank" json:",omitempty"`
 
 	// Strategy is the above as the core reads them, parsed and checked at
 	// load. Left out of JSON: it only restates the strings (kvsim's run_id
@@ -52,7 +56,7 @@ func (t *table) extraKeys() []string {
 	return out
 }
 
-func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
+func (p *parser) parsePolicies(ts []*table, tiers []Tier, closed bool) ([]Policy, error) {
 	if len(ts) == 0 {
 		return nil, &Error{Path: p.path, Line: p.lines.line("", 0, "policy"), Msg: "missing [[policy]]: at least one policy is required"}
 	}
@@ -109,6 +113,9 @@ func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 		if pol.Strategy, err = strategy(t, &pol); err != nil {
 			return nil, err
 		}
+		if err = idleRank(t, &pol, tiers, closed); err != nil {
+			return nil, err
+		}
 		pol.Params = map[string]float64{}
 		var takes []string // the parameters of the tiers' policies
 		for _, e := range pol.Evictions {
@@ -134,6 +141,32 @@ func (p *parser) parsePolicies(ts []*table, tiers []Tier) ([]Policy, error) {
 		out[i] = pol
 	}
 	return out, nil
+}
+
+// idleRank checks idle_rank: it needs closed-loop sessions (a call's end
+// and its session's next call) and policies IdleRank can wrap.
+func idleRank(t *table, pol *Policy, tiers []Tier, closed bool) error {
+	if pol.IdleRank == "off" {
+		pol.IdleRank = ""
+	}
+	if pol.IdleRank == "" {
+		return nil
+	}
+	if !closed {
+		return t.errf("idle_rank", `needs [workload] mode = "closed": an idle session is one waiting for its next call`)
+	}
+	for i, e := range pol.Evictions {
+		spec, _ := policy.Lookup(e)
+		if spec.Offline {
+			return t.errf("idle_rank", "tier %q: cannot wrap offline policy %q", tiers[i].Name, e)
+		}
+		if base, err := policy.New(e, policy.Config{Capacity: max(tiers[i].Capacity, 1), Params: pol.TierParams(i)}); err == nil {
+			if _, err := policy.IdleRank(base); err != nil {
+				return t.errf("idle_rank", "tier %q (%s): %v", tiers[i].Name, e, err)
+			}
+		}
+	}
+	return nil
 }
 
 // evictions reads the eviction key: one policy name for every tier, or an

@@ -376,7 +376,7 @@ func (p *parser) parse(root map[string]any, s *Scenario) error {
 			return err
 		}
 	}
-	if s.Policies, err = p.parsePolicies(policies, s.Tiers); err != nil {
+	if s.Policies, err = p.parsePolicies(policies, s.Tiers, s.Workload.Closed); err != nil {
 		return err
 	}
 	if slo := tables["slo"][0]; slo != nil {

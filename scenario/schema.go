@@ -254,6 +254,8 @@ var schema = []*section{
 		{Name: "recompute", Type: tString, Default: "never", Doc: `"never", or "when-cheaper": recompute the part of a cached prefix that loads slower`},
 		{Name: "stage", Type: tString, Default: "copy", Example: `"copy"`,
 			Doc: `"copy": a hit below tier 1 reaches hbm through tier 1 and leaves a copy there (LMCache, Mooncake);` + "\n" + `"pass": it moves straight to hbm`},
+		{Name: "idle_rank", Type: tString, Default: "off", Enum: func() []string { return []string{"off", "observed", "oracle"} }, Example: `"observed"`,
+			Doc: `closed-loop sessions: each tier evicts idle sessions' blocks first, overdue ones, then those expected back latest (MORI);` + "\n" + `"observed": expected wait = mean tool wait seen on the call's path, "oracle": the trace's own next wait`},
 	}},
 	{name: "slo", doc: "summary.json's slo_attainment: the share of requests meeting both (rejected ones miss)", fields: []field{
 		{Name: "ttft_ms", Type: tNumber, Min: above0, DefaultDoc: "none", Example: "500", Doc: "time to first token at most, ms"},
@@ -277,6 +279,8 @@ var schema = []*section{
 			Doc: "transfers a NIC has in flight per direction: they hide latency, not add bandwidth"},
 		{Name: "peer_fetch", Type: tBool, Default: false, Example: "false",
 			Doc: "a block in no tier of an instance's own nor the pool is read over both NICs from another\ninstance's node-scoped pinned or dram tier, if one holds it, rather than computed (docs/cluster.md)"},
+		{Name: "peer_stage", Type: tString, Default: "direct", Enum: func() []string { return []string{"direct", "host"} }, Example: `"direct"`,
+			Doc: "with peer_fetch: \"direct\": a peer's block crosses the NICs into HBM;\n\"host\": it lands in the reader's own host tier (a copy kept there), then crosses its local link to HBM"},
 		{Name: "view_delay", Type: tDuration, Default: int64(0), Min: atLeast0, Example: `"0s"`,
 			Doc: "the router sees the cluster this late: cached blocks by event, load by report (docs/routers.md)"},
 		{Name: "events", Type: tString, DefaultDoc: "none", Example: `"tcp://*:5557"`,

@@ -28,6 +28,11 @@ type AgenticConfig struct {
 	ToolTokens    int // a tool result added before each later call
 	OutputTokens  int
 	ToolWaitSec   float64
+	// ToolWaitSpread > 0 gives each session its own mean tool wait:
+	// ToolWaitSec times a lognormal factor of mean 1 and log-sd
+	// ToolWaitSpread (some agents wait on slow tools, others on fast
+	// ones); 0: every session waits alike.
+	ToolWaitSpread float64
 }
 
 // Validate reports the first unusable setting.
@@ -45,6 +50,8 @@ func (c AgenticConfig) Validate() error {
 		return errors.New("system tokens must be >= 0, task, tool and output tokens >= 1")
 	case !(c.ToolWaitSec >= 0) || math.IsInf(c.ToolWaitSec, 0):
 		return errors.New("tool wait must be >= 0")
+	case !(c.ToolWaitSpread >= 0) || c.ToolWaitSpread > 5:
+		return errors.New("tool wait spread must be in 0..5")
 	}
 	calls := 1
 	for range c.Depth {
@@ -89,6 +96,10 @@ func GenerateAgentic(w io.Writer, c AgenticConfig) error {
 			call  int
 			depth int
 		}
+		mean := c.ToolWaitSec
+		if c.ToolWaitSpread > 0 { // drawn only then: a spread of 0 keeps the traces it always gave
+			mean *= math.Exp(c.ToolWaitSpread*rng.NormFloat64() - c.ToolWaitSpread*c.ToolWaitSpread/2)
+		}
 		root := agenticCall{ms: int64(t), id: id, parent: -1, input: c.SystemTokens + c.TaskTokens, output: c.OutputTokens}
 		id++
 		root.ids, next = extendIDs(sys, len(sys)*c.BlockTokens, root.input, c.BlockTokens, next)
@@ -102,7 +113,7 @@ func GenerateAgentic(w io.Writer, c AgenticConfig) error {
 			}
 			p := calls[n.call]
 			for range c.Fanout {
-				wait := int64(rng.ExpFloat64() * c.ToolWaitSec * 1000)
+				wait := int64(rng.ExpFloat64() * mean * 1000)
 				in := p.input + p.output + c.ToolTokens
 				k := agenticCall{ms: p.ms + 20*int64(p.output) + wait + 1, wait: wait, id: id, parent: p.id,
 					input: in, output: c.OutputTokens}

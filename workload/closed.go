@@ -98,3 +98,49 @@ func (c *Closed) Follow(seq int64, done int64) ([]core.Request, error) {
 	}
 	return c.out, nil
 }
+
+// Idle estimates: what Request.IdleNs tells the core about the wait after
+// a call before its session's next call.
+const (
+	IdleOff      = "off"      // no estimate
+	IdleObserved = "observed" // the mean tool wait on the call's own path so far
+	IdleOracle   = "oracle"   // the trace's own next wait (not known to a real system)
+)
+
+// SetIdle sets every request's IdleNs by mode. observed: the mean of the
+// think times from the session's first call down to this call (the waits
+// the serving system has already seen this branch of the session take
+// before the call arrived); a first call has none and gets no estimate.
+// oracle: the shortest think time before a call that follows this one, or
+// core.MaxTime when none does (the branch ends): the trace's declared
+// tool wait, which only an oracle knows when the call ends.
+func (c *Closed) SetIdle(mode string) error {
+	switch mode {
+	case "", IdleOff:
+		for i := range c.reqs {
+			c.reqs[i].IdleNs = 0
+		}
+	case IdleObserved:
+		sum := make([]int64, len(c.reqs))
+		n := make([]int64, len(c.reqs))
+		for i := range c.reqs { // a parent comes before its followers
+			if p := c.parent[i]; p >= 0 {
+				sum[i], n[i] = core.AddTime(sum[p], c.think[i]), n[p]+1
+			}
+			c.reqs[i].IdleNs = 0
+			if n[i] > 0 {
+				c.reqs[i].IdleNs = sum[i] / n[i]
+			}
+		}
+	case IdleOracle:
+		for i := range c.reqs {
+			c.reqs[i].IdleNs = core.MaxTime
+			for _, k := range c.kids[int64(i)] {
+				c.reqs[i].IdleNs = min(c.reqs[i].IdleNs, c.think[k])
+			}
+		}
+	default:
+		return fmt.Errorf("unknown idle estimate %q (want %q, %q or %q)", mode, IdleOff, IdleObserved, IdleOracle)
+	}
+	return nil
+}

@@ -17,7 +17,7 @@ import (
 // runGen writes a synthetic Mooncake-format trace (kvsim gen).
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := trace.DefaultGenConfig()
-	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix|agentic [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...] [--sessions N] [--depth D] [--fanout F] [--tool-wait S] [--tool-tokens N]] [--out FILE [--force]]", stderr)
+	fs := newFlags("gen", "kvsim gen [--seed N] [--requests N] [--rate R] [--turns T] [--system-tokens N] [--format mooncake|azure] [--shape chat|shared-prefix|agentic [--groups N] [--users N] [--question-tokens N] [--output-tokens N] [--stages R1xS1,...] [--sessions N] [--depth D] [--fanout F] [--tool-wait S] [--tool-wait-spread L] [--tool-tokens N]] [--out FILE [--force]]", stderr)
 	format := fs.String("format", "mooncake", "`FORMAT` of the lines: mooncake (JSONL with block ids) or azure (the Azure trace's CSV: times and lengths, no ids)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; the same flags always give the same bytes")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "number of requests (lines)")
@@ -37,6 +37,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&ag.Fanout, "fanout", ag.Fanout, "agentic: calls following each call above the last depth (1: a chain; more: branches)")
 	fs.Float64Var(&ag.ToolWaitSec, "tool-wait", ag.ToolWaitSec, "agentic: mean tool wait before a following call, in seconds (exponential)")
 	fs.IntVar(&ag.ToolTokens, "tool-tokens", ag.ToolTokens, "agentic: tokens of each tool result added to the context")
+	fs.Float64Var(&ag.ToolWaitSpread, "tool-wait-spread", 0, "agentic: log-sd of each session's own mean tool wait (lognormal factor of mean 1 on --tool-wait); 0: sessions alike")
 	stages := fs.String("stages", "15x50", "shared-prefix: Poisson `RATExSECONDS` stages, comma-separated")
 	out := fs.String("out", "", "output file (default stdout); written whole or not at all")
 	force := fs.Bool("force", false, "replace --out if it exists (a trace cannot be told to be kvsim's)")

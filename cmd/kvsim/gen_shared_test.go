@@ -33,6 +33,29 @@ func TestGenReproducesSharedPrefixTrace(t *testing.T) {
 	}
 }
 
+// TestGenReproducesAgenticTrace: the command traces/README.md gives
+// rewrites traces/agentic.jsonl byte for byte.
+func TestGenReproducesAgenticTrace(t *testing.T) {
+	const flags = "--shape agentic --seed 1 --sessions 300 --rate 1 --depth 8 --fanout 1 \\\n  --tool-wait 10 --question-tokens 4000 --tool-tokens 1500 --output-tokens 200 \\\n  --out traces/agentic.jsonl"
+	doc, err := os.ReadFile("../../traces/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), flags) {
+		t.Fatal("traces/README.md no longer gives the command this test runs")
+	}
+	out := filepath.Join(t.TempDir(), "t.jsonl")
+	args := append(strings.Fields(strings.ReplaceAll(strings.TrimSuffix(flags, "traces/agentic.jsonl"), "\\", "")), out)
+	if err := runGen(context.Background(), args, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	want, err := os.ReadFile("../../traces/agentic.jsonl")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the documented command does not reproduce traces/agentic.jsonl (%v)", err)
+	}
+}
+
 func TestGenShapeErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--shape", "dag"},
@@ -41,6 +64,7 @@ func TestGenShapeErrors(t *testing.T) {
 		{"--shape", "shared-prefix", "--stages", "3"},
 		{"--shape", "agentic", "--fanout", "0"},
 		{"--shape", "agentic", "--depth", "40", "--fanout", "2"},
+		{"--shape", "agentic", "--tool-wait-spread", "-1"},
 	} {
 		if err := runGen(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
