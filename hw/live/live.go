@@ -108,6 +108,7 @@ const (
 	opMove uint8 = iota
 	opDelete
 	opFill // write the computed payload into HBM if it is not there
+	opPoll // ask a store what it dropped on its own or found lost
 )
 
 type op struct {
@@ -124,6 +125,8 @@ type op struct {
 	getErr, putErr error
 	corrupt        bool
 	d              int64 // Get + Put ns
+	// opPoll results
+	evicted, failed, gone []int32
 }
 
 // timer kinds
@@ -215,6 +218,20 @@ func (g *guarded) Has(b int32) bool {
 	return g.Store.Has(b)
 }
 
+// agent is the one goroutine that deletes from a tier's store and asks it
+// what it dropped (a store's capabilities stay with one goroutine): the
+// loop never waits on a store's lock, which a worker may hold through a
+// bucket's fdatasync.
+type agent struct {
+	tasks  chan *op
+	queue  []*op
+	busy   bool
+	polled bool // a poll is queued or running
+	// missed: blocks a Get found gone from this store before its poll
+	// reported them evicted (counted once, when the Get found them).
+	missed map[core.Block]bool
+}
+
 type link struct {
 	from, to int
 	lanes    int
@@ -238,15 +255,16 @@ type Body struct {
 	start time.Time
 	vnow  int64 // virtual clock
 
-	freeO []*op
-	keys  map[int64][]*op // (block, tier) -> its unfinished ops in issue order
-	links []*link         // [from*nt+to]
-	done  chan *op        // completions from the workers
-	inFl  int             // moves issued, not completed
-	wg    sync.WaitGroup
-	bufs  []*ioengine.Arena
-	lbuf  []byte // the loop's own buffer (fills, verification)
-	larna *ioengine.Arena
+	freeO  []*op
+	keys   map[int64][]*op // (block, tier) -> its unfinished ops in issue order
+	links  []*link         // [from*nt+to]
+	agents []*agent        // per tier
+	done   chan *op        // completions from the workers
+	inFl   int             // moves issued, not completed
+	wg     sync.WaitGroup
+	bufs   []*ioengine.Arena
+	lbuf   []byte // the loop's own buffer (fills, verification)
+	larna  *ioengine.Arena
 
 	tm  timers
 	tsq uint64
@@ -286,6 +304,10 @@ func New(cfg core.Config, o Options, obs core.Observer) (*Body, error) {
 	}
 	b.larna, b.lbuf = a, a.Slice(0, o.MaxBytes)
 	b.links = make([]*link, n*n)
+	b.agents = make([]*agent, n)
+	for t := range b.agents {
+		b.agents[t] = &agent{missed: map[core.Block]bool{}}
+	}
 	for f := range n {
 		for t := range n {
 			if f == t {
@@ -391,8 +413,12 @@ func (b *Body) try(i *op) {
 	o.started = b.now()
 	switch o.kind {
 	case opDelete:
-		b.stores[o.to].Delete(o.blk)
-		b.finish(i)
+		if b.o.Virtual != nil {
+			b.stores[o.to].Delete(o.blk)
+			b.finish(i)
+			return
+		}
+		b.toAgent(o.to, i)
 	case opFill:
 		if !b.stores[0].Has(o.blk) {
 			buf := b.lbuf[:o.n]
@@ -406,6 +432,106 @@ func (b *Body) try(i *op) {
 		l := b.links[o.from*b.nt+o.to]
 		l.queue = append(l.queue, i)
 		b.dispatch(l)
+	}
+}
+
+// toAgent queues op i for tier t's agent.
+func (b *Body) toAgent(t int, i *op) {
+	b.inFl++
+	a := b.agents[t]
+	a.queue = append(a.queue, i)
+	b.agentNext(t)
+}
+
+// agentNext hands tier t's agent its next task if it is idle.
+func (b *Body) agentNext(t int) {
+	a := b.agents[t]
+	if a.busy || len(a.queue) == 0 {
+		return
+	}
+	i := a.queue[0]
+	a.queue = a.queue[1:]
+	a.busy = true
+	if a.tasks == nil {
+		a.tasks = make(chan *op, 1)
+		st, raw := b.stores[t], b.raw[t]
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for o := range a.tasks {
+				switch o.kind {
+				case opDelete:
+					st.Delete(o.blk)
+				case opPoll:
+					if d, ok := raw.(store.Dropper); ok {
+						o.evicted, o.failed = d.Dropped()
+					}
+					if l, ok := raw.(store.LossReporter); ok {
+						o.gone = l.Lost()
+					}
+				}
+				b.done <- o
+			}
+		}()
+	}
+	a.tasks <- i // never blocks: one task out at a time
+}
+
+// poll has tier t's store asked what it dropped on its own, once the
+// poll already asked for (if any) is done.
+func (b *Body) poll(t int) {
+	_, d := b.raw[t].(store.Dropper)
+	_, l := b.raw[t].(store.LossReporter)
+	if !d && !l {
+		return
+	}
+	if b.o.Virtual != nil {
+		b.drops(t)
+		return
+	}
+	if a := b.agents[t]; !a.polled {
+		a.polled = true
+		b.toAgent(t, b.newOp(op{kind: opPoll, to: t, req: core.Background, started: -1}))
+	}
+}
+
+// agentDone takes an agent's completed task in the loop.
+func (b *Body) agentDone(now int64, i *op) {
+	t := i.to
+	a := b.agents[t]
+	a.busy = false
+	b.inFl--
+	if i.kind == opDelete {
+		b.finish(i)
+	} else {
+		a.polled = false
+		for _, k := range i.evicted {
+			if a.missed[k] {
+				delete(a.missed, k)
+				continue
+			}
+			b.lost = append(b.lost, lostCopy{k, t})
+			b.res.StoreEvicted[t]++
+		}
+		for _, k := range i.failed {
+			b.fail(k, t, errors.New("lost with a bucket whose write failed"))
+		}
+		for _, k := range i.gone {
+			b.fail(k, t, errors.New("dropped by the store"))
+		}
+		i.evicted, i.failed, i.gone = nil, nil, nil
+		b.freeO = append(b.freeO, i)
+		b.reportLost(now)
+	}
+	b.agentNext(t)
+}
+
+// complete takes a completion from the workers or agents.
+func (b *Body) complete(now int64, i *op) {
+	if i.kind == opMove {
+		b.moveDone(now, i)
+	} else {
+		b.agentDone(now, i)
 	}
 }
 
@@ -560,7 +686,7 @@ func (b *Body) moveDone(now int64, i *op) {
 		if o.corrupt {
 			b.res.Corrupt++
 		}
-		if !errors.Is(o.getErr, store.ErrNotStored) || !b.evictedByStore(o.blk, o.from) {
+		if !errors.Is(o.getErr, store.ErrNotStored) || !b.evictedByStore(o.blk, o.from, o.to) {
 			l.stat.Failed++
 			b.stores[o.from].Delete(o.blk)
 			b.fail(o.blk, o.from, o.getErr)
@@ -575,7 +701,7 @@ func (b *Body) moveDone(now int64, i *op) {
 	case o.putErr != nil:
 		l.stat.Failed++
 		b.fail(o.blk, o.to, o.putErr)
-		b.drops(o.to)
+		b.poll(o.to)
 	default:
 		if b.o.Verify {
 			b.res.Checked++
@@ -589,7 +715,7 @@ func (b *Body) moveDone(now int64, i *op) {
 		if b.o.Predict != nil {
 			st.Predicted.Add(b.o.Predict(o.from, o.to, int64(o.n)))
 		}
-		b.drops(o.to)
+		b.poll(o.to)
 	}
 	b.finish(i)
 	b.dispatch(l)
@@ -608,16 +734,29 @@ func (b *Body) moveDone(now int64, i *op) {
 	b.reportLost(now)
 }
 
-// evictedByStore says whether store t reported blk evicted since the
-// core last heard (a miss the core could not foresee, not a loss).
-func (b *Body) evictedByStore(blk core.Block, t int) bool {
-	b.drops(t)
-	for _, l := range b.lost {
-		if l.blk == blk && l.tier == t {
-			return true
+// evictedByStore says whether a Get that found blk gone from store t
+// met a store that evicts on its own: a miss the core could not foresee,
+// not a loss. On the virtual clock the store is asked at once; on the
+// wall clock a store that evicts is taken at its word (the poll that
+// later reports blk is not counted again).
+func (b *Body) evictedByStore(blk core.Block, t, to int) bool {
+	if b.o.Virtual != nil {
+		b.drops(t)
+		for _, l := range b.lost {
+			if l.blk == blk && l.tier == t {
+				return true
+			}
 		}
+		return false
 	}
-	return false
+	if _, ok := b.raw[t].(store.Dropper); !ok {
+		return false
+	}
+	b.agents[t].missed[blk] = true
+	b.lost = append(b.lost, lostCopy{blk, t})
+	b.res.StoreEvicted[t]++
+	b.poll(t)
+	return true
 }
 
 func (b *Body) reportLost(now int64) {
@@ -764,7 +903,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 			nl += l.lanes
 		}
 	}
-	b.done = make(chan *op, nl)
+	b.done = make(chan *op, nl+b.nt) // a lane or an agent has one completion out at most
 	b.prime()
 	b.start = time.Now()
 	defer b.stop()
@@ -797,7 +936,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 	at := func(t int64) int64 { lt = max(lt, t); return lt }
 	completed := func(i *op) {
 		n := at(b.now())
-		b.moveDone(n, i)
+		b.complete(n, i)
 		b.kick(n)
 	}
 	for {
@@ -898,6 +1037,12 @@ func (b *Body) stop() {
 		if l != nil && l.work != nil {
 			close(l.work)
 			l.work = nil
+		}
+	}
+	for _, a := range b.agents {
+		if a.tasks != nil {
+			close(a.tasks)
+			a.tasks = nil
 		}
 	}
 	b.wg.Wait()

@@ -278,3 +278,53 @@ func TestLiveFaults(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestLiveWallClock runs random conversations on the wall clock: moves
+// on worker goroutines, deletes and drop polls on the tiers' agents,
+// completions in whatever order the machine gives. Whatever the timing,
+// every request finishes, nothing is lost or corrupt, and every block
+// the core holds in a tier is in that tier's store and reads back right.
+func TestLiveWallClock(t *testing.T) {
+	var moves int64
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		cfg := tiny(12 + rng.IntN(20))
+		cfg.HoldEvicted = seed%2 == 0
+		stores := []store.Store{memStore(), memStore()}
+		b, err := New(cfg, Options{Stores: stores, RealBytes: func(m int64) int { return int(m) }, MaxBytes: 4096, Verify: true,
+			Lanes: [][]int{{0, 2}, {2, 0}}, Step: flat{}, Budget: 64}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := coretest.Conversations(rng, 60)
+		res, err := b.Run(&coretest.Slice{Reqs: reqs})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		b.Finish()
+		if len(res.Records) != len(reqs) || res.Corrupt != 0 || res.Lost[0]+res.Lost[1] != 0 {
+			t.Errorf("seed %d: %d of %d finished, %d corrupt, lost %v (%v)", seed, len(res.Records), len(reqs), res.Corrupt, res.Lost, res.Errors)
+		}
+		for tier, s := range stores {
+			for blk := core.Block(0); blk < 400; blk++ {
+				if !b.Core().Resident(blk, tier) {
+					continue
+				}
+				buf := make([]byte, 4096)
+				if n, err := s.Get(blk, buf); err != nil || !payload.Verify(buf[:n], blk) {
+					t.Errorf("seed %d: tier %d holds block %d in the core, store: %v", seed, tier, blk, err)
+				}
+			}
+		}
+		if err := b.Core().Check(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, l := range res.Links {
+			moves += l.Count
+		}
+		b.Close()
+	}
+	if moves == 0 {
+		t.Error("no move in any run: the test exercises no worker")
+	}
+}
