@@ -188,23 +188,7 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 			t.insert(k, opt.BlockBytes)
 		}
 	}
-	var rec Record
-	for {
-		err := rd.Next(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if rec.Type != RecFrame {
-			continue
-		}
-		b, err := Decode(rec.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: frame seq %d of instance %d: %v", ErrCorrupt, name, rec.Seq, rec.Instance, err)
-		}
-		s := get(rec.Instance)
+	apply := func(s *inst, b *Batch) {
 		for i := range b.Events {
 			ev := &b.Events[i]
 			switch ev.Kind {
@@ -268,6 +252,32 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 				}
 			}
 		}
+	}
+	var rec Record
+	for {
+		err := rd.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Type == RecEpoch {
+			// A restarted engine's caches start empty: as a clear.
+			s := get(rec.Instance)
+			b := Batch{Events: []Event{{Kind: Cleared}}}
+			apply(s, &b)
+			continue
+		}
+		if rec.Type != RecFrame {
+			continue
+		}
+		b, err := Decode(rec.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: frame seq %d of instance %d: %v", ErrCorrupt, name, rec.Seq, rec.Instance, err)
+		}
+		s := get(rec.Instance)
+		apply(s, b)
 	}
 	res := &WhatIfResult{Pooled: opt.Pooled}
 	ids := make([]uint32, 0, len(insts))

@@ -51,6 +51,7 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	out := fs.String("out", "", "append-only event log to write (`LOG`; an existing one is replaced only if empty or a kvsim event log)")
 	flush := fs.Duration("flush", 200*time.Millisecond, "hand buffered records to the kernel this often (`D`): a kill -9 loses at most that much")
 	quiet := fs.Bool("quiet", false, "do not report gaps and malformed frames as they happen")
+	redialMax := fs.Duration("redial-max", 5*time.Second, "longest wait (`D`) between attempts to reach an engine whose connection was lost (from 100ms, doubling)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -69,6 +70,9 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *flush <= 0 {
 		return badInputf("events record: --flush: must be positive, got %v", *flush)
+	}
+	if *redialMax < 100*time.Millisecond {
+		return badInputf("events record: --redial-max: must be at least 100ms, got %v", *redialMax)
 	}
 	srcs := make([]events.Source, len(eps))
 	for i, e := range eps {
@@ -97,6 +101,7 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	sums, err := events.Capture(ctx, srcs, w, events.RecordOptions{
 		FlushEvery: *flush,
+		RedialMax:  *redialMax,
 		Logf:       logf,
 		Ready: func() {
 			fmt.Fprintf(stderr, "kvsim events record: subscribed to %d endpoint(s), writing %s\n", len(srcs), *out)
@@ -109,8 +114,8 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	for _, s := range sums {
-		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts, %d duplicates skipped\n",
-			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts, s.Duplicates)
+		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts, %d duplicates skipped, %d connections lost\n",
+			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts, s.Duplicates, s.Outages)
 	}
 	return err
 }
@@ -150,6 +155,9 @@ func eventsStats(_ context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "frames\t%d (%d replayed, %d malformed skipped)\n", st.Frames, st.Replayed, st.Malformed)
 	fmt.Fprintf(tw, "gaps\t%d (%d sequence numbers lost)\n", st.Gaps, st.GapSeqs)
+	if st.Outages > 0 || st.Epochs > 0 {
+		fmt.Fprintf(tw, "outages\t%d connection(s) lost and redialled, %d restart(s) (sequence numbers from 0 again)\n", st.Outages, st.Epochs)
+	}
 	if st.Truncated {
 		fmt.Fprintf(tw, "tail\ttruncated (recorder killed mid-record; everything before it read)\n")
 	}

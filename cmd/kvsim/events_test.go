@@ -442,7 +442,7 @@ func TestEventsRoundTrip(t *testing.T) {
 			waitForInstSeq(t, log, uint32(i), p.Batches(i)-1, func() bool { return len(recDone) == 0 })
 		}
 		// Stop the recorder while the publishers are still up: once they
-		// close, its subscriptions end on their own and it returns nil.
+		// close, it would redial them until stopped.
 		cancel()
 		recResult = <-recDone
 	}
@@ -502,4 +502,119 @@ func TestEventsRoundTrip(t *testing.T) {
 		stores += o.GPUStores
 	}
 	kvEventsReplay(t, log, stores) // the recording as a trace: kvsim mrc and kvsim run
+}
+
+// An engine that goes away and comes back (restarted: its sequence
+// numbers start again at 0) is redialled, not the end of the recording:
+// the outage and the new epoch are in the log and on stderr, and the
+// restart is not a gap.
+func TestEventsRecordReconnect(t *testing.T) {
+	needPyZMQ(t)
+	port := freePorts(t, 1)
+	cmd := exec.Command(sysPython, "testdata/events/restarting.py", fmt.Sprint(port))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pyErr bytes.Buffer
+	cmd.Stderr = &pyErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	said := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(outp)
+		for sc.Scan() {
+			said <- sc.Text()
+		}
+		close(said)
+	}()
+	if l := <-said; l != "UP 1" {
+		t.Fatalf("publisher said %q: %s", l, pyErr.String())
+	}
+	log := filepath.Join(t.TempDir(), "ev.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"events", "record", "--endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--out", log, "--flush", "20ms", "--redial-max", "200ms"}, io.Discard, &stderr)
+	}()
+	for _, want := range []string{"DOWN", "UP 2", "DONE"} {
+		select {
+		case l := <-said:
+			if l != want {
+				t.Fatalf("publisher said %q, want %q: %s", l, want, pyErr.String())
+			}
+		case err := <-done:
+			t.Fatalf("the recorder ended before the publisher said %s: %v: %s", want, err, stderr.String())
+		case <-time.After(time.Until(testenv.Deadline(t))):
+			t.Fatalf("publisher never said %s: %s", want, stderr.String())
+		}
+	}
+	// The recorder outlives the first life and records the second.
+	var st *events.Stats
+	for deadline := testenv.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
+		if st, err = events.StatsFile(log); err == nil && st.Frames == 8 {
+			break
+		}
+		if len(done) > 0 || time.Now().After(deadline) {
+			t.Fatalf("recorder: %v, stats %+v: %s", err, st, stderr.String())
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("record: %v: %s", err, stderr.String())
+	}
+	if st.Outages != 1 || st.Epochs != 1 || st.Gaps != 0 || st.GapSeqs != 0 {
+		t.Errorf("outages %d epochs %d gaps %d (%d seqs), want 1, 1, 0 (0)", st.Outages, st.Epochs, st.Gaps, st.GapSeqs)
+	}
+	// Five blocks of the first life went with the restart; three of the
+	// second are resident.
+	if is := st.Instances[0]; is.BlocksStored != 8 || is.Resident["GPU"] != 3 {
+		t.Errorf("instance %+v, want 8 stored, GPU 3 resident", is)
+	}
+	for _, want := range []string{"connection lost", "reconnected after", "went back from 4 to 0: engine restarted, a new epoch", "8 frames, 8 events, 0 malformed, 0 gaps (0 refilled, 0 lost), 1 restarts, 0 duplicates skipped, 1 connections lost"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// The what-if sees the restart as the first life's blocks leaving.
+	if wi, err := events.WhatIfFile(log, events.WhatIfOptions{Capacities: []int64{8}}); err != nil || wi.Instances[0].Left != 5 || wi.Instances[0].GPUStores != 8 {
+		t.Errorf("whatif: %v %+v, want 5 blocks left, 8 GPU stores", err, wi)
+	}
+	// The log's records, in order: the outage before the second life's
+	// first frame, and the epoch with it.
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := events.NewReader(f, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		var rec events.Record
+		if rd.Next(&rec) != nil {
+			break
+		}
+		switch rec.Type {
+		case events.RecFrame:
+			kinds = append(kinds, fmt.Sprint(rec.Seq))
+		case events.RecOutage:
+			kinds = append(kinds, fmt.Sprintf("outage@%d", rec.Seq))
+		case events.RecEpoch:
+			kinds = append(kinds, fmt.Sprintf("epoch%d/%d", rec.Seq, rec.Count))
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "0 1 2 3 4 outage@5 epoch0/5 0 1 2"; got != want {
+		t.Errorf("records %q, want %q", got, want)
+	}
 }
