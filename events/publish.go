@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/transport"
 )
 
 // BlockHash is the 64-bit hash kvsim publishes for its block id b:
@@ -48,6 +50,11 @@ type PublishOptions struct {
 	// 100000, vLLM's default); beyond it the library drops them, and a
 	// subscriber sees a gap to refill from the replay socket.
 	HWM int
+	// StallAfter: while a write to one of an instance's subscribers has
+	// been blocked this long (0: 100 ms), that instance's frames are not
+	// handed to the library but dropped and counted (they stay in the
+	// replay buffer).
+	StallAfter time.Duration
 }
 
 // PublishSummary is what a Publisher sent.
@@ -55,6 +62,10 @@ type PublishSummary struct {
 	Frames  int64 // batches handed to the sockets
 	Events  int64
 	Dropped int64 // batches a full queue refused (paced): in the replay buffer still
+	// Stalled counts batches withheld from the sockets while a subscriber
+	// of their instance was not reading (in the replay buffer still).
+	// Frames = batches published - Dropped - Stalled.
+	Stalled int64
 	Replays int64 // replay requests served
 }
 
@@ -66,6 +77,7 @@ type frame struct {
 
 type instPub struct {
 	pub    zmq4.Socket
+	watch  *watch // the PUB socket's subscribers' connections
 	router zmq4.Socket
 	where  []uint8
 	batch  Batch
@@ -89,7 +101,7 @@ type Publisher struct {
 	sent  sync.WaitGroup // the sending goroutine
 	sum   PublishSummary
 	// Counted by the sockets' goroutines.
-	frames, replays atomic.Int64
+	frames, replays, stalled atomic.Int64
 	err             error
 }
 
@@ -122,6 +134,10 @@ func NewPublisher(opt PublishOptions) (*Publisher, error) {
 	if opt.HWM <= 0 {
 		opt.HWM = 100000
 	}
+	if opt.StallAfter <= 0 {
+		opt.StallAfter = 100 * time.Millisecond
+	}
+	registerWatch()
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Publisher{opt: opt, ctx: ctx, stop: stop, out: make(chan frame, 4096), start: time.Now()}
 	for i := range opt.Instances {
@@ -129,9 +145,15 @@ func NewPublisher(opt PublishOptions) (*Publisher, error) {
 		ip.batch.Rank = int64(i)
 		p.insts = append(p.insts, ip)
 		ip.pub.SetOption(zmq4.OptionHWM, opt.HWM)
-		if err := ip.pub.Listen(fmt.Sprintf("tcp://%s:%d", host, port+i)); err != nil {
+		addr := net.JoinHostPort(host, strconv.Itoa(port+i))
+		if err := ip.pub.Listen(watchScheme + "://" + addr); err != nil {
 			p.closeSockets()
 			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		key, _ := transport.New("tcp").Addr(addr)
+		if ip.watch = watchFor(key); ip.watch == nil {
+			p.closeSockets()
+			return nil, fmt.Errorf("instance %d: no watch on %s", i, key)
 		}
 		if err := ip.router.Listen(fmt.Sprintf("tcp://%s:%d", host, port+opt.Instances+i)); err != nil {
 			p.closeSockets()
@@ -251,9 +273,14 @@ func (p *Publisher) send() {
 	defer p.sent.Done()
 	topic := []byte(p.opt.Topic)
 	for f := range p.out {
+		ip := p.insts[f.inst]
+		if ip.watch.blocked(time.Now()) >= p.opt.StallAfter {
+			p.stalled.Add(1)
+			continue
+		}
 		var seq [8]byte
 		binary.BigEndian.PutUint64(seq[:], f.seq)
-		if err := p.insts[f.inst].pub.Send(zmq4.NewMsgFrom(topic, seq[:], f.payload)); err == nil {
+		if err := ip.pub.Send(zmq4.NewMsgFrom(topic, seq[:], f.payload)); err == nil {
 			p.frames.Add(1)
 		}
 	}
@@ -306,6 +333,7 @@ func (p *Publisher) Flush() (PublishSummary, error) {
 	s := p.sum
 	s.Replays = p.replays.Load()
 	s.Frames = p.frames.Load()
+	s.Stalled = p.stalled.Load()
 	return s, p.err
 }
 

@@ -618,3 +618,46 @@ func TestEventsRecordReconnect(t *testing.T) {
 		t.Errorf("records %q, want %q", got, want)
 	}
 }
+
+// kvsim run --publish-events with a subscriber that never reads: the run
+// ends, and what it reports adds up: every batch was either handed to
+// the sockets or counted as withheld while the subscriber stalled.
+func TestEventsPublishStalledSubscriberCounted(t *testing.T) {
+	needPyZMQ(t)
+	base := freePorts(t, 4)
+	sub := exec.Command(sysPython, "-c", fmt.Sprintf(`
+import sys, zmq
+c = zmq.Context(); s = c.socket(zmq.SUB)
+s.setsockopt(zmq.RCVHWM, 1); s.setsockopt(zmq.RCVBUF, 4096)
+s.setsockopt(zmq.SUBSCRIBE, b""); s.connect("tcp://127.0.0.1:%d")
+print("READY", flush=True)
+sys.stdin.read()
+`, base))
+	in, _ := sub.StdinPipe()
+	outp, _ := sub.StdoutPipe()
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); sub.Process.Kill(); sub.Wait() }()
+	bufio.NewReader(outp).ReadString('\n')
+	defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
+	var batches uint64
+	eventsPublished = func(p *events.Publisher) { batches = p.Batches(0) + p.Batches(1) }
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"run", "--quiet", "--out", t.TempDir(), "--events-linger", "0s",
+		"--set", "workload.requests=6000", "--publish-events", fmt.Sprintf("tcp://127.0.0.1:%d", base),
+		"testdata/events/cluster.toml"}, io.Discard, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	var frames, evs, paced, stalled uint64
+	i := strings.Index(stderr.String(), "published ")
+	if i < 0 {
+		t.Fatalf("no report: %s", stderr.String())
+	}
+	if _, err := fmt.Sscanf(stderr.String()[i:], "published %d batches, %d events (%d dropped by pacing, %d while a subscriber stalled)", &frames, &evs, &paced, &stalled); err != nil {
+		t.Fatalf("report %q: %v", stderr.String()[i:], err)
+	}
+	if stalled == 0 || frames+paced+stalled != batches {
+		t.Errorf("%d batches published; reported %d sent, %d dropped by pacing, %d withheld: want some withheld and the three adding up", batches, frames, paced, stalled)
+	}
+}

@@ -117,7 +117,7 @@ func startEvents(ctx context.Context, sc *scenario.Scenario, e *eventsFlags, std
 	}
 	finish = func() {
 		s, err := p.Flush()
-		fmt.Fprintf(stderr, "kvsim run: %s: published %d batches, %d events (%d dropped by pacing); serving replays for %v\n", sc.Name, s.Frames, s.Events, s.Dropped, e.linger)
+		fmt.Fprintf(stderr, "kvsim run: %s: published %d batches, %d events (%d dropped by pacing, %d while a subscriber stalled); serving replays for %v\n", sc.Name, s.Frames, s.Events, s.Dropped, s.Stalled, e.linger)
 		if err != nil {
 			fmt.Fprintf(stderr, "kvsim run: %s: publishing: %v\n", sc.Name, err)
 		}
