@@ -102,7 +102,7 @@ type Publisher struct {
 	sum   PublishSummary
 	// Counted by the sockets' goroutines.
 	frames, replays, stalled atomic.Int64
-	err             error
+	err                      error
 }
 
 // SplitEndpoint parses tcp://HOST:PORT.
