@@ -239,6 +239,11 @@ func TestEventsBadInput(t *testing.T) {
 		{[]string{"events", "stats", flipped}, "flipped.log: record at byte 8: checksum mismatch"},
 		{[]string{"events", "whatif", good, "--capacities", "0"}, "--capacities: \"0\" is not a block count"},
 		{[]string{"events", "whatif", junk}, "junk.log: not a kvsim event log"},
+		{[]string{"events", "whatif", good, "--requests-offset", "1"}, "need --requests"},
+		{[]string{"events", "whatif", good, "--prompt-blocks", "half"}, "--prompt-blocks: want full or ceil"},
+		{[]string{"events", "whatif", good, "--requests", filepath.Join(dir, "none.csv")}, "none.csv"},
+		{[]string{"events", "whatif", good, "--requests", junk, "--requests-format", "csv", "--requests-offset", "x"}, "--requests-offset: want seconds"},
+		{[]string{"events", "record", "--endpoint", "tcp://h:1", "--out", "x", "--redial-max", "1ms"}, "--redial-max: must be at least 100ms"},
 		{[]string{"run", "--events-pace", "0", "testdata/events/cluster.toml"}, "--events-pace: want max or a positive speed factor"},
 		{[]string{"run", "--events-encoding", "json", "testdata/events/cluster.toml"}, "--events-encoding: want map or array"},
 		{[]string{"run", "--publish-events", "udp://x:1", "--out", dir, "testdata/events/cluster.toml"}, "want tcp://HOST:PORT"},
@@ -502,6 +507,7 @@ func TestEventsRoundTrip(t *testing.T) {
 		stores += o.GPUStores
 	}
 	kvEventsReplay(t, log, stores) // the recording as a trace: kvsim mrc and kvsim run
+	kvEventsJoin(t, log, filepath.Join(out, "events_cluster", "requests.csv"), stores)
 }
 
 // An engine that goes away and comes back (restarted: its sequence
