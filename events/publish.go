@@ -55,6 +55,19 @@ type PublishOptions struct {
 	// handed to the library but dropped and counted (they stay in the
 	// replay buffer).
 	StallAfter time.Duration
+	// Name, when set, names block b as an engine would: its hash and,
+	// when its tokens are known, them and its parent block (vLLM's
+	// chained hash). Unset: BlockHash(b), no tokens.
+	Name func(b int64) BlockName
+}
+
+// BlockName is what a BlockStored says of one block.
+type BlockName struct {
+	Hash uint64
+	// Tokens are the block's token ids (nil: unknown); Parent is the block
+	// before it in its prompt, -1 for the first.
+	Tokens []int64
+	Parent int64
 }
 
 // PublishSummary is what a Publisher sent.
@@ -82,6 +95,7 @@ type instPub struct {
 	where  []uint8
 	batch  Batch
 	at     int64 // simulated ns of batch
+	last   int64 // block id last added to the batch's last event
 	seq    uint64
 	mu     sync.Mutex
 	ring   []frame // replay buffer, oldest first
@@ -196,14 +210,13 @@ func (p *Publisher) Observe(inst int, now int64, b int64, where uint8) {
 		p.flush(inst)
 	}
 	ip.at = now
-	h := BlockHash(b)
 	for d := old ^ where; d != 0; d &= d - 1 {
 		t := bits.TrailingZeros8(d)
 		k := Removed
 		if where&(1<<t) != 0 {
 			k = Stored
 		}
-		p.add(ip, k, p.medium(t), h)
+		p.add(ip, k, p.medium(t), b)
 	}
 	if len(ip.batch.Events) >= 512 {
 		p.flush(inst)
@@ -217,19 +230,38 @@ func (p *Publisher) medium(t int) string {
 	return "STORAGE"
 }
 
-// add appends h to the batch's last event when it is alike, else starts
-// an event.
-func (p *Publisher) add(ip *instPub, k Kind, medium string, h uint64) {
+// add appends block b to the batch's last event when it is alike, else
+// starts an event. With token ids, a stored block joins an event only as
+// the next block of its chain, so that the event's parent_block_hash and
+// token_ids describe every block in it.
+func (p *Publisher) add(ip *instPub, k Kind, medium string, b int64) {
+	n := BlockName{Hash: BlockHash(b), Parent: -1}
+	if p.opt.Name != nil {
+		n = p.opt.Name(b)
+	}
+	withTokens := k == Stored && n.Tokens != nil
 	evs := ip.batch.Events
-	if n := len(evs); n > 0 && evs[n-1].Kind == k && evs[n-1].Medium == medium {
-		evs[n-1].Hashes = append(evs[n-1].Hashes, h)
+	if i := len(evs) - 1; i >= 0 && evs[i].Kind == k && evs[i].Medium == medium &&
+		(len(evs[i].TokenIDs) > 0) == withTokens && (!withTokens || n.Parent == ip.last) {
+		evs[i].Hashes = append(evs[i].Hashes, n.Hash)
+		if withTokens {
+			evs[i].TokenIDs = append(evs[i].TokenIDs, n.Tokens...)
+		}
+		ip.last = b
 		return
 	}
-	ev := Event{Kind: k, Medium: medium, Hashes: []uint64{h}, GroupIdx: 0}
+	ev := Event{Kind: k, Medium: medium, Hashes: []uint64{n.Hash}, GroupIdx: 0}
 	if k == Stored {
 		ev.BlockSize = int64(p.opt.BlockTokens)
 		ev.TokenIDs = []int64{}
+		if withTokens {
+			ev.TokenIDs = append(ev.TokenIDs, n.Tokens...)
+			if n.Parent >= 0 {
+				ev.Parent, ev.HasParent = p.opt.Name(n.Parent).Hash, true
+			}
+		}
 	}
+	ip.last = b
 	ip.batch.Events = append(evs, ev)
 }
 
@@ -352,7 +384,11 @@ func (p *Publisher) Resident(inst, t int) []uint64 {
 	var out []uint64
 	for b, w := range p.insts[inst].where {
 		if w&(1<<t) != 0 {
-			out = append(out, BlockHash(int64(b)))
+			h := BlockHash(int64(b))
+			if p.opt.Name != nil {
+				h = p.opt.Name(int64(b)).Hash
+			}
+			out = append(out, h)
 		}
 	}
 	return out

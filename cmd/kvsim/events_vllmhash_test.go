@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kvsim/events"
+	"kvsim/internal/testenv"
+)
+
+// vllmHashTrace writes a Mooncake JSONL trace whose lines carry token_ids:
+// three system prompts of four 16-token blocks shared by requests, each
+// with its own user tokens; hash_ids are chained-prefix ids derived from
+// the tokens, one per 16 tokens (the last may be partial).
+func vllmHashTrace(t *testing.T, path string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	ids := map[string]int64{}
+	var b strings.Builder
+	for i := range 60 {
+		toks := make([]int64, 0, 200)
+		sys := int64(i % 3)
+		for k := range 64 {
+			toks = append(toks, 1000*sys+int64(k))
+		}
+		for range 20 + r.IntN(60) {
+			toks = append(toks, 100000+r.Int64N(50000))
+		}
+		var hs []int64
+		for k := 0; k < len(toks); k += 16 {
+			key := fmt.Sprint(toks[:min(k+16, len(toks))])
+			id, ok := ids[key]
+			if !ok {
+				id = int64(len(ids)) + 7000
+				ids[key] = id
+			}
+			hs = append(hs, id)
+		}
+		line, _ := json.Marshal(map[string]any{"timestamp": i * 200, "input_length": len(toks), "output_length": 8, "hash_ids": hs, "token_ids": toks})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With --events-hash vllm, every block kvsim publishes with tokens is
+// named as vLLM names it: an indexer written in Python that hashes the
+// trace's prompts with cbor2 and hashlib finds every published hash among
+// its own, with the block's tokens and its parent.
+func TestEventsPublishVLLMHashes(t *testing.T) {
+	needPyZMQ(t)
+	if err := exec.Command(sysPython, "-c", "import cbor2").Run(); err != nil {
+		testenv.Missing(t, "%s cannot import cbor2 (apt-get install python3-cbor2): %v", sysPython, err)
+	}
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "prompts.jsonl")
+	vllmHashTrace(t, trace)
+	scen := filepath.Join(dir, "vllm.toml")
+	os.WriteFile(scen, []byte(`name = "vllm_hash"
+seed = 1
+[model]
+preset = "llama-3.1-8b"
+block_tokens = 16
+[gpu]
+preset = "h100"
+[[tier]]
+name = "hbm"
+kind = "hbm"
+capacity = "64MiB"
+[[tier]]
+name = "dram"
+kind = "dram"
+capacity = "1GiB"
+[workload]
+trace = "prompts.jsonl"
+[cluster]
+instances = 2
+[[policy]]
+eviction = "lru"
+`), 0o644)
+	base := freePorts(t, 4)
+	log := filepath.Join(dir, "ev.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var recErr bytes.Buffer
+	recDone := make(chan error, 1)
+	recArgs := []string{"events", "record", "--out", log, "--flush", "20ms", "--quiet"}
+	for i := range 2 {
+		recArgs = append(recArgs, "--endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", base+i), "--replay", fmt.Sprintf("tcp://127.0.0.1:%d", base+2+i))
+	}
+	go func() { recDone <- run(ctx, recArgs, io.Discard, &recErr) }()
+	defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
+	eventsPublished = func(p *events.Publisher) {
+		for i := range 2 {
+			waitForInstSeq(t, log, uint32(i), p.Batches(i)-1, func() bool { return len(recDone) == 0 })
+		}
+		cancel()
+		<-recDone
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"run", "--quiet", "--out", filepath.Join(dir, "out"), "--events-linger", "0s",
+		"--publish-events", fmt.Sprintf("tcp://127.0.0.1:%d", base), "--events-hash", "vllm", "--events-hash-seed", "0", scen}, io.Discard, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	// The stored events, as recorded.
+	type pub struct {
+		Hashes []uint64 `json:"hashes"`
+		Parent *uint64  `json:"parent"`
+		Tokens []int64  `json:"tokens"`
+	}
+	var withTokens []pub
+	var blocks, bare int
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := events.NewReader(f, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var rec events.Record
+		if rd.Next(&rec) != nil {
+			break
+		}
+		if rec.Type != events.RecFrame {
+			continue
+		}
+		b, err := events.Decode(rec.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range b.Events {
+			if ev.Kind != events.Stored {
+				continue
+			}
+			if len(ev.TokenIDs) == 0 {
+				bare += len(ev.Hashes)
+				continue
+			}
+			p := pub{Hashes: ev.Hashes, Tokens: ev.TokenIDs}
+			if ev.HasParent {
+				p.Parent = &ev.Parent
+			}
+			withTokens = append(withTokens, p)
+			blocks += len(ev.Hashes)
+		}
+	}
+	js, _ := json.Marshal(withTokens)
+	pubPath := filepath.Join(dir, "published.json")
+	os.WriteFile(pubPath, js, 0o644)
+	out, err := exec.Command(sysPython, "testdata/events/vllm_hashes.py", trace, "16", "0", pubPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var res struct {
+		Blocks int
+		Bad    []string
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if blocks == 0 || res.Blocks != blocks || len(res.Bad) > 0 {
+		t.Errorf("published %d stored blocks with tokens, the indexer checked %d: %v", blocks, res.Blocks, res.Bad)
+	}
+	t.Logf("%d stored blocks named by vLLM's hash, all agreeing; %d partial blocks with kvsim's hash and no tokens", blocks, bare)
+}
