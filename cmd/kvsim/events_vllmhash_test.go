@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,4 +177,45 @@ eviction = "lru"
 		t.Errorf("published %d stored blocks with tokens, the indexer checked %d: %v", blocks, res.Blocks, res.Bad)
 	}
 	t.Logf("%d stored blocks named by vLLM's hash, all agreeing; %d partial blocks with kvsim's hash and no tokens", blocks, bare)
+}
+
+// The namer numbers blocks as the run does and refuses a hash_id whose
+// tokens differ where it appears again; partial blocks and lines without
+// token_ids keep kvsim's hash.
+func TestVLLMNamer(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	os.WriteFile(good, []byte(`{"timestamp":0,"input_length":5,"output_length":1,"hash_ids":[9,4,5],"token_ids":[1,2,3,4,5]}
+{"timestamp":1,"input_length":4,"output_length":1,"hash_ids":[9,6],"token_ids":[1,2,7,8]}
+{"timestamp":2,"input_length":2,"output_length":1,"hash_ids":[8]}
+`), 0o644)
+	name, err := vllmNamer(good, 2, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := events.VLLMBlockHashes("0", []int64{1, 2, 3, 4}, 2)
+	b, _ := events.VLLMBlockHashes("0", []int64{1, 2, 7, 8}, 2)
+	// Dense ids by first sight: 9 -> 0, 4 -> 1, 5 -> 2, 6 -> 3, 8 -> 4.
+	for _, c := range []struct {
+		id     int64
+		hash   [32]byte
+		parent int64
+		tokens []int64
+	}{{0, a[0], -1, []int64{1, 2}}, {1, a[1], 0, []int64{3, 4}}, {3, b[1], 0, []int64{7, 8}}} {
+		if n := name(c.id); n.Hash != events.VLLMHash64(c.hash) || n.Parent != c.parent || !slices.Equal(n.Tokens, c.tokens) {
+			t.Errorf("block %d: %+v, want hash %d parent %d tokens %v", c.id, n, events.VLLMHash64(c.hash), c.parent, c.tokens)
+		}
+	}
+	for _, id := range []int64{2, 4} { // a partial block; a line without tokens
+		if n := name(id); n.Hash != events.BlockHash(id) || n.Tokens != nil {
+			t.Errorf("block %d: %+v, want kvsim's hash and no tokens", id, n)
+		}
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"hash_ids":[9],"token_ids":[1,2]}
+{"hash_ids":[9],"token_ids":[1,3]}
+`), 0o644)
+	if _, err := vllmNamer(bad, 2, "0"); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: hash_ids[0] = 9") {
+		t.Errorf("inconsistent ids: %v", err)
+	}
 }
