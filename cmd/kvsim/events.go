@@ -308,15 +308,13 @@ func printJoin(w io.Writer, jr *events.JoinResult) error {
 		how = "estimated"
 	}
 	fmt.Fprintf(w, "\nrequest log joined (events ts of its first arrival %.3f s, %s):\n", jr.Offset, how)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "requests\t%d: %d matched to the GPU stores of their prefill (%.1f%%)\n", jr.Requests, jr.Matched, 100*float64(jr.Matched)/float64(max(jr.Requests, 1)))
+	fmt.Fprintf(w, "  requests: %d, %d matched to the GPU stores of their prefill (%.1f%%)\n", jr.Requests, jr.Matched, 100*float64(jr.Matched)/float64(max(jr.Requests, 1)))
 	for _, k := range sortedKeys(jr.Unmatched) {
-		fmt.Fprintf(tw, "  unmatched: %s\t%d\n", k, jr.Unmatched[k])
+		fmt.Fprintf(w, "    unmatched, %s: %d\n", k, jr.Unmatched[k])
 	}
-	fmt.Fprintf(tw, "GPU stores\t%d claimed by a request, %d by none (decode blocks, requests not in the log)\n", jr.StoresClaimed, jr.StoresUnclaimed)
-	fmt.Fprintf(tw, "GPU prefix hits (not in the events)\t%d of %d prompt blocks of matched requests (%.4f)\n", jr.HitBlocks, jr.PromptBlocks, jr.HitRatio)
-	tw.Flush()
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "  GPU stores: %d claimed by a request, %d by none (decode blocks, requests not in the log)\n", jr.StoresClaimed, jr.StoresUnclaimed)
+	fmt.Fprintf(w, "  GPU prefix hits, which the events do not show: %d of the matched requests' %d prompt blocks (%.4f)\n", jr.HitBlocks, jr.PromptBlocks, jr.HitRatio)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "capacity (blocks)\tprefill tokens saved\trequests helped\tmean share of a prefill's compute\t")
 	for _, c := range jr.Candidates {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t\n", c.Capacity, c.TokensSaved, c.RequestsHelped, c.MeanShare)
