@@ -247,7 +247,7 @@ func TestEventsBadInput(t *testing.T) {
 		{[]string{"run", "--events-pace", "0", "testdata/events/cluster.toml"}, "--events-pace: want max or a positive speed factor"},
 		{[]string{"run", "--events-encoding", "json", "testdata/events/cluster.toml"}, "--events-encoding: want map or array"},
 		{[]string{"run", "--events-hash", "sha1", "testdata/events/cluster.toml"}, "--events-hash: want kvsim or vllm"},
-		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-hash", "vllm", "--out", dir, "testdata/events/cluster.toml"}, "needs a Mooncake JSONL trace read as written"},
+		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-hash", "vllm", "--out", dir, "testdata/events/cluster.toml"}, "needs a Mooncake JSONL trace or a kvevents log"},
 		{[]string{"run", "--publish-events", "udp://x:1", "--out", dir, "testdata/events/cluster.toml"}, "want tcp://HOST:PORT"},
 		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-policy", "nope", "--out", dir, "testdata/events/cluster.toml"}, "has no policy \"nope\""},
 	} {

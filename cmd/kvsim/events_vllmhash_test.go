@@ -90,30 +90,7 @@ instances = 2
 [[policy]]
 eviction = "lru"
 `), 0o644)
-	base := freePorts(t, 4)
-	log := filepath.Join(dir, "ev.log")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var recErr bytes.Buffer
-	recDone := make(chan error, 1)
-	recArgs := []string{"events", "record", "--out", log, "--flush", "20ms", "--quiet"}
-	for i := range 2 {
-		recArgs = append(recArgs, "--endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", base+i), "--replay", fmt.Sprintf("tcp://127.0.0.1:%d", base+2+i))
-	}
-	go func() { recDone <- run(ctx, recArgs, io.Discard, &recErr) }()
-	defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
-	eventsPublished = func(p *events.Publisher) {
-		for i := range 2 {
-			waitForInstSeq(t, log, uint32(i), p.Batches(i)-1, func() bool { return len(recDone) == 0 })
-		}
-		cancel()
-		<-recDone
-	}
-	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"run", "--quiet", "--out", filepath.Join(dir, "out"), "--events-linger", "0s",
-		"--publish-events", fmt.Sprintf("tcp://127.0.0.1:%d", base), "--events-hash", "vllm", "--events-hash-seed", "0", scen}, io.Discard, &stderr); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
+	log := recordRun(t, scen, filepath.Join(dir, "ev.log"), "--events-hash", "vllm", "--events-hash-seed", "0")
 	// The stored events, as recorded.
 	type pub struct {
 		Hashes []uint64 `json:"hashes"`
@@ -122,42 +99,17 @@ eviction = "lru"
 	}
 	var withTokens []pub
 	var blocks, bare int
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := events.NewReader(f, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		var rec events.Record
-		if rd.Next(&rec) != nil {
-			break
-		}
-		if rec.Type != events.RecFrame {
+	for _, ev := range storedEvents(t, log) {
+		if len(ev.TokenIDs) == 0 {
+			bare += len(ev.Hashes)
 			continue
 		}
-		b, err := events.Decode(rec.Payload)
-		if err != nil {
-			t.Fatal(err)
+		p := pub{Hashes: ev.Hashes, Tokens: ev.TokenIDs}
+		if ev.HasParent {
+			p.Parent = &ev.Parent
 		}
-		for _, ev := range b.Events {
-			if ev.Kind != events.Stored {
-				continue
-			}
-			if len(ev.TokenIDs) == 0 {
-				bare += len(ev.Hashes)
-				continue
-			}
-			p := pub{Hashes: ev.Hashes, Tokens: ev.TokenIDs}
-			if ev.HasParent {
-				p.Parent = &ev.Parent
-			}
-			withTokens = append(withTokens, p)
-			blocks += len(ev.Hashes)
-		}
+		withTokens = append(withTokens, p)
+		blocks += len(ev.Hashes)
 	}
 	js, _ := json.Marshal(withTokens)
 	pubPath := filepath.Join(dir, "published.json")
@@ -177,6 +129,100 @@ eviction = "lru"
 		t.Errorf("published %d stored blocks with tokens, the indexer checked %d: %v", blocks, res.Blocks, res.Bad)
 	}
 	t.Logf("%d stored blocks named by vLLM's hash, all agreeing; %d partial blocks with kvsim's hash and no tokens", blocks, bare)
+
+	// The recording replayed as a trace (format = "kvevents") keeps the
+	// events' token_ids, so a second run names its blocks by the hashes
+	// the first published: kvsim's hash of the tokens is the engine's.
+	scen2 := filepath.Join(dir, "replay.toml")
+	b, _ := os.ReadFile(scen)
+	os.WriteFile(scen2, bytes.Replace(b, []byte(`trace = "prompts.jsonl"`), []byte("trace = \"ev.log\"\nformat = \"kvevents\""), 1), 0o644)
+	first := map[uint64]bool{}
+	for _, p := range withTokens {
+		for _, h := range p.Hashes {
+			first[h] = true
+		}
+	}
+	log2 := recordRun(t, scen2, filepath.Join(dir, "ev2.log"), "--events-hash", "vllm")
+	var again, other int
+	for _, ev := range storedEvents(t, log2) {
+		if len(ev.TokenIDs) == 0 {
+			continue
+		}
+		for _, h := range ev.Hashes {
+			if first[h] {
+				again++
+			} else {
+				other++
+			}
+		}
+	}
+	if again == 0 || other > 0 {
+		t.Errorf("replaying the recording: %d stored blocks with tokens named as the first run named them, %d not", again, other)
+	}
+	t.Logf("replayed as a kvevents trace: %d stored blocks with tokens, all named as in the first run", again)
+}
+
+// recordRun records kvsim run's events for scen (2 instances) into log.
+func recordRun(t *testing.T, scen, log string, args ...string) string {
+	t.Helper()
+	base := freePorts(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var recErr bytes.Buffer
+	recDone := make(chan error, 1)
+	recArgs := []string{"events", "record", "--out", log, "--flush", "20ms", "--quiet"}
+	for i := range 2 {
+		recArgs = append(recArgs, "--endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", base+i), "--replay", fmt.Sprintf("tcp://127.0.0.1:%d", base+2+i))
+	}
+	go func() { recDone <- run(ctx, recArgs, io.Discard, &recErr) }()
+	defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
+	eventsPublished = func(p *events.Publisher) {
+		for i := range 2 {
+			waitForInstSeq(t, log, uint32(i), p.Batches(i)-1, func() bool { return len(recDone) == 0 })
+		}
+		cancel()
+		<-recDone
+	}
+	var stderr bytes.Buffer
+	runArgs := append([]string{"run", "--quiet", "--out", t.TempDir(), "--events-linger", "0s",
+		"--publish-events", fmt.Sprintf("tcp://127.0.0.1:%d", base)}, args...)
+	if err := run(context.Background(), append(runArgs, scen), io.Discard, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	return log
+}
+
+// storedEvents are the BlockStored events of the log at path.
+func storedEvents(t *testing.T, path string) []events.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := events.NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Event
+	for {
+		var rec events.Record
+		if rd.Next(&rec) != nil {
+			return out
+		}
+		if rec.Type != events.RecFrame {
+			continue
+		}
+		b, err := events.Decode(rec.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range b.Events {
+			if ev.Kind == events.Stored {
+				out = append(out, ev)
+			}
+		}
+	}
 }
 
 // The namer numbers blocks as the run does and refuses a hash_id whose

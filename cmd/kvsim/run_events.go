@@ -118,10 +118,10 @@ func startEvents(ctx context.Context, sc *scenario.Scenario, e *eventsFlags, std
 		BlockTokens: sc.Model.BlockTokens, Encoding: enc, Pace: pace}
 	if e.hash == "vllm" {
 		w := sc.Workload
-		if w.Format != "" && w.Format != "mooncake" || w.SkipBadLines || w.Inject != nil {
-			return nil, nil, badInputf("run: --events-hash vllm: scenario %s: needs a Mooncake JSONL trace read as written (format mooncake, no skip_bad_lines, no inject)", sc.Name)
+		if w.Format != "" && w.Format != "mooncake" && w.Format != "kvevents" || w.SkipBadLines || w.Inject != nil {
+			return nil, nil, badInputf("run: --events-hash vllm: scenario %s: needs a Mooncake JSONL trace or a kvevents log, read as written (no skip_bad_lines, no inject)", sc.Name)
 		}
-		if popt.Name, err = vllmNamer(w.Trace, sc.Model.BlockTokens, e.seed); err != nil {
+		if popt.Name, err = vllmNamerFile(w.Trace, w.Format, sc.Model.BlockTokens, e.seed); err != nil {
 			return nil, nil, badInputf("run: --events-hash vllm: %v", err)
 		}
 	}
@@ -158,11 +158,26 @@ func startEvents(ctx context.Context, sc *scenario.Scenario, e *eventsFlags, std
 // the last full one of its prompt (vLLM never hashes a partial block) or
 // of a line without token_ids keeps kvsim's hash and publishes no tokens.
 func vllmNamer(path string, blockTokens int, seed string) (func(int64) events.BlockName, error) {
+	return vllmNamerFile(path, "mooncake", blockTokens, seed)
+}
+
+// vllmNamerFile reads a Mooncake JSONL trace, or a kvevents log as the
+// run reads it (converted to Mooncake JSONL, with the token_ids its
+// BlockStored events carried).
+func vllmNamerFile(path, format string, blockTokens int, seed string) (func(int64) events.BlockName, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	var src io.Reader = f
+	if format == "kvevents" {
+		var buf bytes.Buffer
+		if err := events.ToTrace(f, path, blockTokens, &buf); err != nil {
+			return nil, err
+		}
+		src = &buf
+	}
 	none := events.VLLMNoneHash(seed)
 	type block struct {
 		full   [32]byte
@@ -171,7 +186,7 @@ func vllmNamer(path string, blockTokens int, seed string) (func(int64) events.Bl
 	}
 	var blocks []block
 	ids := map[int64]int64{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(src)
 	sc.Buffer(nil, 1<<30)
 	for line := 1; sc.Scan(); line++ {
 		var l struct {
