@@ -38,6 +38,15 @@ const (
 	// RecMalformed notes a frame that was not an event batch (Payload keeps
 	// its bytes, Note why).
 	RecMalformed RecType = 4
+	// RecOutage notes that the connection to a source was lost at Recv
+	// (Note: why); Seq is the next sequence number expected then. The
+	// recorder redials until it is back or stopped.
+	RecOutage RecType = 5
+	// RecEpoch notes that a source's sequence numbers started again (an
+	// engine restarted): Seq is the first of the new epoch, Count the
+	// next one the old epoch would have sent. The engine's caches start
+	// empty, so readers drop the instance's residency as for a clear.
+	RecEpoch RecType = 6
 )
 
 // Record is one log record; which fields mean something depends on Type.
@@ -221,7 +230,7 @@ func parseBody(b []byte, r *Record) error {
 	if len(p.b) != 0 {
 		return fmt.Errorf("%d stray bytes", len(p.b))
 	}
-	if r.Type < RecSource || r.Type > RecMalformed {
+	if r.Type < RecSource || r.Type > RecEpoch {
 		return fmt.Errorf("unknown record type %d", r.Type)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/transport"
 )
 
 // BlockHash is the 64-bit hash kvsim publishes for its block id b:
@@ -48,6 +50,24 @@ type PublishOptions struct {
 	// 100000, vLLM's default); beyond it the library drops them, and a
 	// subscriber sees a gap to refill from the replay socket.
 	HWM int
+	// StallAfter: while a write to one of an instance's subscribers has
+	// been blocked this long (0: 100 ms), that instance's frames are not
+	// handed to the library but dropped and counted (they stay in the
+	// replay buffer).
+	StallAfter time.Duration
+	// Name, when set, names block b as an engine would: its hash and,
+	// when its tokens are known, them and its parent block (vLLM's
+	// chained hash). Unset: BlockHash(b), no tokens.
+	Name func(b int64) BlockName
+}
+
+// BlockName is what a BlockStored says of one block.
+type BlockName struct {
+	Hash uint64
+	// Tokens are the block's token ids (nil: unknown); Parent is the block
+	// before it in its prompt, -1 for the first.
+	Tokens []int64
+	Parent int64
 }
 
 // PublishSummary is what a Publisher sent.
@@ -55,6 +75,10 @@ type PublishSummary struct {
 	Frames  int64 // batches handed to the sockets
 	Events  int64
 	Dropped int64 // batches a full queue refused (paced): in the replay buffer still
+	// Stalled counts batches withheld from the sockets while a subscriber
+	// of their instance was not reading (in the replay buffer still).
+	// Frames = batches published - Dropped - Stalled.
+	Stalled int64
 	Replays int64 // replay requests served
 }
 
@@ -66,10 +90,12 @@ type frame struct {
 
 type instPub struct {
 	pub    zmq4.Socket
+	watch  *watch // the PUB socket's subscribers' connections
 	router zmq4.Socket
 	where  []uint8
 	batch  Batch
 	at     int64 // simulated ns of batch
+	last   int64 // block id last added to the batch's last event
 	seq    uint64
 	mu     sync.Mutex
 	ring   []frame // replay buffer, oldest first
@@ -89,8 +115,8 @@ type Publisher struct {
 	sent  sync.WaitGroup // the sending goroutine
 	sum   PublishSummary
 	// Counted by the sockets' goroutines.
-	frames, replays atomic.Int64
-	err             error
+	frames, replays, stalled atomic.Int64
+	err                      error
 }
 
 // SplitEndpoint parses tcp://HOST:PORT.
@@ -122,6 +148,10 @@ func NewPublisher(opt PublishOptions) (*Publisher, error) {
 	if opt.HWM <= 0 {
 		opt.HWM = 100000
 	}
+	if opt.StallAfter <= 0 {
+		opt.StallAfter = 100 * time.Millisecond
+	}
+	registerWatch()
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Publisher{opt: opt, ctx: ctx, stop: stop, out: make(chan frame, 4096), start: time.Now()}
 	for i := range opt.Instances {
@@ -129,9 +159,15 @@ func NewPublisher(opt PublishOptions) (*Publisher, error) {
 		ip.batch.Rank = int64(i)
 		p.insts = append(p.insts, ip)
 		ip.pub.SetOption(zmq4.OptionHWM, opt.HWM)
-		if err := ip.pub.Listen(fmt.Sprintf("tcp://%s:%d", host, port+i)); err != nil {
+		addr := net.JoinHostPort(host, strconv.Itoa(port+i))
+		if err := ip.pub.Listen(watchScheme + "://" + addr); err != nil {
 			p.closeSockets()
 			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		key, _ := transport.New("tcp").Addr(addr)
+		if ip.watch = watchFor(key); ip.watch == nil {
+			p.closeSockets()
+			return nil, fmt.Errorf("instance %d: no watch on %s", i, key)
 		}
 		if err := ip.router.Listen(fmt.Sprintf("tcp://%s:%d", host, port+opt.Instances+i)); err != nil {
 			p.closeSockets()
@@ -174,14 +210,13 @@ func (p *Publisher) Observe(inst int, now int64, b int64, where uint8) {
 		p.flush(inst)
 	}
 	ip.at = now
-	h := BlockHash(b)
 	for d := old ^ where; d != 0; d &= d - 1 {
 		t := bits.TrailingZeros8(d)
 		k := Removed
 		if where&(1<<t) != 0 {
 			k = Stored
 		}
-		p.add(ip, k, p.medium(t), h)
+		p.add(ip, k, p.medium(t), b)
 	}
 	if len(ip.batch.Events) >= 512 {
 		p.flush(inst)
@@ -195,19 +230,38 @@ func (p *Publisher) medium(t int) string {
 	return "STORAGE"
 }
 
-// add appends h to the batch's last event when it is alike, else starts
-// an event.
-func (p *Publisher) add(ip *instPub, k Kind, medium string, h uint64) {
+// add appends block b to the batch's last event when it is alike, else
+// starts an event. With token ids, a stored block joins an event only as
+// the next block of its chain, so that the event's parent_block_hash and
+// token_ids describe every block in it.
+func (p *Publisher) add(ip *instPub, k Kind, medium string, b int64) {
+	n := BlockName{Hash: BlockHash(b), Parent: -1}
+	if p.opt.Name != nil {
+		n = p.opt.Name(b)
+	}
+	withTokens := k == Stored && n.Tokens != nil
 	evs := ip.batch.Events
-	if n := len(evs); n > 0 && evs[n-1].Kind == k && evs[n-1].Medium == medium {
-		evs[n-1].Hashes = append(evs[n-1].Hashes, h)
+	if i := len(evs) - 1; i >= 0 && evs[i].Kind == k && evs[i].Medium == medium &&
+		(len(evs[i].TokenIDs) > 0) == withTokens && (!withTokens || n.Parent == ip.last) {
+		evs[i].Hashes = append(evs[i].Hashes, n.Hash)
+		if withTokens {
+			evs[i].TokenIDs = append(evs[i].TokenIDs, n.Tokens...)
+		}
+		ip.last = b
 		return
 	}
-	ev := Event{Kind: k, Medium: medium, Hashes: []uint64{h}, GroupIdx: 0}
+	ev := Event{Kind: k, Medium: medium, Hashes: []uint64{n.Hash}, GroupIdx: 0}
 	if k == Stored {
 		ev.BlockSize = int64(p.opt.BlockTokens)
 		ev.TokenIDs = []int64{}
+		if withTokens {
+			ev.TokenIDs = append(ev.TokenIDs, n.Tokens...)
+			if n.Parent >= 0 {
+				ev.Parent, ev.HasParent = p.opt.Name(n.Parent).Hash, true
+			}
+		}
 	}
+	ip.last = b
 	ip.batch.Events = append(evs, ev)
 }
 
@@ -251,9 +305,14 @@ func (p *Publisher) send() {
 	defer p.sent.Done()
 	topic := []byte(p.opt.Topic)
 	for f := range p.out {
+		ip := p.insts[f.inst]
+		if ip.watch.blocked(time.Now()) >= p.opt.StallAfter {
+			p.stalled.Add(1)
+			continue
+		}
 		var seq [8]byte
 		binary.BigEndian.PutUint64(seq[:], f.seq)
-		if err := p.insts[f.inst].pub.Send(zmq4.NewMsgFrom(topic, seq[:], f.payload)); err == nil {
+		if err := ip.pub.Send(zmq4.NewMsgFrom(topic, seq[:], f.payload)); err == nil {
 			p.frames.Add(1)
 		}
 	}
@@ -306,6 +365,7 @@ func (p *Publisher) Flush() (PublishSummary, error) {
 	s := p.sum
 	s.Replays = p.replays.Load()
 	s.Frames = p.frames.Load()
+	s.Stalled = p.stalled.Load()
 	return s, p.err
 }
 
@@ -324,7 +384,11 @@ func (p *Publisher) Resident(inst, t int) []uint64 {
 	var out []uint64
 	for b, w := range p.insts[inst].where {
 		if w&(1<<t) != 0 {
-			out = append(out, BlockHash(int64(b)))
+			h := BlockHash(int64(b))
+			if p.opt.Name != nil {
+				h = p.opt.Name(int64(b)).Hash
+			}
+			out = append(out, h)
 		}
 	}
 	return out

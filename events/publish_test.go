@@ -26,19 +26,29 @@ func TestEventsBlockHashIsABijection(t *testing.T) {
 }
 
 // A subscriber that connects and never reads (libzmq stops reading the
-// socket once its small queue is full) does not stall the publisher: the
-// frames beyond the library's high-water mark are dropped, never waited for.
+// socket once its small queue is full) stalls neither the simulation nor
+// the publisher, paced or not: once a write to it has been blocked for
+// StallAfter, frames are withheld and counted, so every batch is either
+// handed to the sockets or counted as dropped. Without the count the loop
+// below would never see a drop and fail at the test's deadline.
 func TestEventsStalledSubscriber(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import zmq").Run(); err != nil {
 		testenv.Missing(t, "/usr/bin/python3 cannot import zmq (apt-get install python3-zmq): %v", err)
 	}
+	for _, pace := range []float64{0, 1e9} {
+		t.Run(fmt.Sprint("pace=", pace), func(t *testing.T) { stalledSubscriber(t, pace) })
+	}
+}
+
+func stalledSubscriber(t *testing.T, pace float64) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	p, err := NewPublisher(PublishOptions{Endpoint: fmt.Sprintf("tcp://127.0.0.1:%d", port-1), Instances: 1, Media: []string{"GPU"}, BlockTokens: 16, HWM: 16})
+	p, err := NewPublisher(PublishOptions{Endpoint: fmt.Sprintf("tcp://127.0.0.1:%d", port-1), Instances: 1, Media: []string{"GPU"},
+		BlockTokens: 16, Pace: pace, StallAfter: 20 * time.Millisecond})
 	if err != nil {
 		t.Skipf("ports taken: %v", err)
 	}
@@ -63,7 +73,8 @@ sys.stdin.read()
 	got := make(chan bool)
 	go func() { bufio.NewReader(out).ReadString('\n'); close(got) }()
 	b := int64(0)
-	for deadline := testenv.Deadline(t); ; b++ {
+	deadline := testenv.Deadline(t)
+	for ; ; b++ {
 		p.Observe(0, b, b, 1)
 		if b%64 == 0 {
 			select {
@@ -78,16 +89,26 @@ sys.stdin.read()
 		}
 	}
 stalled:
-	// Megabytes of events, far more than the socket buffers hold.
-	for end := b + 50000; b < end; b++ {
+	// More batches until the socket buffers are full and a frame is
+	// withheld.
+	for p.stalled.Load() == 0 {
+		for range 256 {
+			p.Observe(0, b, b, 1)
+			b++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no frame withheld after %d batches to a subscriber that does not read", p.Batches(0))
+		}
+	}
+	for end := b + 10000; b < end; b++ {
 		p.Observe(0, b, b, 1)
 	}
 	s, err := p.Flush()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Batches(0) != uint64(b) {
-		t.Errorf("%d batches for %d changes", p.Batches(0), b)
+	if s.Frames+s.Dropped+s.Stalled != int64(p.Batches(0)) || s.Stalled == 0 {
+		t.Errorf("%d batches published, %d handed to the sockets, %d dropped by pacing, %d withheld: want the three to add up, some withheld",
+			p.Batches(0), s.Frames, s.Dropped, s.Stalled)
 	}
-	t.Logf("published %d batches, %d handed to the library", p.Batches(0), s.Frames)
 }

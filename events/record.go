@@ -35,6 +35,10 @@ type RecordOptions struct {
 	Ready func()
 	// Now stamps receive times (tests may fix it).
 	Now func() time.Time
+	// RedialMin and RedialMax bound the wait between attempts to reach a
+	// source whose connection failed (0: 100 ms and 5 s); the recorder
+	// redials until stopped.
+	RedialMin, RedialMax time.Duration
 }
 
 // SourceSummary is what Capture saw from one source.
@@ -46,7 +50,8 @@ type SourceSummary struct {
 	Gaps       int64
 	Refilled   uint64 // sequence numbers fetched from the replay endpoint
 	Unfilled   uint64 // sequence numbers lost for good
-	Restarts   int64  // sequence numbers that went backwards
+	Restarts   int64  // sequence numbers that went backwards: new epochs
+	Outages    int64  // connections lost (and redialled)
 	Duplicates int64  // live frames a catch-up replay had brought already
 	ReplayErrs int64
 }
@@ -69,6 +74,12 @@ func Capture(ctx context.Context, sources []Source, w *Writer, opt RecordOptions
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.RedialMin <= 0 {
+		opt.RedialMin = 100 * time.Millisecond
+	}
+	if opt.RedialMax < opt.RedialMin {
+		opt.RedialMax = max(opt.RedialMin, 5*time.Second)
+	}
 	for i, s := range sources {
 		if err := w.Append(&Record{Type: RecSource, Instance: uint32(i), Rank: -1, Endpoint: s.Endpoint, Replay: s.Replay}); err != nil {
 			return nil, err
@@ -83,7 +94,9 @@ func Capture(ctx context.Context, sources []Source, w *Writer, opt RecordOptions
 	sums := make([]SourceSummary, len(sources))
 	subs := make([]zmq4.Socket, len(sources))
 	for i, s := range sources {
-		sub := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithAutomaticReconnect(true))
+		// No automatic reconnect: the library's redials from inside its
+		// connection teardown; receive redials itself, and says so.
+		sub := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(100*time.Millisecond))
 		if err := sub.Dial(s.Endpoint); err != nil {
 			for _, o := range subs[:i] {
 				o.Close()
@@ -164,43 +177,102 @@ type sourceState struct {
 	dupFrom uint64 // live frames in [dupFrom, next) came by a catch-up already
 }
 
-func (s *sourceState) loop(sub zmq4.Socket) {
-	defer sub.Close()
-	msgs := make(chan zmq4.Msg, 64)
-	go func() {
-		defer close(msgs)
-		for {
-			msg, err := sub.Recv()
-			if err != nil {
-				if s.ctx.Err() == nil {
-					s.opt.Logf("%s: receive: %v", s.src.Endpoint, err)
-				}
-				return
-			}
-			select {
-			case msgs <- msg:
-			case <-s.ctx.Done():
-				return
-			}
+// inbound is what the receiving goroutine hands the loop: a message, or
+// news of the connection.
+type inbound struct {
+	msg      zmq4.Msg
+	lost     error // the connection failed with this
+	back     bool  // redialled after lost
+	attempts int
+}
+
+// receive reads sub until ctx ends; a failed receive (the engine went
+// away) closes the socket and redials with a bounded backoff, reporting
+// the loss and the return.
+func (s *sourceState) receive(sub zmq4.Socket, in chan<- inbound) {
+	defer close(in)
+	defer func() {
+		if sub != nil {
+			sub.Close()
 		}
 	}()
+	emit := func(v inbound) bool {
+		select {
+		case in <- v:
+			return true
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+	for {
+		msg, err := sub.Recv()
+		if err == nil {
+			if !emit(inbound{msg: msg}) {
+				return
+			}
+			continue
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		sub.Close()
+		sub = nil
+		if !emit(inbound{lost: err}) {
+			return
+		}
+		var n int
+		if sub, n = s.redial(); sub == nil {
+			return
+		}
+		if !emit(inbound{back: true, attempts: n}) {
+			return
+		}
+	}
+}
+
+// redial dials the endpoint again, waiting RedialMin, doubling up to
+// RedialMax, between attempts; nil when ctx ends first.
+func (s *sourceState) redial() (zmq4.Socket, int) {
+	wait := s.opt.RedialMin
+	for n := 1; ; n++ {
+		select {
+		case <-time.After(wait):
+		case <-s.ctx.Done():
+			return nil, n
+		}
+		sub := zmq4.NewSub(s.ctx, zmq4.WithDialerMaxRetries(0))
+		if err := sub.Dial(s.src.Endpoint); err == nil {
+			if err := sub.SetOption(zmq4.OptionSubscribe, ""); err == nil {
+				return sub, n
+			}
+		}
+		sub.Close()
+		wait = min(2*wait, s.opt.RedialMax)
+	}
+}
+
+func (s *sourceState) loop(sub zmq4.Socket) {
+	msgs := make(chan inbound, 64)
+	go s.receive(sub, msgs)
 	// PUB/SUB cannot tell a subscriber what it missed before its first
 	// frame or after its last: with a replay endpoint, a quiet second asks
 	// it for anything past the last frame.
 	tick := time.NewTicker(s.opt.IdlePoll)
 	defer tick.Stop()
 	quiet := false
+	down := false // between a lost connection and its return
+	var lostAt time.Time
 	for {
-		var msg zmq4.Msg
+		var in inbound
 		var ok bool
 		select {
-		case msg, ok = <-msgs:
+		case in, ok = <-msgs:
 			if !ok {
 				return
 			}
 			quiet = false
 		case <-tick.C:
-			if quiet && s.src.Replay != "" {
+			if quiet && !down && s.src.Replay != "" {
 				if !s.send(s.catchUp()) {
 					return
 				}
@@ -210,6 +282,25 @@ func (s *sourceState) loop(sub zmq4.Socket) {
 		case <-s.ctx.Done():
 			return
 		}
+		if in.lost != nil {
+			down, lostAt = true, s.opt.Now()
+			s.sum.Outages++
+			s.opt.Logf("%s: connection lost (%v); redialling every %v..%v until stopped", s.src.Endpoint, in.lost, s.opt.RedialMin, s.opt.RedialMax)
+			// A catch-up window does not outlive the connection: what
+			// comes back is either the same engine (its numbers go on) or a
+			// restarted one (they start again).
+			s.dupFrom = ^uint64(0)
+			if !s.send([]Record{{Type: RecOutage, Instance: s.inst, Rank: -1, Recv: lostAt.UnixNano(), Seq: s.next, Note: in.lost.Error()}}) {
+				return
+			}
+			continue
+		}
+		if in.back {
+			down = false
+			s.opt.Logf("%s: reconnected after %v (%d attempts)", s.src.Endpoint, s.opt.Now().Sub(lostAt).Round(time.Millisecond), in.attempts)
+			continue
+		}
+		msg := in.msg
 		now := s.opt.Now().UnixNano()
 		topic, seq, payload, ferr := splitFrames(msg.Frames)
 		if ferr != nil {
@@ -222,24 +313,26 @@ func (s *sourceState) loop(sub zmq4.Socket) {
 			continue
 		}
 		var out []Record
+		if s.started && seq < s.next {
+			if seq >= s.dupFrom {
+				s.sum.Duplicates++ // already had it from a catch-up replay
+				continue
+			}
+			// A restarted engine counts from 0 again: a new epoch, not a
+			// gap of nearly 2^64 numbers.
+			s.sum.Restarts++
+			s.opt.Logf("%s: sequence went back from %d to %d: engine restarted, a new epoch", s.src.Endpoint, s.next-1, seq)
+			out = append(out, Record{Type: RecEpoch, Instance: s.inst, Rank: -1, Recv: now, Seq: seq, Count: s.next, Note: "sequence numbers started again"})
+			s.started, s.dupFrom = false, ^uint64(0)
+		}
 		if !s.started && seq > 0 {
 			// Engines count from 0: what came before is asked for (the
 			// replay buffer holds the recent past only).
 			s.opt.Logf("%s: joined at sequence number %d", s.src.Endpoint, seq)
 			out = s.fill(0, seq, out)
 		}
-		if s.started && seq != s.next {
-			switch {
-			case seq > s.next:
-				out = s.fill(s.next, seq, out)
-			case seq >= s.dupFrom:
-				s.sum.Duplicates++ // already had it from a catch-up replay
-				continue
-			default:
-				// A restarted engine counts from 0 again.
-				s.sum.Restarts++
-				s.opt.Logf("%s: sequence went back from %d to %d (engine restarted?)", s.src.Endpoint, s.next-1, seq)
-			}
+		if s.started && seq > s.next {
+			out = s.fill(s.next, seq, out)
 		}
 		s.started = true
 		s.next = seq + 1

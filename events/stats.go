@@ -19,7 +19,11 @@ type Stats struct {
 	Gaps      int64  `json:"gaps"`
 	GapSeqs   uint64 `json:"gap_seqs"`
 	Truncated bool   `json:"truncated_tail"`
-	Events    int64  `json:"events"`
+	// Outages: connections to a source lost (the recorder redialled);
+	// Epochs: sources whose sequence numbers started again (restarts).
+	Outages int64 `json:"outages"`
+	Epochs  int64 `json:"epochs"`
+	Events  int64 `json:"events"`
 	// ByType and ByMedium count events ("BlockStored" -> n; "GPU" -> n).
 	ByType     map[string]int64 `json:"events_by_type"`
 	ByMedium   map[string]int64 `json:"events_by_medium"`
@@ -40,6 +44,8 @@ type InstanceStats struct {
 	BlocksStored  int64  `json:"blocks_stored"`
 	BlocksRemoved int64  `json:"blocks_removed"`
 	Clears        int64  `json:"clears"`
+	Outages       int64  `json:"outages"`
+	Epochs        int64  `json:"epochs"`
 	// Restores counts stores of a hash this instance had removed from the
 	// same medium: recomputation (or reload) a lower tier could have saved.
 	Restores int64 `json:"restores_after_removal"`
@@ -163,6 +169,14 @@ func ReadStats(r io.Reader, name string) (*Stats, error) {
 			st.GapSeqs += rec.Count
 		case RecMalformed:
 			st.Malformed++
+		case RecOutage:
+			st.Outages++
+			get(rec.Instance).Outages++
+		case RecEpoch:
+			// A restarted engine starts with empty caches and tells nobody.
+			st.Epochs++
+			get(rec.Instance).Epochs++
+			res.Apply(rec.Instance, &Event{Kind: Cleared})
 		case RecFrame:
 			b, err := Decode(rec.Payload)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -25,8 +26,13 @@ import (
 // corrupt or hostile log ends there).
 const maxChain = 1 << 16
 
+// maxTokenBlocks bounds the blocks whose tokens a conversion keeps (a
+// 16-token block costs about 150 bytes of map entry and slice).
+const maxTokenBlocks = 1 << 22
+
 // ToTrace writes the requests of the event log read from src as Mooncake
-// JSONL (timestamp, input_length, output_length, hash_ids) to dst, each id
+// JSONL (timestamp, input_length, output_length, hash_ids, and token_ids
+// for the leading blocks whose BlockStored carried them) to dst, each id
 // one block of blockTokens tokens; an event whose block_size differs is an
 // error (kvsim's blocks would not be the engine's). A
 // log's bad bytes are an error naming name and the record's byte offset;
@@ -39,6 +45,7 @@ func ToTrace(src io.Reader, name string, blockTokens int, dst io.Writer) error {
 	w := bufio.NewWriter(dst)
 	ids := map[uint64]int64{}
 	parent := map[uint64]uint64{}
+	tokens := map[uint64][]int64{}
 	id := func(h uint64) int64 {
 		v, ok := ids[h]
 		if !ok {
@@ -90,6 +97,14 @@ func ToTrace(src io.Reader, name string, blockTokens int, dst io.Writer) error {
 					parent[h] = ev.Parent
 				}
 			}
+			// An engine's token_ids hold every block's tokens, in order.
+			if len(ev.TokenIDs) == len(ev.Hashes)*blockTokens {
+				for j, h := range ev.Hashes {
+					if _, ok := tokens[h]; !ok && len(tokens) < maxTokenBlocks {
+						tokens[h] = slices.Clone(ev.TokenIDs[j*blockTokens : (j+1)*blockTokens])
+					}
+				}
+			}
 			var r *req
 			for _, q := range reqs {
 				if (!ev.HasParent && q.root) || (ev.HasParent && q.blocks[len(q.blocks)-1] == ev.Parent) {
@@ -134,7 +149,30 @@ func ToTrace(src io.Reader, name string, blockTokens int, dst io.Writer) error {
 				}
 				line = strconv.AppendInt(line, id(h), 10)
 			}
-			line = append(line, "]}\n"...)
+			line = append(line, ']')
+			// The tokens of the blocks the events told, up to the first
+			// they did not (kvsim --events-hash vllm names those blocks).
+			for k, h := range r.blocks {
+				ts, ok := tokens[h]
+				if !ok {
+					break
+				}
+				if k == 0 {
+					line = append(line, `,"token_ids":[`...)
+				} else {
+					line = append(line, ',')
+				}
+				for i, t := range ts {
+					if i > 0 {
+						line = append(line, ',')
+					}
+					line = strconv.AppendInt(line, t, 10)
+				}
+				if k == len(r.blocks)-1 || tokens[r.blocks[k+1]] == nil {
+					line = append(line, ']')
+				}
+			}
+			line = append(line, "}\n"...)
 			if _, err := w.Write(line); err != nil {
 				return err
 			}

@@ -134,3 +134,39 @@ func FuzzToTrace(f *testing.F) {
 		}
 	})
 }
+
+// A BlockStored with every block's tokens gives its request's line
+// token_ids, up to the first block no event gave tokens for.
+func TestToTraceTokenIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tok.kvev")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []Event{
+		{Kind: Stored, Hashes: []uint64{1, 2}, TokenIDs: []int64{10, 11, 12, 13}, BlockSize: 2, GroupIdx: -1},
+		{Kind: Stored, Hashes: []uint64{3}, Parent: 2, HasParent: true, BlockSize: 2, GroupIdx: -1},                       // no tokens
+		{Kind: Stored, Hashes: []uint64{4}, Parent: 2, HasParent: true, TokenIDs: []int64{1}, BlockSize: 2, GroupIdx: -1}, // too few: none kept
+	}
+	for i, ev := range evs {
+		p, err := Encode(&Batch{TS: float64(i), Rank: -1, Events: []Event{ev}}, EncMap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Append(&Record{Type: RecFrame, Rank: -1, Seq: uint64(i), Payload: p})
+	}
+	w.Close()
+	f, _ := os.Open(path)
+	defer f.Close()
+	var out bytes.Buffer
+	if err := ToTrace(f, path, 2, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"timestamp":0.000,"input_length":4,"output_length":1,"hash_ids":[0,1],"token_ids":[10,11,12,13]}
+{"timestamp":1000.000,"input_length":6,"output_length":1,"hash_ids":[0,1,2],"token_ids":[10,11,12,13]}
+{"timestamp":2000.000,"input_length":6,"output_length":1,"hash_ids":[0,1,3],"token_ids":[10,11,12,13]}
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

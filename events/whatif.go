@@ -21,6 +21,11 @@ type WhatIfOptions struct {
 	BlockBytes int64
 	// BlockTokens stands for block_size when an event has none.
 	BlockTokens int64
+	// onStore, when set, hears every GPU store in order: the frame record
+	// it came in (counted from 0), its batch's ts and instance, whether a
+	// lower medium of the instance held the block, and which candidates
+	// (bit i: Capacities[i]) would have served it; tokens is its size.
+	onStore func(frame int, ts float64, inst uint32, served bool, hits uint64, tokens int64)
 }
 
 // Observed is what the stream itself shows about one instance.
@@ -90,13 +95,15 @@ func (l *lru) insert(k wiKey, bytes int64) {
 	l.c.BytesWritten += bytes
 }
 
-func (l *lru) lookup(k wiKey, tokens int64) {
+func (l *lru) lookup(k wiKey, tokens int64) bool {
 	l.c.Lookups++
 	if e, ok := l.at[k]; ok {
 		l.c.Hits++
 		l.c.TokensSaved += tokens
 		l.order.MoveToFront(e)
+		return true
 	}
+	return false
 }
 
 // WhatIfFile reads the log at path.
@@ -188,23 +195,8 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 			t.insert(k, opt.BlockBytes)
 		}
 	}
-	var rec Record
-	for {
-		err := rd.Next(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if rec.Type != RecFrame {
-			continue
-		}
-		b, err := Decode(rec.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: frame seq %d of instance %d: %v", ErrCorrupt, name, rec.Seq, rec.Instance, err)
-		}
-		s := get(rec.Instance)
+	frame := -1
+	apply := func(s *inst, b *Batch) {
 		for i := range b.Events {
 			ev := &b.Events[i]
 			switch ev.Kind {
@@ -227,6 +219,9 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 							lowest++
 						}
 						s.obs.Served[names[lowest]]++
+						if opt.onStore != nil {
+							opt.onStore(frame, b.TS, s.obs.Instance, true, 0, tokens)
+						}
 						continue
 					}
 					s.obs.Recomputed++
@@ -238,8 +233,14 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 					if opt.Pooled {
 						k.inst, ts = 0, pool
 					}
-					for _, t := range ts {
-						t.lookup(k, tokens)
+					var hits uint64
+					for i, t := range ts {
+						if t.lookup(k, tokens) && i < 64 {
+							hits |= 1 << i
+						}
+					}
+					if opt.onStore != nil {
+						opt.onStore(frame, b.TS, s.obs.Instance, false, hits, tokens)
 					}
 				}
 			case Removed:
@@ -268,6 +269,33 @@ func whatIf(r io.Reader, name string, opt WhatIfOptions) (*WhatIfResult, error) 
 				}
 			}
 		}
+	}
+	var rec Record
+	for {
+		err := rd.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Type == RecEpoch {
+			// A restarted engine's caches start empty: as a clear.
+			s := get(rec.Instance)
+			b := Batch{Events: []Event{{Kind: Cleared}}}
+			apply(s, &b)
+			continue
+		}
+		if rec.Type != RecFrame {
+			continue
+		}
+		b, err := Decode(rec.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: frame seq %d of instance %d: %v", ErrCorrupt, name, rec.Seq, rec.Instance, err)
+		}
+		frame++
+		s := get(rec.Instance)
+		apply(s, b)
 	}
 	res := &WhatIfResult{Pooled: opt.Pooled}
 	ids := make([]uint32, 0, len(insts))

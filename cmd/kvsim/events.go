@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"kvsim/events"
 	"kvsim/trace"
+	"kvsim/validate"
 )
 
 // A scenario's format = "kvevents" reads an event log as requests: the
@@ -51,6 +53,7 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	out := fs.String("out", "", "append-only event log to write (`LOG`; an existing one is replaced only if empty or a kvsim event log)")
 	flush := fs.Duration("flush", 200*time.Millisecond, "hand buffered records to the kernel this often (`D`): a kill -9 loses at most that much")
 	quiet := fs.Bool("quiet", false, "do not report gaps and malformed frames as they happen")
+	redialMax := fs.Duration("redial-max", 5*time.Second, "longest wait (`D`) between attempts to reach an engine whose connection was lost (from 100ms, doubling)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -69,6 +72,9 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *flush <= 0 {
 		return badInputf("events record: --flush: must be positive, got %v", *flush)
+	}
+	if *redialMax < 100*time.Millisecond {
+		return badInputf("events record: --redial-max: must be at least 100ms, got %v", *redialMax)
 	}
 	srcs := make([]events.Source, len(eps))
 	for i, e := range eps {
@@ -97,6 +103,7 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	sums, err := events.Capture(ctx, srcs, w, events.RecordOptions{
 		FlushEvery: *flush,
+		RedialMax:  *redialMax,
 		Logf:       logf,
 		Ready: func() {
 			fmt.Fprintf(stderr, "kvsim events record: subscribed to %d endpoint(s), writing %s\n", len(srcs), *out)
@@ -109,8 +116,8 @@ func eventsRecord(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	for _, s := range sums {
-		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts, %d duplicates skipped\n",
-			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts, s.Duplicates)
+		fmt.Fprintf(stderr, "kvsim events record: %s: %d frames, %d events, %d malformed, %d gaps (%d refilled, %d lost), %d restarts, %d duplicates skipped, %d connections lost\n",
+			s.Endpoint, s.Frames, s.Events, s.Malformed, s.Gaps, s.Refilled, s.Unfilled, s.Restarts, s.Duplicates, s.Outages)
 	}
 	return err
 }
@@ -150,6 +157,9 @@ func eventsStats(_ context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "frames\t%d (%d replayed, %d malformed skipped)\n", st.Frames, st.Replayed, st.Malformed)
 	fmt.Fprintf(tw, "gaps\t%d (%d sequence numbers lost)\n", st.Gaps, st.GapSeqs)
+	if st.Outages > 0 || st.Epochs > 0 {
+		fmt.Fprintf(tw, "outages\t%d connection(s) lost and redialled, %d restart(s) (sequence numbers from 0 again)\n", st.Outages, st.Epochs)
+	}
 	if st.Truncated {
 		fmt.Fprintf(tw, "tail\ttruncated (recorder killed mid-record; everything before it read)\n")
 	}
@@ -177,19 +187,34 @@ func eventsStats(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return tw.Flush()
 }
 
-func eventsWhatIf(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("events whatif", "kvsim events whatif LOG [--capacities N,N,...] [--pooled] [--block-bytes B] [--json]", stderr)
+func eventsWhatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("events whatif", "kvsim events whatif LOG [--capacities N,N,...] [--pooled] [--block-bytes B] [--requests FILE] [--json]", stderr)
 	caps := fs.String("capacities", "", "candidate tier sizes in blocks, `N,N,...` (per instance, or in all with --pooled;\ndefault: 1/64 .. 1/1 of the blocks that left the instances)")
 	pooled := fs.Bool("pooled", false, "one candidate tier shared by every instance (default: one per instance)")
 	blockBytes := fs.Int64("block-bytes", 0, "bytes per block, to report bytes written (`B`; events do not carry it)")
 	blockTokens := fs.Int64("block-tokens", 16, "tokens per block where an event's block_size is absent (`N`)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	reqFile := fs.String("requests", "", "join a request log (`FILE`: a bench folder or .jsonl, vLLM's benchmark .json, or the CSV kvsim validate reads)")
+	reqFormat := fs.String("requests-format", "", "the request log's format: bench, vllm or csv (default: from its name)")
+	reqOffset := fs.String("requests-offset", "", "the events' ts, in seconds, of the request log's first arrival (`S`; default: estimated)")
+	reqSlack := fs.Duration("requests-slack", 50*time.Millisecond, "widen each request's window [arrival, first token] by this on both sides (`D`)")
+	promptBlocks := fs.String("prompt-blocks", "full", "a prompt's blocks: full (vLLM publishes full blocks only) or ceil (with the last partial one, as kvsim)")
+	perRequest := fs.String("per-request", "", "with --requests, write each request's join as CSV to `FILE`")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return badInputf("events whatif: want exactly one LOG, got %d", len(pos))
+	}
+	if *reqFile == "" && (*reqFormat != "" || *reqOffset != "" || *perRequest != "") {
+		return badInputf("events whatif: --requests-format, --requests-offset and --per-request need --requests")
+	}
+	if *promptBlocks != "full" && *promptBlocks != "ceil" {
+		return badInputf("events whatif: --prompt-blocks: want full or ceil, got %q", *promptBlocks)
+	}
+	if *reqSlack < 0 {
+		return badInputf("events whatif: --requests-slack: must be >= 0, got %v", *reqSlack)
 	}
 	opt := events.WhatIfOptions{Pooled: *pooled, BlockBytes: *blockBytes, BlockTokens: *blockTokens}
 	if *blockBytes < 0 || *blockTokens < 1 {
@@ -204,13 +229,43 @@ func eventsWhatIf(_ context.Context, args []string, stdout, stderr io.Writer) er
 			opt.Capacities = append(opt.Capacities, n)
 		}
 	}
-	res, err := events.WhatIfFile(pos[0], opt)
-	if err != nil {
+	var jr *events.JoinResult
+	var res *events.WhatIfResult
+	if *reqFile != "" {
+		jo := events.JoinOptions{WhatIf: opt, Slack: reqSlack.Seconds(), CeilBlocks: *promptBlocks == "ceil"}
+		if *reqOffset != "" {
+			f, err := strconv.ParseFloat(*reqOffset, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return badInputf("events whatif: --requests-offset: want seconds, got %q", *reqOffset)
+			}
+			jo.Offset, jo.HaveOffset = f, true
+		}
+		rs, err := validate.Load(ctx, *reqFile, *reqFormat)
+		if err != nil {
+			return err
+		}
+		reqs := make([]events.JoinRequest, len(rs.Recs))
+		for i, r := range rs.Recs {
+			reqs[i] = events.JoinRequest{Line: r.Line, ID: r.ID, ArrivalNs: r.ArrivalNs, TTFTNs: r.TTFTNs, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
+		}
+		if jr, err = events.JoinFile(pos[0], reqs, jo); err != nil {
+			return badInputf("events whatif: %v", err)
+		}
+		res = jr.WhatIf
+		if *perRequest != "" {
+			if err := writeJoinCSV(*perRequest, jr); err != nil {
+				return badInputf("events whatif: --per-request: %v", err)
+			}
+		}
+	} else if res, err = events.WhatIfFile(pos[0], opt); err != nil {
 		return badInputf("events whatif: %v", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		if jr != nil {
+			return enc.Encode(jr)
+		}
 		return enc.Encode(res)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -240,5 +295,55 @@ func eventsWhatIf(_ context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t%d\t%d\t%s\t\n", c.Capacity, c.Lookups, c.Hits, c.HitRatio, c.TokensSaved, c.BlocksWritten, bw)
 	}
+	if err := tw.Flush(); err != nil || jr == nil {
+		return err
+	}
+	return printJoin(stdout, jr)
+}
+
+// printJoin says what the request log added.
+func printJoin(w io.Writer, jr *events.JoinResult) error {
+	how := "given"
+	if jr.OffsetEstimated {
+		how = "estimated"
+	}
+	fmt.Fprintf(w, "\nrequest log joined (events ts of its first arrival %.3f s, %s):\n", jr.Offset, how)
+	fmt.Fprintf(w, "  requests: %d, %d matched to the GPU stores of their prefill (%.1f%%)\n", jr.Requests, jr.Matched, 100*float64(jr.Matched)/float64(max(jr.Requests, 1)))
+	for _, k := range sortedKeys(jr.Unmatched) {
+		fmt.Fprintf(w, "    unmatched, %s: %d\n", k, jr.Unmatched[k])
+	}
+	fmt.Fprintf(w, "  GPU stores: %d claimed by a request, %d by none (decode blocks, requests not in the log)\n", jr.StoresClaimed, jr.StoresUnclaimed)
+	fmt.Fprintf(w, "  GPU prefix hits, which the events do not show: %d of the matched requests' %d prompt blocks (%.4f)\n", jr.HitBlocks, jr.PromptBlocks, jr.HitRatio)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "capacity (blocks)\tprefill tokens saved\trequests helped\tmean share of a prefill's compute\t")
+	for _, c := range jr.Candidates {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t\n", c.Capacity, c.TokensSaved, c.RequestsHelped, c.MeanShare)
+	}
 	return tw.Flush()
+}
+
+// writeJoinCSV writes one row per request of the log.
+func writeJoinCSV(path string, jr *events.JoinResult) error {
+	var b strings.Builder
+	b.WriteString("line,id,arrival_ms,input_tokens,prompt_blocks,instance,gpu_stores,loaded,recomputed,gpu_hit_blocks,gpu_hit_tokens")
+	for _, c := range jr.Candidates {
+		fmt.Fprintf(&b, ",saved_tokens_%d,ttft_share_%d", c.Capacity, c.Capacity)
+	}
+	b.WriteString(",unmatched\n")
+	for _, r := range jr.PerRequest {
+		fmt.Fprintf(&b, "%d,%s,%.3f,%d,%d,%d,%d,%d,%d,%d,%d", r.Line, csvField(r.ID), r.ArrivalMs, r.InputTokens, r.PromptBlocks, r.Instance, r.Stored, r.Loaded, r.Recomputed, r.HitBlocks, r.HitTokens)
+		for k := range r.Saved {
+			fmt.Fprintf(&b, ",%d,%.4f", r.Saved[k], r.Share[k])
+		}
+		fmt.Fprintf(&b, ",%s\n", csvField(r.Reason))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// csvField quotes s when it needs it.
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n\r") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
 }

@@ -239,8 +239,15 @@ func TestEventsBadInput(t *testing.T) {
 		{[]string{"events", "stats", flipped}, "flipped.log: record at byte 8: checksum mismatch"},
 		{[]string{"events", "whatif", good, "--capacities", "0"}, "--capacities: \"0\" is not a block count"},
 		{[]string{"events", "whatif", junk}, "junk.log: not a kvsim event log"},
+		{[]string{"events", "whatif", good, "--requests-offset", "1"}, "need --requests"},
+		{[]string{"events", "whatif", good, "--prompt-blocks", "half"}, "--prompt-blocks: want full or ceil"},
+		{[]string{"events", "whatif", good, "--requests", filepath.Join(dir, "none.csv")}, "none.csv"},
+		{[]string{"events", "whatif", good, "--requests", junk, "--requests-format", "csv", "--requests-offset", "x"}, "--requests-offset: want seconds"},
+		{[]string{"events", "record", "--endpoint", "tcp://h:1", "--out", "x", "--redial-max", "1ms"}, "--redial-max: must be at least 100ms"},
 		{[]string{"run", "--events-pace", "0", "testdata/events/cluster.toml"}, "--events-pace: want max or a positive speed factor"},
 		{[]string{"run", "--events-encoding", "json", "testdata/events/cluster.toml"}, "--events-encoding: want map or array"},
+		{[]string{"run", "--events-hash", "sha1", "testdata/events/cluster.toml"}, "--events-hash: want kvsim or vllm"},
+		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-hash", "vllm", "--out", dir, "testdata/events/cluster.toml"}, "needs a Mooncake JSONL trace or a kvevents log"},
 		{[]string{"run", "--publish-events", "udp://x:1", "--out", dir, "testdata/events/cluster.toml"}, "want tcp://HOST:PORT"},
 		{[]string{"run", "--publish-events", "tcp://127.0.0.1:1", "--events-policy", "nope", "--out", dir, "testdata/events/cluster.toml"}, "has no policy \"nope\""},
 	} {
@@ -442,7 +449,7 @@ func TestEventsRoundTrip(t *testing.T) {
 			waitForInstSeq(t, log, uint32(i), p.Batches(i)-1, func() bool { return len(recDone) == 0 })
 		}
 		// Stop the recorder while the publishers are still up: once they
-		// close, its subscriptions end on their own and it returns nil.
+		// close, it would redial them until stopped.
 		cancel()
 		recResult = <-recDone
 	}
@@ -502,4 +509,181 @@ func TestEventsRoundTrip(t *testing.T) {
 		stores += o.GPUStores
 	}
 	kvEventsReplay(t, log, stores) // the recording as a trace: kvsim mrc and kvsim run
+	kvEventsJoin(t, log, filepath.Join(out, "events_cluster", "requests.csv"), stores)
+}
+
+// An engine that goes away and comes back (restarted: its sequence
+// numbers start again at 0) is redialled, not the end of the recording:
+// the outage and the new epoch are in the log and on stderr, and the
+// restart is not a gap.
+func TestEventsRecordReconnect(t *testing.T) {
+	needPyZMQ(t)
+	port := freePorts(t, 1)
+	cmd := exec.Command(sysPython, "testdata/events/restarting.py", fmt.Sprint(port))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pyErr bytes.Buffer
+	cmd.Stderr = &pyErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	said := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(outp)
+		for sc.Scan() {
+			said <- sc.Text()
+		}
+		close(said)
+	}()
+	if l := <-said; l != "UP 1" {
+		t.Fatalf("publisher said %q: %s", l, pyErr.String())
+	}
+	log := filepath.Join(t.TempDir(), "ev.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"events", "record", "--endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--out", log, "--flush", "20ms", "--redial-max", "200ms"}, io.Discard, &stderr)
+	}()
+	for _, want := range []string{"DOWN", "UP 2", "DONE"} {
+		select {
+		case l := <-said:
+			if l != want {
+				t.Fatalf("publisher said %q, want %q: %s", l, want, pyErr.String())
+			}
+		case err := <-done:
+			t.Fatalf("the recorder ended before the publisher said %s: %v: %s", want, err, stderr.String())
+		case <-time.After(time.Until(testenv.Deadline(t))):
+			t.Fatalf("publisher never said %s: %s", want, stderr.String())
+		}
+	}
+	// The recorder outlives the first life and records the second.
+	var st *events.Stats
+	for deadline := testenv.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
+		if st, err = events.StatsFile(log); err == nil && st.Frames == 8 {
+			break
+		}
+		if len(done) > 0 || time.Now().After(deadline) {
+			t.Fatalf("recorder: %v, stats %+v: %s", err, st, stderr.String())
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("record: %v: %s", err, stderr.String())
+	}
+	if st.Outages != 1 || st.Epochs != 1 || st.Gaps != 0 || st.GapSeqs != 0 {
+		t.Errorf("outages %d epochs %d gaps %d (%d seqs), want 1, 1, 0 (0)", st.Outages, st.Epochs, st.Gaps, st.GapSeqs)
+	}
+	// Five blocks of the first life went with the restart; three of the
+	// second are resident.
+	if is := st.Instances[0]; is.BlocksStored != 8 || is.Resident["GPU"] != 3 {
+		t.Errorf("instance %+v, want 8 stored, GPU 3 resident", is)
+	}
+	for _, want := range []string{"connection lost", "reconnected after", "went back from 4 to 0: engine restarted, a new epoch", "8 frames, 8 events, 0 malformed, 0 gaps (0 refilled, 0 lost), 1 restarts, 0 duplicates skipped, 1 connections lost"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// The what-if sees the restart as the first life's blocks leaving.
+	if wi, err := events.WhatIfFile(log, events.WhatIfOptions{Capacities: []int64{8}}); err != nil || wi.Instances[0].Left != 5 || wi.Instances[0].GPUStores != 8 {
+		t.Errorf("whatif: %v %+v, want 5 blocks left, 8 GPU stores", err, wi)
+	}
+	// The log's records, in order: the outage before the second life's
+	// first frame, and the epoch with it.
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := events.NewReader(f, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		var rec events.Record
+		if rd.Next(&rec) != nil {
+			break
+		}
+		switch rec.Type {
+		case events.RecFrame:
+			kinds = append(kinds, fmt.Sprint(rec.Seq))
+		case events.RecOutage:
+			kinds = append(kinds, fmt.Sprintf("outage@%d", rec.Seq))
+		case events.RecEpoch:
+			kinds = append(kinds, fmt.Sprintf("epoch%d/%d", rec.Seq, rec.Count))
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "0 1 2 3 4 outage@5 epoch0/5 0 1 2"; got != want {
+		t.Errorf("records %q, want %q", got, want)
+	}
+}
+
+// kvsim run --publish-events with a subscriber that never reads: the run
+// ends, and what it reports adds up: every batch was either handed to
+// the sockets or counted as withheld while the subscriber stalled. Some
+// are withheld once the socket buffers are full, which a late connection
+// can postpone past the run's end: up to three runs for that, each of
+// which must add up.
+func TestEventsPublishStalledSubscriberCounted(t *testing.T) {
+	needPyZMQ(t)
+	for try := 1; ; try++ {
+		stalled := stalledRun(t)
+		if stalled > 0 {
+			break
+		}
+		if try == 3 {
+			t.Fatal("no batch withheld in three runs to a subscriber that does not read")
+		}
+	}
+}
+
+func stalledRun(t *testing.T) uint64 {
+	t.Helper()
+	base := freePorts(t, 4)
+	sub := exec.Command(sysPython, "-c", fmt.Sprintf(`
+import sys, zmq
+c = zmq.Context(); s = c.socket(zmq.SUB)
+s.setsockopt(zmq.RCVHWM, 1); s.setsockopt(zmq.RCVBUF, 4096)
+s.setsockopt(zmq.SUBSCRIBE, b""); s.connect("tcp://127.0.0.1:%d")
+print("READY", flush=True)
+sys.stdin.read()
+`, base))
+	in, _ := sub.StdinPipe()
+	outp, _ := sub.StdoutPipe()
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); sub.Process.Kill(); sub.Wait() }()
+	bufio.NewReader(outp).ReadString('\n')
+	defer func(f func(*events.Publisher)) { eventsPublished = f }(eventsPublished)
+	var batches uint64
+	eventsPublished = func(p *events.Publisher) { batches = p.Batches(0) + p.Batches(1) }
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"run", "--quiet", "--out", t.TempDir(), "--events-linger", "0s",
+		"--set", "workload.requests=6000", "--set", "model.block_tokens=128", "--publish-events", fmt.Sprintf("tcp://127.0.0.1:%d", base),
+		"testdata/events/cluster.toml"}, io.Discard, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	var frames, evs, paced, stalled uint64
+	i := strings.Index(stderr.String(), "published ")
+	if i < 0 {
+		t.Fatalf("no report: %s", stderr.String())
+	}
+	if _, err := fmt.Sscanf(stderr.String()[i:], "published %d batches, %d events (%d dropped by pacing, %d while a subscriber stalled)", &frames, &evs, &paced, &stalled); err != nil {
+		t.Fatalf("report %q: %v", stderr.String()[i:], err)
+	}
+	if frames+paced+stalled != batches {
+		t.Errorf("%d batches published; reported %d sent, %d dropped by pacing, %d withheld: want the three adding up", batches, frames, paced, stalled)
+	}
+	t.Logf("%d batches: %d sent, %d dropped by pacing, %d withheld", batches, frames, paced, stalled)
+	return stalled
 }
