@@ -227,7 +227,13 @@ func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi
 		notes = append(notes, "the scenario's simple engine runs as the batched engine on both sides (its rates mapped to a step model)")
 	}
 	pred := map[int64]core.Record{}
-	ps, err := sim.New(predictConfig(cfg, scale), func(r *core.Record) { pred[r.Seq] = *r })
+	var predRecs []core.Record
+	ps, err := sim.New(predictConfig(cfg, scale), func(r *core.Record) {
+		c := *r
+		c.HitBlocks = nil
+		pred[r.Seq] = c
+		predRecs = append(predRecs, c)
+	})
 	if err != nil {
 		return experiment.BadInputf("%s: %v", sc.Path, err)
 	}
@@ -241,7 +247,8 @@ func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi
 	if err != nil {
 		return err
 	}
-	if _, err := ps.Run(experiment.Interruptible(ctx, src, nil)); err != nil {
+	pres, err := ps.Run(experiment.Interruptible(ctx, src, nil))
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -251,6 +258,8 @@ func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi
 	if err != nil {
 		return err
 	}
+	rep.Live.Measured = policySummary(sc, pi, lr.Stats, lr.Records, lr.WallNs)
+	rep.Live.Predicted = policySummary(sc, pi, pres.Stats, predRecs, pres.End)
 	if err := writeLiveRequests(o.Dir, sc.Policies[pi].Name, experiment.TierNames(sc), lr.Records); err != nil {
 		return err
 	}
@@ -269,4 +278,61 @@ func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi
 		return fmt.Errorf("replay: %w", err)
 	}
 	return nil
+}
+
+// policySummary is a run of sc's policy pi in summary.json's policy form,
+// from the core's totals and its finished requests' records; end is the
+// time of the run's last event.
+func policySummary(sc *scenario.Scenario, pi int, st core.Stats, recs []core.Record, end int64) *results.Policy {
+	p := sc.Policies[pi]
+	perTier := func(v []int64) map[string]int64 {
+		out := map[string]int64{}
+		for i, x := range v {
+			if i < len(sc.Tiers) {
+				out[sc.Tiers[i].Name] = x
+			}
+		}
+		return out
+	}
+	var ttft, queue, tpot, e2e, wait core.Hist
+	var out int64
+	for i := range recs {
+		r := &recs[i]
+		if r.Rejected {
+			continue
+		}
+		ttft.Add(r.TTFT())
+		queue.Add(r.QueueNs())
+		e2e.Add(r.Done - r.Arrival)
+		wait.Add(r.LoadWaitNs)
+		if r.OutputTokens >= 2 {
+			tpot.Add(results.TPOT(r.FirstToken, r.Done, r.OutputTokens))
+		}
+		out += int64(r.OutputTokens)
+	}
+	q := func(h *core.Hist) *results.Quantiles {
+		if h.Count() == 0 {
+			return nil
+		}
+		ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+		return &results.Quantiles{Mean: h.Mean() / 1e6, P50: ms(h.Quantile(0.5)), P90: ms(h.Quantile(0.9)), P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
+	}
+	pol := &results.Policy{Name: p.Name, Eviction: p.Eviction, Requests: st.Requests, Rejected: st.Rejected,
+		BlockAccesses: st.BlockAccesses, Hits: perTier(st.Hits), Misses: st.Misses, RecomputedTokens: st.RecomputedTokens,
+		TTFTms: q(&ttft), QueueMs: q(&queue), TPOTms: q(&tpot), E2Ems: q(&e2e), LoadWaitMs: q(&wait),
+		Preemptions: st.Preemptions, DepWaits: st.DepWaits, RecomputeCuts: st.RecomputeCuts,
+		Evictions: perTier(st.Evictions), Demotions: perTier(st.Demotions), Promotions: perTier(st.Promotions),
+		Drops: perTier(st.Drops), PeakUsedBytes: perTier(st.PeakUsed), SimulatedSeconds: float64(end) / 1e9}
+	if end > 0 {
+		pol.OutputTokensPerS = float64(out) / (float64(end) / 1e9)
+	}
+	if st.BlockAccesses > 0 {
+		var hits int64
+		for _, h := range st.Hits {
+			hits += h
+		}
+		pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
+		pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
+	}
+	return pol
 }

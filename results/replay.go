@@ -57,6 +57,10 @@ type ReplayLive struct {
 	// and predicted mean and percentiles and the errors, in kvsim
 	// validate's form; PerRequest each request's [measured, predicted].
 	Compare    json.RawMessage `json:"compare"`
+	// Measured and Predicted are each run in summary.json's policy form
+	// (the fields a single run of one instance fills).
+	Measured  *Policy `json:"measured"`
+	Predicted *Policy `json:"predicted"`
 	PerRequest json.RawMessage `json:"per_request,omitempty"`
 	Notes      []string        `json:"notes,omitempty"`
 }

@@ -56,6 +56,14 @@ func TestReplayLive(t *testing.T) {
 	if ttft := c["ttft"]; !(ttft.Measured["p50"] > 0) || !(ttft.Predicted["p50"] > 0) || ttft.Measured["p99"] < ttft.Measured["p50"] {
 		t.Errorf("ttft %+v", ttft)
 	}
+	for _, p := range []*results.Policy{r.Live.Measured, r.Live.Predicted} {
+		if p == nil || p.Requests != 30 || p.TTFTms == nil || p.Name != "lru" || p.BlockAccesses == 0 {
+			t.Errorf("live summary %+v", p)
+		}
+	}
+	if m, p := r.Live.Measured, r.Live.Predicted; m != nil && p != nil && m.BlockAccesses != p.BlockAccesses {
+		t.Errorf("block accesses: measured %d, predicted %d: the same trace", m.BlockAccesses, p.BlockAccesses)
+	}
 	var per []json.RawMessage
 	if err := json.Unmarshal(r.Live.PerRequest, &per); err != nil || len(per) != 30 {
 		t.Errorf("per_request: %d entries (%v)", len(per), err)
