@@ -43,6 +43,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	htmlOut := fs.String("html", "", "also write the plan as an HTML page to `FILE`: $ against TTFT p99 of every simulated point, the Pareto front")
 	assets := fs.String("assets", "", "with --html: local ECharts 5 dist `DIR`; echarts.min.js is copied next to FILE")
 	exhaustive := fs.Bool("exhaustive", false, "simulate every point of the grid (to check the search)")
+	margin := fs.Float64("margin", experiment.DefaultPlanMargin, "skip a point unsimulated only when one with no less capacity misses the SLO by more than this `SHARE` of the target")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
 	pos, err := parseFlags(fs, args)
@@ -54,6 +55,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if o.workers < 1 || o.limit < 0 {
 		return badInputf("plan: --parallel must be >= 1 and --limit >= 0")
+	}
+	if !(*margin >= 0 && *margin <= 10) {
+		return badInputf("plan: --margin %v: want a share of the target in [0, 10], e.g. 0.25", *margin)
 	}
 	if *steps < 0 || *steps == 1 {
 		return badInputf("plan: --steps %d: want 0 (powers of two) or N >= 2", *steps)
@@ -151,7 +155,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	po := experiment.PlanOptions{Options: o.output("plan: --out", stderr), SLO: slo, Budget: budget, Exhaustive: *exhaustive}
+	po := experiment.PlanOptions{Options: o.output("plan: --out", stderr), SLO: slo, Budget: budget, Exhaustive: *exhaustive, Margin: *margin}
 	po.Limit, po.Workers = o.limit, o.workers
 	po.Done = func(k int, sum *results.Summary) {
 		if !*asJSON {
@@ -312,7 +316,8 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 	if r.OverBudget > 0 {
 		fmt.Fprintf(w, " within the $%g budget (%d over it)", r.Budget, r.OverBudget)
 	}
-	fmt.Fprintf(w, "; skipped %d (%d implied by monotonicity, %d dearer than a passing point)\n\n", r.Skipped, r.Implied, r.Dearer)
+	fmt.Fprintf(w, "; skipped %d (%d fail by more than the %g%% margin where more capacity was simulated, %d repeat a failing run, %d dearer than a passing point)\n\n",
+		r.Skipped, r.Implied, 100*r.Margin, r.SameRun, r.Dearer)
 	if r.Best == nil {
 		fmt.Fprintln(w, "no configuration in the grid meets the SLO")
 	} else {
