@@ -276,6 +276,7 @@ type PlanFailure struct {
 	Value    string      `json:"value"`
 	CostUSD  float64     `json:"cost_usd"`
 	Inferred bool        `json:"inferred"`
+	SameRun  bool        `json:"same_run,omitempty"` // inferred: Evidence's run is its run (sameRun)
 	Evidence PlanOutcome `json:"evidence"`
 }
 
@@ -577,6 +578,10 @@ func (p *Plan) nextCheaper(best, j int, within func(int) bool, o PlanOptions) *P
 		return f
 	}
 	ev := p.clearFail(prev, j, o)
+	if ev < 0 {
+		ev = p.sameRun(prev, j, o.SLO)
+		f.SameRun = ev >= 0
+	}
 	if ev < 0 {
 		return nil
 	}

@@ -316,7 +316,7 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 	if r.OverBudget > 0 {
 		fmt.Fprintf(w, " within the $%g budget (%d over it)", r.Budget, r.OverBudget)
 	}
-	fmt.Fprintf(w, "; skipped %d (%d fail by more than the %g%% margin where more capacity was simulated, %d repeat a failing run, %d dearer than a passing point)\n\n",
+	fmt.Fprintf(w, "; skipped %d (%d implied by a point with more capacity missing by over %g%%, %d repeating a failing run, %d dearer than a passing point)\n\n",
 		r.Skipped, r.Implied, 100*r.Margin, r.SameRun, r.Dearer)
 	if r.Best == nil {
 		fmt.Fprintln(w, "no configuration in the grid meets the SLO")
@@ -326,9 +326,12 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 			valueLabel(p, b.Value), b.Policy, b.CostUSD, b.TTFTp99, b.TPOTp99, pct(b.HitRatio))
 		if f := r.NextCheaper; f != nil {
 			misses := strings.Join(f.Evidence.Misses, "; ")
-			if f.Inferred {
+			if f.SameRun {
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: its run is %s's (the tiers it changes never filled there), which misses %s\n",
+					valueLabel(p, f.Value), f.CostUSD, b.Policy, valueLabel(p, f.Evidence.Value), misses)
+			} else if f.Inferred {
 				// Its own numbers are unknown: the failing point that implies it.
-				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: %s, with no less capacity, misses %s\n",
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: %s, with no less capacity, misses %s (over the margin)\n",
 					valueLabel(p, f.Value), f.CostUSD, b.Policy, valueLabel(p, f.Evidence.Value), misses)
 			} else {
 				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s: %s\n", valueLabel(p, f.Value), f.CostUSD, b.Policy, misses)

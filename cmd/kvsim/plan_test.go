@@ -117,6 +117,8 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--vary", v}, "varied twice"},
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--budget", "lots"}, "--budget"},
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--steps", "1"}, "--steps"},
+		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--margin", "-0.1"}, "--margin"},
+		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--margin", "NaN"}, "--margin"},
 		{[]string{"--slo", "ttft_p99=500", "--vary", v}, "exactly one SCENARIO"},
 	} {
 		stdout, stderr, code := runKvsim(append([]string{"plan"}, c.args...)...)
