@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,7 +28,7 @@ var errNoneMeets = errors.New("plan: no configuration in the grid meets the SLO"
 // searches a grid of tier capacities, simulating only the points the
 // monotone search cannot infer (docs/plan.md).
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plan", "kvsim plan SCENARIO.toml --slo ttft_p99=MS[,tpot_p99=MS,attainment=0.99] --vary tier.NAME.capacity=A..B [--vary ...] [--budget $] [--steps N] [--out DIR] [--json]", stderr)
+	fs := newFlags("plan", "kvsim plan SCENARIO.toml --slo ttft_p99=MS[,tpot_p99=MS,attainment=0.99] --vary tier.NAME.capacity=A..B [--vary ...] [--budget $] [--steps N] [--margin SHARE] [--exhaustive] [--out DIR] [--json] [--html FILE [--assets DIR]]", stderr)
 	var o runOptions
 	sloFlag := fs.String("slo", "", "the targets, `TERMS`: ttft_p99=MS, tpot_p99=MS, attainment=SHARE (comma-separated)")
 	var varies setFlags
@@ -106,33 +105,16 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			sets = append(sets, fmt.Sprintf("slo.tpot_ms=%g", slo.TPOTp99))
 		}
 	}
-	if *assets != "" && *htmlOut == "" {
-		return badInputf("plan: --assets is for the --html page; add --html FILE or drop --assets")
+	if err := checkAssetsFlag("plan", *htmlOut, *assets); err != nil {
+		return err
 	}
 	if *htmlOut != "" {
 		ins := []role{{"the scenario", pos[0]}, {"the hardware profile", base.Profile}}
 		if base.Workload.Gen == nil {
 			ins = append(ins, role{"the trace", base.Workload.Trace})
 		}
-		if *assets != "" {
-			ins = append(ins, role{"--assets'", filepath.Join(*assets, report.EChartsFile)})
-		}
-		if err := checkOutFile("plan: --html", *htmlOut); err != nil {
+		if err := checkPage("plan", *htmlOut, *assets, ins); err != nil {
 			return err
-		}
-		if err := checkNotInput("plan: --html", *htmlOut, ins); err != nil {
-			return err
-		}
-		if err := experiment.CheckReplace("plan: --html", *htmlOut, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
-			return err
-		}
-		if *assets != "" {
-			if _, err := os.Stat(filepath.Join(*assets, report.EChartsFile)); err != nil {
-				return badInputf("plan: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)", filepath.Join(*assets, report.EChartsFile))
-			}
-			if err := experiment.CheckAssetsDir("plan: --html "+*htmlOut, filepath.Dir(*htmlOut), *assets); err != nil {
-				return err
-			}
 		}
 	}
 	p, err := experiment.LoadPlan(pos[0], sets, dims, nil)
