@@ -24,7 +24,7 @@ import (
 // value, every policy each time, and one table sets hit ratio and TTFT
 // against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... [--shard I/N | --emit slurm|k8s [--shards N]] SCENARIO.toml", stderr)
+	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... [--trace-events] [--shard I/N | --emit slurm|k8s [--shards N]] SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
