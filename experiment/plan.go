@@ -205,6 +205,9 @@ type PlanOptions struct {
 	// monotoneOnly stops after the monotone search, unconfirmed (the
 	// search before the confirmation; tests show what it gets wrong).
 	monotoneOnly bool
+	// noFootprint skips the footprint pre-pass (tests measure what it
+	// saves).
+	noFootprint bool
 	// Done, if set, hears of each point simulated.
 	Done func(k int, sum *results.Summary)
 }
@@ -226,8 +229,15 @@ type PlanResult struct {
 	Implied int `json:"implied"`
 	// SameRun are skipped points whose run, for some policy, is a failing
 	// simulated one's (sameRun), the other policies' inferred as Implied.
-	SameRun     int          `json:"same_run"`
-	Dearer      int          `json:"dearer"`
+	SameRun int `json:"same_run"`
+	// BeyondFootprint are skipped points past the trace's footprint in a
+	// varied tier: repeats, before any simulation, of the point with that
+	// tier at the first capacity holding every block the trace names
+	// (footprint.go). FootprintBytes is that footprint (0: not computed,
+	// no varied tier qualifying).
+	BeyondFootprint int          `json:"beyond_footprint"`
+	FootprintBytes  int64        `json:"footprint_bytes,omitempty"`
+	Dearer          int          `json:"dearer"`
 	Best        *PlanChoice  `json:"best"` // nil: nothing meets the SLO
 	PerPolicy   []PlanChoice `json:"per_policy"`
 	NextCheaper *PlanFailure `json:"next_cheaper,omitempty"`
@@ -354,6 +364,25 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 	}
 	defer release()
 	within := func(k int) bool { return o.Budget <= 0 || p.Cost[k] <= o.Budget }
+	// The footprint pre-pass: points past the trace's footprint repeat a
+	// cheaper point's run (earlier in cost order, ties included: it comes
+	// first in the grid), so they can never be the answer. The monotone
+	// search still walks them, so that its path is the one it takes
+	// without the pre-pass, but learns each one's status from the point it
+	// repeats (simulating that one at most once); the confirmation leaves
+	// them out.
+	rep := make([]int, n)
+	for k := range rep {
+		rep[k] = k
+	}
+	var fp int64
+	if ds := p.footprintDims(o.SLO); !o.Exhaustive && !o.noFootprint && len(ds) > 0 {
+		if fp, err = TraceFootprint(ctx, p.Points[0], o.SkipBadLines, o.Limit); err != nil {
+			return nil, err
+		}
+		rep = p.footprintReps(ds, fp)
+	}
+	inGrid := func(k int) bool { return within(k) && rep[k] == k }
 	simulate := func(k int) error {
 		sum, err := p.runPoint(ctx, k, o.Options)
 		if err != nil {
@@ -392,6 +421,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 		return unknown
 	}
 	statusOf := func(k, j int) planStatus {
+		k = rep[k] // a point past the footprint: the run it repeats
 		if runErr != nil {
 			return fail
 		}
@@ -450,7 +480,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 					}
 				}
 				if lo <= hi && runErr == nil {
-					best[j] = row + lo
+					best[j] = rep[row+lo] // as cheap, and no dearer
 				}
 			}
 		}
@@ -465,7 +495,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 		// is simulated, and a policy's best is always a simulated pass.
 		order := make([]int, 0, n)
 		for k := range p.Points {
-			if within(k) {
+			if inGrid(k) {
 				order = append(order, k)
 			}
 		}
@@ -495,12 +525,14 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 			}
 		}
 	}
-	r := &PlanResult{SLO: o.SLO, Budget: o.Budget, Margin: o.Margin, Key: p.Key, GridPoints: n, Simulated: nsim}
+	r := &PlanResult{SLO: o.SLO, Budget: o.Budget, Margin: o.Margin, Key: p.Key, GridPoints: n, Simulated: nsim, FootprintBytes: fp}
 	for k := range p.Points {
 		switch {
 		case !within(k):
 			r.OverBudget++
 		case p.sums[k] != nil:
+		case rep[k] != k:
+			r.BeyondFootprint++
 		default:
 			dearer := true
 			for j := 0; j < npol; j++ {
@@ -536,7 +568,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 	if bestAll >= 0 {
 		c := r.PerPolicy[bestPol]
 		r.Best = &c
-		r.NextCheaper = p.nextCheaper(bestAll, bestPol, within, o)
+		r.NextCheaper = p.nextCheaper(bestAll, bestPol, within, rep, o)
 	}
 	for k := range p.Points {
 		for j := 0; p.sums[k] != nil && j < len(p.sums[k].Policies); j++ {
@@ -561,8 +593,9 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 
 // nextCheaper explains why the point just before best (in cost order,
 // within the budget) fails for policy j: by its simulation, or by the
-// simulated failing point with no less capacity that implies it.
-func (p *Plan) nextCheaper(best, j int, within func(int) bool, o PlanOptions) *PlanFailure {
+// simulated failing point with no less capacity that implies it; a point
+// past the footprint by the point whose run it repeats (rep).
+func (p *Plan) nextCheaper(best, j int, within func(int) bool, rep []int, o PlanOptions) *PlanFailure {
 	prev := -1
 	for k := range p.Points {
 		if within(k) && p.less(k, best) && (prev < 0 || p.less(prev, k)) {
@@ -572,14 +605,29 @@ func (p *Plan) nextCheaper(best, j int, within func(int) bool, o PlanOptions) *P
 	if prev < 0 {
 		return nil
 	}
-	f := &PlanFailure{Value: p.Values[prev], CostUSD: p.Cost[prev]}
-	if p.sums[prev] != nil {
-		f.Evidence = p.outcome(prev, j, o.SLO)
+	f := p.failure(rep[prev], j, o)
+	if f == nil {
+		return nil
+	}
+	if rep[prev] != prev { // its run is rep's, whatever told rep's
+		f.Inferred, f.SameRun = true, true
+	}
+	f.Value, f.CostUSD = p.Values[prev], p.Cost[prev]
+	return f
+}
+
+// failure is the evidence that point k fails for policy j: its own
+// simulation, a simulated point with no less capacity missing by over the
+// margin, or a failing run k's repeats; nil when none is known.
+func (p *Plan) failure(k, j int, o PlanOptions) *PlanFailure {
+	f := &PlanFailure{Value: p.Values[k], CostUSD: p.Cost[k]}
+	if p.sums[k] != nil {
+		f.Evidence = p.outcome(k, j, o.SLO)
 		return f
 	}
-	ev := p.clearFail(prev, j, o)
+	ev := p.clearFail(k, j, o)
 	if ev < 0 {
-		ev = p.sameRun(prev, j, o.SLO)
+		ev = p.sameRun(k, j, o.SLO)
 		f.SameRun = ev >= 0
 	}
 	if ev < 0 {

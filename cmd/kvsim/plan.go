@@ -298,8 +298,12 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 	if r.OverBudget > 0 {
 		fmt.Fprintf(w, " within the $%g budget (%d over it)", r.Budget, r.OverBudget)
 	}
-	fmt.Fprintf(w, "; skipped %d (%d implied by a point with more capacity missing by over %g%%, %d repeating a failing run, %d dearer than a passing point)\n\n",
-		r.Skipped, r.Implied, 100*r.Margin, r.SameRun, r.Dearer)
+	fp := ""
+	if r.FootprintBytes > 0 {
+		fp = " of " + scenario.FormatBytes(r.FootprintBytes)
+	}
+	fmt.Fprintf(w, "; skipped %d (%d implied by a point with more capacity missing by over %g%%, %d repeating a failing run, %d past the trace's footprint%s, %d dearer than a passing point)\n\n",
+		r.Skipped, r.Implied, 100*r.Margin, r.SameRun, r.BeyondFootprint, fp, r.Dearer)
 	if r.Best == nil {
 		fmt.Fprintln(w, "no configuration in the grid meets the SLO")
 	} else {
