@@ -98,7 +98,15 @@ func TestPlanMatchesExhaustiveSweep(t *testing.T) {
 		if len(r.Violations) > 0 {
 			t.Logf("%+v: %v", c.slo, r.Violations)
 		}
-		t.Logf("%+v budget %g: simulated %d of %d (over budget %d)", c.slo, c.budget, r.Simulated, r.GridPoints, r.OverBudget)
+		w, err := planGrid(t).Search(ctx, PlanOptions{Options: o, SLO: c.slo, Budget: c.budget, Margin: DefaultPlanMargin, noFootprint: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Simulated < r.Simulated || (w.Best == nil) != (r.Best == nil) || w.Best != nil && w.Best.Point.Value+w.Best.Policy != r.Best.Point.Value+r.Best.Policy {
+			t.Errorf("%+v: without the footprint pre-pass: simulated %d (with: %d), best %+v", c.slo, w.Simulated, r.Simulated, w.Best)
+		}
+		t.Logf("%+v budget %g: simulated %d of %d (over budget %d; %d beyond the footprint of %d bytes; %d without the pre-pass)",
+			c.slo, c.budget, r.Simulated, r.GridPoints, r.OverBudget, r.BeyondFootprint, r.FootprintBytes, w.Simulated)
 		if r.Simulated >= r.GridPoints-r.OverBudget && r.Best != nil {
 			t.Errorf("%+v: the search simulated every point", c.slo)
 		}
@@ -111,6 +119,16 @@ func TestPlanMatchesExhaustiveSweep(t *testing.T) {
 // 1000 ms and simulates 17, 14 and 20 of the 42 points: it skips at least
 // half. Deterministic, so the figures are exact. At 1000 ms TTFT p99 is not
 // monotone in capacity where the choice lies, and the plan says so.
+//
+// The footprint pre-pass: the trace's 13,699 distinct blocks take 794.43
+// GiB (64 MiB each, the partial last blocks less), so the SSD at 2 TiB
+// never fills and its 7 points repeat the 1 TiB ones: the exhaustive
+// sweep's runs of each such pair are equal, no tier of any point ever
+// holds more than the footprint, and the search skips the 7 without
+// simulating them. It simulates no fewer points than without the
+// pre-pass (17, 14, 20 either way): those 7 were skipped there too, by
+// the margin, the same-run rule or as dearer, after simulations that
+// happen anyway.
 func TestPlanQuickstartPruning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the full quick-start trace")
@@ -159,6 +177,45 @@ func TestPlanQuickstartPruning(t *testing.T) {
 	if pairs == 0 {
 		t.Error("sameRun named no run")
 	}
+	// The footprint's claims, on the exhaustive sweep's runs.
+	fp, err := TraceFootprint(ctx, q.Points[0], false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(79443 * (1 << 30) / 100); fp < want-(1<<23) || fp > want+(1<<23) {
+		t.Errorf("footprint %d bytes (%.2f GiB), want about 794.43 GiB", fp, float64(fp)/(1<<30))
+	}
+	if ds := q.footprintDims(SLOTarget{}); !slices.Equal(ds, []int{0, 1}) {
+		t.Errorf("footprint dims %v, want host and ssd", ds)
+	}
+	reps := q.footprintReps(q.footprintDims(SLOTarget{}), fp)
+	repeats := 0
+	for k := range sums {
+		for _, pol := range sums[k].Policies {
+			for tier, peak := range pol.PeakUsedBytes {
+				if peak > fp {
+					t.Errorf("%s at %s: %s peaked at %d bytes, past the footprint %d", pol.Name, q.Values[k], tier, peak, fp)
+				}
+			}
+		}
+		m := reps[k]
+		if m == k {
+			continue
+		}
+		repeats++
+		if !strings.HasSuffix(q.Values[k], ",2TiB") || q.Values[m] != strings.TrimSuffix(q.Values[k], "2TiB")+"1TiB" {
+			t.Errorf("%s repeats %s: want 2 TiB repeating 1 TiB", q.Values[k], q.Values[m])
+		}
+		for j := range sums[k].Policies {
+			a, b := sums[k].Policies[j], sums[m].Policies[j]
+			if *a.TTFTms != *b.TTFTms || *a.TPOTms != *b.TPOTms || a.HitRatio != b.HitRatio || a.Preemptions != b.Preemptions || a.Evictions["ssd"] != 0 {
+				t.Errorf("%s at %s: repeats %s by the footprint, but TTFT %+v against %+v", a.Name, q.Values[k], q.Values[m], *a.TTFTms, *b.TTFTms)
+			}
+		}
+	}
+	if repeats != 7 {
+		t.Errorf("%d points repeat another by the footprint, want 7", repeats)
+	}
 	t.Logf("sameRun: %d (point, policy) pairs checked", pairs)
 	for _, c := range []struct {
 		target    float64
@@ -183,6 +240,17 @@ func TestPlanQuickstartPruning(t *testing.T) {
 		}
 		if r.GridPoints != 42 || r.Simulated != c.simulated || r.Skipped != 42-c.simulated || 2*r.Skipped < r.GridPoints {
 			t.Errorf("%g ms: grid %d, simulated %d, skipped %d; want 42, %d", c.target, r.GridPoints, r.Simulated, r.Skipped, c.simulated)
+		}
+		if r.BeyondFootprint != 7 || r.FootprintBytes != fp || r.Implied+r.SameRun+r.BeyondFootprint+r.Dearer != r.Skipped {
+			t.Errorf("%g ms: %d beyond the footprint of %d bytes; skipped %d = %d + %d + %d + %d", c.target, r.BeyondFootprint, r.FootprintBytes,
+				r.Skipped, r.Implied, r.SameRun, r.BeyondFootprint, r.Dearer)
+		}
+		without, err := load().Search(ctx, PlanOptions{Options: o, SLO: SLOTarget{TTFTp99: c.target}, Margin: DefaultPlanMargin, noFootprint: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if without.Simulated != c.simulated || without.Best == nil || without.Best.Point.Value+" "+without.Best.Policy != c.want || without.BeyondFootprint != 0 {
+			t.Errorf("%g ms, no footprint: simulated %d, best %+v", c.target, without.Simulated, without.Best)
 		}
 		if bad := slices.ContainsFunc(r.Violations, func(v string) bool {
 			return strings.Contains(v, "prefix-lru meets the SLO at host=8GiB ssd=256GiB but misses it at host=8GiB ssd=512GiB")
