@@ -238,9 +238,9 @@ type PlanResult struct {
 	BeyondFootprint int          `json:"beyond_footprint"`
 	FootprintBytes  int64        `json:"footprint_bytes,omitempty"`
 	Dearer          int          `json:"dearer"`
-	Best        *PlanChoice  `json:"best"` // nil: nothing meets the SLO
-	PerPolicy   []PlanChoice `json:"per_policy"`
-	NextCheaper *PlanFailure `json:"next_cheaper,omitempty"`
+	Best            *PlanChoice  `json:"best"` // nil: nothing meets the SLO
+	PerPolicy       []PlanChoice `json:"per_policy"`
+	NextCheaper     *PlanFailure `json:"next_cheaper,omitempty"`
 	// Violations are pairs of simulated points that break the search's
 	// assumption: a policy meets the SLO with less capacity and misses it
 	// with more. With any, the choice may not be the grid's optimum.
