@@ -204,7 +204,7 @@ func loadedBlocks(t *testing.T, out string) int {
 // scenario's own capacity explains exactly as the plain run does; without
 // the flag the points' outputs are the same bytes (wall-clock aside) and
 // no log is written. A shard rerun with the flag reruns the points done
-// without it, for their logs.
+// without it, for their logs, and merge --into carries the logs.
 func TestSweepTraceEvents(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "t.jsonl", goldenTrace)
@@ -258,6 +258,21 @@ func TestSweepTraceEvents(t *testing.T) {
 		sum, _ := results.ReadSummary(filepath.Join(d, results.SummaryFile))
 		if sum == nil || results.EventsRunID(filepath.Join(d, results.EventsFile)) != sum.RunID {
 			t.Errorf("shard point %s: no events.bin of its run", v)
+		}
+	}
+	// Shards in separate folders, assembled by merge --into: each point's
+	// log comes with its set.
+	sweep("a", "--shard", "0/2", "--trace-events")
+	sweep("b", "--shard", "1/2", "--trace-events")
+	into := filepath.Join(dir, "into")
+	if _, stderr, code := runKvsim("merge", "--into", into, filepath.Join(dir, "a"), filepath.Join(dir, "b")); code != 0 {
+		t.Fatalf("merge --into: status %d: %s", code, stderr)
+	}
+	for _, v := range []string{"1000000", "3000000"} {
+		d := filepath.Join(into, "golden-dram-"+v)
+		sum, _ := results.ReadSummary(filepath.Join(d, results.SummaryFile))
+		if sum == nil || results.EventsRunID(filepath.Join(d, results.EventsFile)) != sum.RunID {
+			t.Errorf("merged point %s: no events.bin of its run", v)
 		}
 	}
 	if _, stderr, code := runKvsim("sweep", "--trace-events-max", "0", "--tier", "dram", "--capacities", "1MB", p); code != 2 || !strings.Contains(stderr, "--trace-events-max must be >= 1") {
