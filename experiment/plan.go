@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"kvsim/policy"
 	"kvsim/results"
 	"kvsim/scenario"
 )
@@ -42,6 +43,10 @@ type SLOTarget struct {
 	// life_years); unrated tiers are not held to it.
 	LifeYears float64 `json:"life_years,omitempty"`
 }
+
+// DefaultPlanMargin is kvsim plan's --margin: above the largest rise of
+// TTFT p99 with capacity seen on the quick start's grid (22%, docs/plan.md).
+const DefaultPlanMargin = 0.25
 
 // CostFunc prices a configuration before it is simulated (the search
 // orders by it). It is the one place a cost model plugs in.
@@ -193,6 +198,16 @@ type PlanOptions struct {
 	// Exhaustive simulates every point within the budget (the check the
 	// search is tested against).
 	Exhaustive bool
+	// Margin (>= 0) is how far, as a share of the target, a simulated
+	// point must miss the SLO for the confirmation to skip the points
+	// with less capacity on its word (missesBy).
+	Margin float64
+	// monotoneOnly stops after the monotone search, unconfirmed (the
+	// search before the confirmation; tests show what it gets wrong).
+	monotoneOnly bool
+	// noFootprint skips the footprint pre-pass (tests measure what it
+	// saves).
+	noFootprint bool
 	// Done, if set, hears of each point simulated.
 	Done func(k int, sum *results.Summary)
 }
@@ -201,19 +216,31 @@ type PlanOptions struct {
 type PlanResult struct {
 	SLO        SLOTarget `json:"slo"`
 	Budget     float64   `json:"budget_usd,omitempty"`
+	Margin     float64   `json:"margin"`
 	Key        string    `json:"key"`
 	GridPoints int       `json:"grid_points"`
 	OverBudget int       `json:"over_budget"`
 	Simulated  int       `json:"simulated"`
 	Skipped    int       `json:"skipped"` // grid points within the budget never simulated
-	// Implied are the skipped points whose result for every policy follows
-	// from the simulated ones by monotonicity; the others (Dearer) cost
-	// more than some policy's best, so were never needed.
-	Implied     int          `json:"implied"`
-	Dearer      int          `json:"dearer"`
-	Best        *PlanChoice  `json:"best"` // nil: nothing meets the SLO
-	PerPolicy   []PlanChoice `json:"per_policy"`
-	NextCheaper *PlanFailure `json:"next_cheaper,omitempty"`
+	// Implied are the skipped points that, for every policy whose best
+	// they undercut, have a simulated point with no less capacity missing
+	// the SLO by more than the margin; Dearer cost more than every
+	// policy's best, so were never needed.
+	Implied int `json:"implied"`
+	// SameRun are skipped points whose run, for some policy, is a failing
+	// simulated one's (sameRun), the other policies' inferred as Implied.
+	SameRun int `json:"same_run"`
+	// BeyondFootprint are skipped points past the trace's footprint in a
+	// varied tier: repeats, before any simulation, of the point with that
+	// tier at the first capacity holding every block the trace names
+	// (footprint.go). FootprintBytes is that footprint (0: not computed,
+	// no varied tier qualifying).
+	BeyondFootprint int          `json:"beyond_footprint"`
+	FootprintBytes  int64        `json:"footprint_bytes,omitempty"`
+	Dearer          int          `json:"dearer"`
+	Best            *PlanChoice  `json:"best"` // nil: nothing meets the SLO
+	PerPolicy       []PlanChoice `json:"per_policy"`
+	NextCheaper     *PlanFailure `json:"next_cheaper,omitempty"`
 	// Violations are pairs of simulated points that break the search's
 	// assumption: a policy meets the SLO with less capacity and misses it
 	// with more. With any, the choice may not be the grid's optimum.
@@ -259,6 +286,7 @@ type PlanFailure struct {
 	Value    string      `json:"value"`
 	CostUSD  float64     `json:"cost_usd"`
 	Inferred bool        `json:"inferred"`
+	SameRun  bool        `json:"same_run,omitempty"` // inferred: Evidence's run is its run (sameRun)
 	Evidence PlanOutcome `json:"evidence"`
 }
 
@@ -336,6 +364,25 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 	}
 	defer release()
 	within := func(k int) bool { return o.Budget <= 0 || p.Cost[k] <= o.Budget }
+	// The footprint pre-pass: points past the trace's footprint repeat a
+	// cheaper point's run (earlier in cost order, ties included: it comes
+	// first in the grid), so they can never be the answer. The monotone
+	// search still walks them, so that its path is the one it takes
+	// without the pre-pass, but learns each one's status from the point it
+	// repeats (simulating that one at most once); the confirmation leaves
+	// them out.
+	rep := make([]int, n)
+	for k := range rep {
+		rep[k] = k
+	}
+	var fp int64
+	if ds := p.footprintDims(o.SLO); !o.Exhaustive && !o.noFootprint && len(ds) > 0 {
+		if fp, err = TraceFootprint(ctx, p.Points[0], o.SkipBadLines, o.Limit); err != nil {
+			return nil, err
+		}
+		rep = p.footprintReps(ds, fp)
+	}
+	inGrid := func(k int) bool { return within(k) && rep[k] == k }
 	simulate := func(k int) error {
 		sum, err := p.runPoint(ctx, k, o.Options)
 		if err != nil {
@@ -374,6 +421,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 		return unknown
 	}
 	statusOf := func(k, j int) planStatus {
+		k = rep[k] // a point past the footprint: the run it repeats
 		if runErr != nil {
 			return fail
 		}
@@ -432,29 +480,75 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 					}
 				}
 				if lo <= hi && runErr == nil {
-					best[j] = row + lo
+					best[j] = rep[row+lo] // as cheap, and no dearer
 				}
 			}
 		}
 		if runErr != nil {
 			return nil, runErr
 		}
+		// The confirmation: the bests above rest on monotone inference,
+		// which kvsim's queueing and slow loads can break. Walk every
+		// point in cost order up to each policy's best; a point is
+		// skipped for a policy only when a simulated point with no less
+		// capacity misses the SLO by more than the margin, otherwise it
+		// is simulated, and a policy's best is always a simulated pass.
+		order := make([]int, 0, n)
+		for k := range p.Points {
+			if inGrid(k) {
+				order = append(order, k)
+			}
+		}
+		sort.Slice(order, func(a, b int) bool { return p.less(order[a], order[b]) })
+		if o.monotoneOnly {
+			order = nil
+		}
+		open := func(k, j int) bool { return best[j] < 0 || !p.less(best[j], k) }
+		for _, k := range order {
+			need := false
+			for j := 0; j < npol && p.sums[k] == nil; j++ {
+				need = need || open(k, j) && (k == best[j] || p.clearFail(k, j, o) < 0 && p.sameRun(k, j, o.SLO) < 0)
+			}
+			if need {
+				if err := simulate(k); err != nil {
+					return nil, err
+				}
+			}
+			for j := 0; j < npol && p.sums[k] != nil; j++ {
+				switch {
+				case !open(k, j):
+				case p.status[k][j] == pass:
+					best[j] = k
+				case k == best[j]:
+					best[j] = -1 // inferred to pass, simulated to fail
+				}
+			}
+		}
 	}
-	r := &PlanResult{SLO: o.SLO, Budget: o.Budget, Key: p.Key, GridPoints: n, Simulated: nsim}
+	r := &PlanResult{SLO: o.SLO, Budget: o.Budget, Margin: o.Margin, Key: p.Key, GridPoints: n, Simulated: nsim, FootprintBytes: fp}
 	for k := range p.Points {
 		switch {
 		case !within(k):
 			r.OverBudget++
 		case p.sums[k] != nil:
+		case rep[k] != k:
+			r.BeyondFootprint++
 		default:
-			all := true
+			dearer := true
 			for j := 0; j < npol; j++ {
-				all = all && infer(k, j) != unknown
+				dearer = dearer && best[j] >= 0 && p.less(best[j], k)
 			}
-			if all {
-				r.Implied++
-			} else {
+			margin := true
+			for j := 0; j < npol; j++ {
+				margin = margin && (best[j] >= 0 && p.less(best[j], k) || p.clearFail(k, j, o) >= 0)
+			}
+			switch {
+			case dearer:
 				r.Dearer++
+			case margin:
+				r.Implied++
+			default:
+				r.SameRun++
 			}
 		}
 	}
@@ -474,7 +568,7 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 	if bestAll >= 0 {
 		c := r.PerPolicy[bestPol]
 		r.Best = &c
-		r.NextCheaper = p.nextCheaper(bestAll, bestPol, within, infer, o.SLO)
+		r.NextCheaper = p.nextCheaper(bestAll, bestPol, within, rep, o)
 	}
 	for k := range p.Points {
 		for j := 0; p.sums[k] != nil && j < len(p.sums[k].Policies); j++ {
@@ -499,8 +593,9 @@ func (p *Plan) Search(ctx context.Context, o PlanOptions) (*PlanResult, error) {
 
 // nextCheaper explains why the point just before best (in cost order,
 // within the budget) fails for policy j: by its simulation, or by the
-// simulated failing point with no less capacity that implies it.
-func (p *Plan) nextCheaper(best, j int, within func(int) bool, infer func(k, j int) planStatus, slo SLOTarget) *PlanFailure {
+// simulated failing point with no less capacity that implies it; a point
+// past the footprint by the point whose run it repeats (rep).
+func (p *Plan) nextCheaper(best, j int, within func(int) bool, rep []int, o PlanOptions) *PlanFailure {
 	prev := -1
 	for k := range p.Points {
 		if within(k) && p.less(k, best) && (prev < 0 || p.less(prev, k)) {
@@ -510,23 +605,116 @@ func (p *Plan) nextCheaper(best, j int, within func(int) bool, infer func(k, j i
 	if prev < 0 {
 		return nil
 	}
-	f := &PlanFailure{Value: p.Values[prev], CostUSD: p.Cost[prev]}
-	if p.sums[prev] != nil {
-		f.Evidence = p.outcome(prev, j, slo)
-		return f
-	}
-	if infer(prev, j) != fail {
+	f := p.failure(rep[prev], j, o)
+	if f == nil {
 		return nil
 	}
-	// The cheapest simulated failing point that dominates it.
+	if rep[prev] != prev { // its run is rep's, whatever told rep's
+		f.Inferred, f.SameRun = true, true
+	}
+	f.Value, f.CostUSD = p.Values[prev], p.Cost[prev]
+	return f
+}
+
+// failure is the evidence that point k fails for policy j: its own
+// simulation, a simulated point with no less capacity missing by over the
+// margin, or a failing run k's repeats; nil when none is known.
+func (p *Plan) failure(k, j int, o PlanOptions) *PlanFailure {
+	f := &PlanFailure{Value: p.Values[k], CostUSD: p.Cost[k]}
+	if p.sums[k] != nil {
+		f.Evidence = p.outcome(k, j, o.SLO)
+		return f
+	}
+	ev := p.clearFail(k, j, o)
+	if ev < 0 {
+		ev = p.sameRun(k, j, o.SLO)
+		f.SameRun = ev >= 0
+	}
+	if ev < 0 {
+		return nil
+	}
+	f.Inferred, f.Evidence = true, p.outcome(ev, j, o.SLO)
+	return f
+}
+
+// clearFail is the cheapest simulated point with no less capacity than k
+// in any dim that misses the SLO for policy j by more than the margin
+// (missesBy), or -1: the evidence that skips k for j.
+func (p *Plan) clearFail(k, j int, o PlanOptions) int {
 	ev := -1
 	for m := range p.Points {
-		if p.sums[m] != nil && p.status[m][j] == fail && p.le(prev, m) && (ev < 0 || p.less(m, ev)) {
+		if p.sums[m] != nil && p.le(k, m) && p.missesBy(m, j, o.SLO, o.Margin) && (ev < 0 || p.less(m, ev)) {
 			ev = m
 		}
 	}
-	f.Inferred, f.Evidence = true, p.outcome(ev, j, slo)
-	return f
+	return ev
+}
+
+// sameRun is a simulated point whose run of policy j fails and is k's run
+// too, or -1. Each varied tier where the two differ is one that never
+// filled at that point (no eviction, no drop, its peak below both
+// capacities), is not HBM (whose free space the engine schedules by), has
+// no watermark policy (policy.Batcher evicts by the used share), and is
+// not held to a life: its capacity then decided nothing in the run.
+func (p *Plan) sameRun(k, j int, slo SLOTarget) int {
+	for m := range p.Points {
+		if p.sums[m] == nil || p.status[m][j] != fail || m == k {
+			continue
+		}
+		pol := p.sums[m].Policies[j]
+		if len(pol.Instances) > 0 {
+			return -1 // a cluster's per-instance tiers: not checked here
+		}
+		same := true
+		for d, dim := range p.Dims {
+			if p.Index[k][d] == p.Index[m][d] {
+				continue
+			}
+			ti := slices.IndexFunc(p.Base.Tiers, func(t scenario.Tier) bool { return t.Name == dim.Tier })
+			tk, tm := p.Points[k].Tiers[ti], p.Points[m].Tiers[ti]
+			same = same && ti > 0 && tk.Kind != "hbm" && pol.Evictions[dim.Tier] == 0 && pol.Drops[dim.Tier] == 0 &&
+				pol.PeakUsedBytes[dim.Tier] < min(tk.Capacity, tm.Capacity) &&
+				!(slo.LifeYears > 0 && (tk.DWPD > 0 || tk.TBW > 0)) && !p.batcher(m, j, ti)
+		}
+		if same {
+			return m
+		}
+	}
+	return -1
+}
+
+// batcher says policy j evicts by a watermark in tier ti at point k.
+func (p *Plan) batcher(k, j, ti int) bool {
+	sc := p.Points[k]
+	pe := sc.Policies[j]
+	pol, err := policy.New(pe.TierEviction(ti), policy.Config{Capacity: sc.Tiers[ti].Capacity, Params: pe.TierParams(ti)})
+	if err != nil {
+		return true // an offline policy: not checked
+	}
+	_, ok := pol.(policy.Batcher)
+	return ok
+}
+
+// missesBy says simulated point k misses some term of the SLO for policy
+// j by more than the share margin: a p99 above target x (1+margin), an
+// attainment below target x (1-margin), a life below target / (1+margin).
+// A missing metric misses by any margin.
+func (p *Plan) missesBy(k, j int, slo SLOTarget, margin float64) bool {
+	if p.status[k][j] != fail {
+		return false
+	}
+	o := p.outcome(k, j, slo)
+	switch {
+	case slo.TTFTp99 > 0 && !(o.TTFTp99 <= slo.TTFTp99*(1+margin)):
+		return true
+	case slo.TPOTp99 > 0 && !(o.TPOTp99 <= slo.TPOTp99*(1+margin)):
+		return true
+	case slo.Attainment > 0 && (o.Attainment == nil || !(*o.Attainment >= slo.Attainment*(1-margin))):
+		return true
+	case slo.LifeYears > 0 && o.LifeYears != nil && !(*o.LifeYears*(1+margin) >= slo.LifeYears):
+		return true
+	}
+	return false
 }
 
 // pareto keeps the outcomes no other beats on both cost and TTFT p99 (the

@@ -308,10 +308,6 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 		return
 	}
 	if o.TraceEvents > 0 {
-		if pr.err = eventsSupported(sc); pr.err != nil {
-			closeTmp()
-			return
-		}
 		pr.events = sim.NewEventLog(o.TraceEvents)
 		s.SetEventLog(pr.events)
 	}
@@ -356,7 +352,12 @@ func simulatePolicy(ctx context.Context, sc *scenario.Scenario, i int, opt trace
 			pr.err = BadInputf("%s: cluster: %v", sc.Path, err)
 			return
 		}
-		ccfg.Setup = func(_ int, s *sim.Sim) { s.SampleEvery(1e9) }
+		ccfg.Setup = func(i int, s *sim.Sim) {
+			s.SampleEvery(1e9)
+			if pr.events != nil { // one log, each record marked with its instance
+				s.SetEventLogInstance(pr.events, i)
+			}
+		}
 		ccfg.OnResidency = hook
 		pr.cluster, err = cluster.Run(csrc, ccfg, func(i int, r *core.Record) { inst = i; obs(r) })
 		if err == nil {

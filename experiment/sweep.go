@@ -59,6 +59,9 @@ func (s *Sweep) Run(ctx context.Context, o Options, done func(i int, sum *result
 			return nil, err
 		}
 		defer r.Close()
+		if err := checkEventsAll(o, names); err != nil {
+			return nil, err
+		}
 	}
 	release, err := SpoolScenarios(ctx, s.Points...) // one copy of a piped trace for every point
 	if err != nil {

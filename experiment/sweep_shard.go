@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"kvsim/internal/atomicfile"
 	"kvsim/results"
 )
 
@@ -73,6 +74,9 @@ func (s *Sweep) RunShard(ctx context.Context, o Options, i, n int, done func(k i
 		return nil, nil, err
 	}
 	defer r.Close()
+	if err := checkEventsAll(o, names); err != nil {
+		return nil, nil, err
+	}
 	// Before any run_id: a piped trace is hashed from its copy.
 	release, err := SpoolScenarios(ctx, s.Points...)
 	if err != nil {
@@ -93,6 +97,9 @@ func (s *Sweep) RunShard(ctx context.Context, o Options, i, n int, done func(k i
 		o.Sweep = &results.SweepPoint{Key: s.Key, Value: s.Values[k]}
 		dir := filepath.Join(o.Out, sc.Name)
 		sum, ok := readDone(dir, ids[k])
+		if ok && o.TraceEvents > 0 && results.EventsRunID(filepath.Join(dir, results.EventsFile)) != ids[k] {
+			ok = false // done without its events.bin: run again, for the log
+		}
 		if !ok {
 			if sum, err = r.Run(ctx, sc, o); err != nil {
 				return nil, nil, err
@@ -344,7 +351,7 @@ func collectPoint(ctx context.Context, what, dst string, p ManifestPoint, dirs [
 		}
 		_, ok := readDone(src, p.RunID)
 		if ok {
-			err = copyPoint(what, src, dst)
+			err = copyPoint(what, src, dst, p.RunID)
 		}
 		sf.Unlock()
 		if ok || err != nil {
@@ -355,8 +362,9 @@ func collectPoint(ctx context.Context, what, dst string, p ManifestPoint, dirs [
 }
 
 // copyPoint copies a done point's folder: its copy of ECharts first (the
-// page needs it), then its set.
-func copyPoint(what, src, dst string) error {
+// page needs it), then its set, then its events.bin when it is this run's
+// (kvsim sweep --trace-events), after the set as a run writes it.
+func copyPoint(what, src, dst, id string) error {
 	assets := filepath.Join(src, results.AssetsDir)
 	if _, err := os.Stat(filepath.Join(assets, results.EChartsFile)); err == nil {
 		if err := CheckAssetsDir(what, dst, assets); err != nil {
@@ -370,6 +378,21 @@ func copyPoint(what, src, dst string) error {
 		if errors.Is(err, results.ErrNotOurs) {
 			return BadInputf("%s %v; it will not be replaced: move it or give another --into", what, err)
 		}
+		return fmt.Errorf("merge: %w", PathErr(err))
+	}
+	ev := filepath.Join(src, results.EventsFile)
+	if results.EventsRunID(ev) != id {
+		return nil
+	}
+	out := filepath.Join(dst, results.EventsFile)
+	if ok, _ := results.Replaceable(out, results.IsEvents); !ok {
+		return BadInputf("%s %s %v; it will not be replaced: move it or give another --into", what, out, results.ErrNotOurs)
+	}
+	b, err := os.ReadFile(ev)
+	if err == nil {
+		err = atomicfile.Write(out, b)
+	}
+	if err != nil {
 		return fmt.Errorf("merge: %w", PathErr(err))
 	}
 	return nil

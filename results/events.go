@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -44,6 +45,10 @@ type EventsPolicy struct {
 	Events  int64  `json:"events"`
 	Dropped int64  `json:"dropped"` // events past the cap, not kept
 	Max     int    `json:"max"`     // the cap
+	// Instances, in a [cluster] run, are the records of each instance in
+	// turn (instance 0's first): they add up to Events. The instances
+	// shared the cap, so the log covers the run's start on all of them.
+	Instances []int64 `json:"instances,omitempty"`
 }
 
 // EventsHeader describes the log.
@@ -55,12 +60,38 @@ type EventsHeader struct {
 	BytesPerToken int64          `json:"bytes_per_token"`
 	BlockTokens   int            `json:"block_tokens"`
 	Policies      []EventsPolicy `json:"policies"`
+	// Prefill, in a disaggregated [cluster] run, is how many of the
+	// instances (the first ones) prefill; the others decode.
+	Prefill int `json:"prefill,omitempty"`
 }
 
 // EventLog is a whole events file: Events[i] are policy i's.
 type EventLog struct {
 	Header EventsHeader
 	Events [][]Event
+}
+
+// InstanceCount is how many instances policy pi's log covers: 1 unless a
+// [cluster] run's.
+func (l *EventLog) InstanceCount(pi int) int {
+	if n := len(l.Header.Policies[pi].Instances); n > 0 {
+		return n
+	}
+	return 1
+}
+
+// InstanceEvents are instance inst's records in policy pi's log (all of
+// them in a log of one instance).
+func (l *EventLog) InstanceEvents(pi, inst int) []Event {
+	counts := l.Header.Policies[pi].Instances
+	if len(counts) == 0 {
+		return l.Events[pi]
+	}
+	var at int64
+	for _, c := range counts[:inst] {
+		at += c
+	}
+	return l.Events[pi][at : at+counts[inst]]
 }
 
 // AppendEvents encodes l.
@@ -71,6 +102,9 @@ func AppendEvents(buf []byte, l *EventLog) ([]byte, error) {
 	}
 	for i := range h.Policies {
 		h.Policies[i].Events = int64(len(l.Events[i]))
+		if err := checkInstances(h.Policies[i]); err != nil {
+			return nil, err
+		}
 	}
 	js, err := json.Marshal(&h)
 	if err != nil {
@@ -122,6 +156,9 @@ func ParseEvents(b []byte) (*EventLog, error) {
 		if p.Events < 0 || p.Events > left {
 			return nil, fmt.Errorf("events: policy %q: %d events, %d in the file", p.Name, p.Events, left)
 		}
+		if err := checkInstances(p); err != nil {
+			return nil, err
+		}
 		left -= p.Events
 		es := make([]Event, p.Events)
 		for i := range es {
@@ -137,6 +174,53 @@ func ParseEvents(b []byte) (*EventLog, error) {
 		return nil, fmt.Errorf("events: %d records no policy claims", left)
 	}
 	return &l, nil
+}
+
+// checkInstances checks that a policy's per-instance counts add up.
+func checkInstances(p EventsPolicy) error {
+	if len(p.Instances) == 0 {
+		return nil
+	}
+	var sum int64
+	for _, c := range p.Instances {
+		if c < 0 || c > p.Events-sum {
+			return fmt.Errorf("events: policy %q: its instances' counts do not add up to its %d events", p.Name, p.Events)
+		}
+		sum += c
+	}
+	if sum != p.Events {
+		return fmt.Errorf("events: policy %q: its instances' counts do not add up to its %d events", p.Name, p.Events)
+	}
+	return nil
+}
+
+// EventsRunID is the run_id in the header of the events file at path, ""
+// when it is not one (the records are not read).
+func EventsRunID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, len(eventsMagic)+4)
+	if _, err := io.ReadFull(f, b); err != nil || string(b[:len(eventsMagic)]) != eventsMagic {
+		return ""
+	}
+	n := binary.LittleEndian.Uint32(b[len(eventsMagic):])
+	if n > maxEventsHeader {
+		return ""
+	}
+	js := make([]byte, n)
+	if _, err := io.ReadFull(f, js); err != nil {
+		return ""
+	}
+	var h struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal(js, &h) != nil {
+		return ""
+	}
+	return h.RunID
 }
 
 // IsEvents reports whether path opens as an events file kvsim wrote.

@@ -43,6 +43,10 @@ type Event struct {
 	Kind     EvKind
 	From, To int8
 	Aux      uint8
+	// Inst is the instance that recorded it: a [cluster]'s instances
+	// share one log (SetEventLogInstance); 0 in a single run. It fits in
+	// the struct's padding.
+	Inst uint16
 }
 
 // EventLog holds a run's events up to a cap: past it, events are counted
@@ -100,14 +104,25 @@ func (l *EventLog) add(e Event) {
 }
 
 // SetEventLog installs l (nil: none) to record every event from now on.
-func (s *Sim) SetEventLog(l *EventLog) {
-	s.ev = l
+func (s *Sim) SetEventLog(l *EventLog) { s.SetEventLogInstance(l, 0) }
+
+// SetEventLogInstance installs l, shared with the other instances of a
+// cluster, this Sim's events marked as instance inst's: one log and one
+// cap, in the order the cluster ran them.
+func (s *Sim) SetEventLogInstance(l *EventLog, inst int) {
+	s.ev, s.evInst = l, uint16(inst)
 	if l != nil {
 		l.LinkLatency = l.LinkLatency[:0]
 		for _, k := range s.links {
 			l.LinkLatency = append(l.LinkLatency, k.latency)
 		}
 	}
+}
+
+// logEv records e as this Sim's.
+func (s *Sim) logEv(e Event) {
+	e.Inst = s.evInst
+	s.ev.add(e)
 }
 
 // seqOf is the trace seq of live request id, or -1 for Background.
@@ -119,14 +134,14 @@ func (s *Sim) seqOf(id core.ReqID) int64 {
 }
 
 func (s *Sim) logArrive(r *core.Request) {
-	s.ev.add(Event{Time: s.now, Kind: EvArrive, Seq: r.Seq, Block: -1, A: int64(r.InputTokens), B: int64(r.OutputTokens)})
+	s.logEv(Event{Time: s.now, Kind: EvArrive, Seq: r.Seq, Block: -1, A: int64(r.InputTokens), B: int64(r.OutputTokens)})
 	for _, b := range r.Blocks {
-		s.ev.add(Event{Time: s.now, Kind: EvRef, Seq: r.Seq, Block: int64(b), Aux: s.core.Where(b)})
+		s.logEv(Event{Time: s.now, Kind: EvRef, Seq: r.Seq, Block: int64(b), Aux: s.core.Where(b)})
 	}
 }
 
 func (s *Sim) logMove(now int64, req core.ReqID, b core.Block, bytes int64, from, to int, kind core.MoveKind) {
-	s.ev.add(Event{Time: now, Kind: EvMove, Seq: s.seqOf(req), Block: int64(b), From: int8(from), To: int8(to), Aux: uint8(kind), A: bytes})
+	s.logEv(Event{Time: now, Kind: EvMove, Seq: s.seqOf(req), Block: int64(b), From: int8(from), To: int8(to), Aux: uint8(kind), A: bytes})
 }
 
 func (s *Sim) logHop(now int64, l *link, x *xfer) {
@@ -137,12 +152,12 @@ func (s *Sim) logHop(now int64, l *link, x *xfer) {
 			break
 		}
 	}
-	s.ev.add(Event{Time: now, Kind: EvHop, Seq: s.seqOf(x.req), Block: int64(x.block), From: int8(l.from), To: int8(l.to),
+	s.logEv(Event{Time: now, Kind: EvHop, Seq: s.seqOf(x.req), Block: int64(x.block), From: int8(l.from), To: int8(l.to),
 		Aux: uint8(li), A: x.enq, B: x.ready})
 }
 
 func (s *Sim) logLand(now int64, x *xfer) {
-	s.ev.add(Event{Time: now, Kind: EvLand, Seq: s.seqOf(x.req), Block: int64(x.block), From: int8(x.from), To: int8(x.to), Aux: uint8(x.kind)})
+	s.logEv(Event{Time: now, Kind: EvLand, Seq: s.seqOf(x.req), Block: int64(x.block), From: int8(x.from), To: int8(x.to), Aux: uint8(x.kind)})
 }
 
 // logPrefill records a Prefill and its break-even: the tokens req's loads
@@ -150,24 +165,24 @@ func (s *Sim) logLand(now int64, x *xfer) {
 // prefill in the same step model.
 func (s *Sim) logPrefill(now int64, req core.ReqID, cached, compute int) {
 	seq := s.seqOf(req)
-	s.ev.add(Event{Time: now, Kind: EvPrefill, Seq: seq, Block: -1, A: int64(cached), B: int64(compute)})
+	s.logEv(Event{Time: now, Kind: EvPrefill, Seq: seq, Block: -1, A: int64(cached), B: int64(compute)})
 	rt := s.timing(req)
 	if !rt.loads || rt.loadBytes == 0 {
 		return
 	}
 	n := int(min(rt.loadBytes/s.cfg.Core.BytesPerToken, int64(cached)))
 	extra := s.EstimateCompute(cached-n, compute+n) - s.EstimateCompute(cached, compute)
-	s.ev.add(Event{Time: now, Kind: EvBreakEven, Seq: seq, Block: -1, A: int64(n), B: extra})
+	s.logEv(Event{Time: now, Kind: EvBreakEven, Seq: seq, Block: -1, A: int64(n), B: extra})
 }
 
 // logStep records a step and its prefill chunks. Decode tokens are not
 // listed, one per running request per step: a request decodes in every
 // step from its first token to its done, unless preempted.
 func (s *Sim) logStep(now, end int64, b *StepBatch, sch *sched.Scheduler) {
-	s.ev.add(Event{Time: now, Kind: EvStep, Seq: -1, Block: int64(b.DecodeSeqs), A: end, B: int64(b.PrefillTokens), Aux: uint8(min(b.PrefillSeqs, 255))})
+	s.logEv(Event{Time: now, Kind: EvStep, Seq: -1, Block: int64(b.DecodeSeqs), A: end, B: int64(b.PrefillTokens), Aux: uint8(min(b.PrefillSeqs, 255))})
 	for _, id := range sch.Batch() {
 		if n := sch.Seq(id).Chunk; n > 0 {
-			s.ev.add(Event{Time: now, Kind: EvInStep, Seq: s.seqOf(id), Block: -1, A: int64(n)})
+			s.logEv(Event{Time: now, Kind: EvInStep, Seq: s.seqOf(id), Block: -1, A: int64(n)})
 		}
 	}
 }
@@ -176,15 +191,15 @@ func (s *Sim) logStep(now, end int64, b *StepBatch, sch *sched.Scheduler) {
 // hits (from its record: their times are earlier than the event's).
 func (s *Sim) logRecord(r *core.Record) {
 	if r.Rejected {
-		s.ev.add(Event{Time: r.Done, Kind: EvDone, Seq: r.Seq, Block: -1, A: int64(r.RecomputedTokens), B: -1})
+		s.logEv(Event{Time: r.Done, Kind: EvDone, Seq: r.Seq, Block: -1, A: int64(r.RecomputedTokens), B: -1})
 		return
 	}
-	s.ev.add(Event{Time: r.Admitted, Kind: EvAdmit, Seq: r.Seq, Block: -1, A: r.Arrival})
+	s.logEv(Event{Time: r.Admitted, Kind: EvAdmit, Seq: r.Seq, Block: -1, A: r.Arrival})
 	for t, n := range r.HitBlocks {
 		if n > 0 {
-			s.ev.add(Event{Time: r.Admitted, Kind: EvHit, Seq: r.Seq, Block: -1, From: int8(t), A: n})
+			s.logEv(Event{Time: r.Admitted, Kind: EvHit, Seq: r.Seq, Block: -1, From: int8(t), A: n})
 		}
 	}
-	s.ev.add(Event{Time: r.FirstToken, Kind: EvFirstToken, Seq: r.Seq, Block: -1})
-	s.ev.add(Event{Time: r.Done, Kind: EvDone, Seq: r.Seq, Block: -1, A: int64(r.RecomputedTokens), B: int64(r.Preemptions)})
+	s.logEv(Event{Time: r.FirstToken, Kind: EvFirstToken, Seq: r.Seq, Block: -1})
+	s.logEv(Event{Time: r.Done, Kind: EvDone, Seq: r.Seq, Block: -1, A: int64(r.RecomputedTokens), B: int64(r.Preemptions)})
 }

@@ -161,7 +161,8 @@ type Sim struct {
 	xseq  uint64                                        // hops queued so far
 	onHop func(p hopPhase, l *link, x *xfer, now int64) // tests watch the links
 
-	ev *EventLog // --trace-events (eventlog.go); nil: off
+	ev     *EventLog // --trace-events (eventlog.go); nil: off
+	evInst uint16    // the instance ev marks this Sim's events with
 }
 
 // LimitError is a run that would leave the representable range of
@@ -401,7 +402,7 @@ func (s *Sim) timing(id core.ReqID) *reqTiming {
 // Drop implements core.Mover; dropping costs nothing in the model.
 func (s *Sim) Drop(now int64, b core.Block, tier int) {
 	if s.ev != nil {
-		s.ev.add(Event{Time: now, Kind: EvDrop, Seq: -1, Block: int64(b), From: int8(tier)})
+		s.logEv(Event{Time: now, Kind: EvDrop, Seq: -1, Block: int64(b), From: int8(tier)})
 	}
 	if s.cfg.Tee != nil {
 		s.cfg.Tee.Drop(now, b, tier)
@@ -484,7 +485,7 @@ func (s *Sim) Wake(at int64, req core.ReqID) {
 // Preempted implements core.Mover.
 func (s *Sim) Preempted(now int64, req core.ReqID) {
 	if s.ev != nil {
-		s.ev.add(Event{Time: now, Kind: EvPreempt, Seq: s.seqOf(req), Block: -1})
+		s.logEv(Event{Time: now, Kind: EvPreempt, Seq: s.seqOf(req), Block: -1})
 	}
 	if s.eng != nil {
 		s.eng.sch.Preempt(req)

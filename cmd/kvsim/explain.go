@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,10 +25,11 @@ import (
 // (docs/explain.md).
 
 func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("explain", "kvsim explain RESULTS [--request SEQ | --block ID] [--policy NAME] [--html FILE]", stderr)
+	fs := newFlags("explain", "kvsim explain RESULTS [--request SEQ | --block ID] [--policy NAME] [--instance N] [--html FILE]", stderr)
 	req := fs.String("request", "", "tell request `SEQ`'s timeline (its trace position, requests.csv's seq)")
 	blk := fs.String("block", "", "tell block `ID`'s journey (a dense id, as the log names it)")
 	pol := fs.String("policy", "", "the policy `NAME` to explain (default the first)")
+	instFlag := fs.String("instance", "", "in a [cluster] run, explain instance `N` only (default: every instance the request or block is in)")
 	html := fs.String("html", "", "also write the timeline as an HTML page to `FILE`")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
@@ -39,11 +41,11 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if *req != "" && *blk != "" {
 		return badInputf("explain: --request and --block exclude each other")
 	}
-	seq, id := int64(-1), int64(-1)
+	seq, id, inst := int64(-1), int64(-1), int64(-1)
 	for _, f := range []struct {
 		name, v string
 		to      *int64
-	}{{"--request", *req, &seq}, {"--block", *blk, &id}} {
+	}{{"--request", *req, &seq}, {"--block", *blk, &id}, {"--instance", *instFlag, &inst}} {
 		if f.v == "" {
 			continue
 		}
@@ -68,16 +70,32 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		if rows, err = explainRequest(&out, lg, pi, seq); err != nil {
+		insts, err := lg.instances(pi, int(inst), func(e results.Event) bool { return e.Seq == seq && sim.EvKind(e.Kind) == sim.EvArrive })
+		if err != nil {
 			return err
+		}
+		if len(insts) == 0 {
+			return badInputf("explain: request %d: not in the log of policy %q%s (no such seq, or past the log's cap%s)",
+				seq, lg.Header.Policies[pi].Name, lg.instanceNote(int(inst)), lg.refusedNote())
+		}
+		for _, i := range insts {
+			rows = append(rows, explainRequest(&out, lg, pi, i, seq)...)
 		}
 	case id >= 0:
 		pi, err := lg.policy(*pol)
 		if err != nil {
 			return err
 		}
-		if rows, err = explainBlock(&out, lg, pi, id); err != nil {
+		insts, err := lg.instances(pi, int(inst), func(e results.Event) bool { return e.Block == id })
+		if err != nil {
 			return err
+		}
+		if len(insts) == 0 {
+			return badInputf("explain: block %d: not in the log of policy %q%s (no such block, or past the log's cap)",
+				id, lg.Header.Policies[pi].Name, lg.instanceNote(int(inst)))
+		}
+		for _, i := range insts {
+			rows = append(rows, explainBlock(&out, lg, pi, i, id)...)
 		}
 	default:
 		if *pol != "" {
@@ -85,7 +103,14 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 		}
-		explainSummary(&out, lg, *pol)
+		if inst >= 0 {
+			for pi := range lg.Header.Policies {
+				if _, err := lg.instances(pi, int(inst), nil); err != nil {
+					return err
+				}
+			}
+		}
+		explainSummary(&out, lg, *pol, int(inst))
 	}
 	if _, err := io.WriteString(stdout, out.String()); err != nil {
 		return err
@@ -150,6 +175,74 @@ func (l *eventLog) policy(name string) (int, error) {
 		names = append(names, p.Name)
 	}
 	return 0, badInputf("explain: no policy %q in %s (it has %s)", name, l.dir, strings.Join(names, ", "))
+}
+
+// cluster says the log is a [cluster] run's: its records are per instance.
+func (l *eventLog) cluster() bool {
+	return len(l.Header.Policies) > 0 && len(l.Header.Policies[0].Instances) > 0
+}
+
+// instances are the instances of policy pi's log holding a record that
+// has (nil: all), or only inst when inst >= 0 (bad input when the log has
+// no such instance).
+func (l *eventLog) instances(pi, inst int, has func(results.Event) bool) ([]int, error) {
+	n := l.InstanceCount(pi)
+	if inst >= n {
+		if !l.cluster() {
+			return nil, badInputf("explain: --instance %d: %s is not a [cluster] run's (its one instance is 0)", inst, l.dir)
+		}
+		return nil, badInputf("explain: --instance %d: the run had %d instances (0 to %d)", inst, n, n-1)
+	}
+	var out []int
+	for i := range n {
+		if inst >= 0 && i != inst {
+			continue
+		}
+		if has == nil || slices.ContainsFunc(l.InstanceEvents(pi, i), has) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// instanceNote names the instance a search was limited to.
+func (l *eventLog) instanceNote(inst int) string {
+	if inst < 0 || !l.cluster() {
+		return ""
+	}
+	return fmt.Sprintf(" on instance %d", inst)
+}
+
+// refusedNote is the other reason a cluster's request is in no log.
+func (l *eventLog) refusedNote() string {
+	if !l.cluster() {
+		return ""
+	}
+	return ", or the router refused it: requests.csv's instance -1"
+}
+
+// instanceName is how a heading names instance i of a cluster's log ("" in
+// a single run's).
+func (l *eventLog) instanceName(i int) string {
+	if !l.cluster() {
+		return ""
+	}
+	role := ""
+	if p := l.Header.Prefill; p > 0 {
+		role = " (decode)"
+		if i < p {
+			role = " (prefill)"
+		}
+	}
+	return fmt.Sprintf(", instance %d%s", i, role)
+}
+
+// lane names a timeline lane, by instance in a cluster's log.
+func (l *eventLog) lane(i int, name string) string {
+	if !l.cluster() {
+		return name
+	}
+	return fmt.Sprintf("i%d %s", i, name)
 }
 
 func (l *eventLog) tier(t int8) string {
@@ -294,21 +387,15 @@ func requestLoads(es []results.Event, seq int64) loadSpan {
 var lineOrder = map[sim.EvKind]int{sim.EvArrive: 0, sim.EvAdmit: 1, sim.EvHit: 2, sim.EvMove: 3, sim.EvHop: 4,
 	sim.EvLand: 5, sim.EvPrefill: 6, sim.EvPreempt: 7, sim.EvInStep: 8, sim.EvFirstToken: 9, sim.EvDone: 10}
 
-// explainRequest writes request seq's timeline in policy pi.
-func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow, error) {
-	es := l.Events[pi]
+// explainRequest writes request seq's timeline in policy pi on instance
+// inst (0 in a single run), whose log holds its arrival.
+func explainRequest(w io.Writer, l *eventLog, pi, inst int, seq int64) []timelineRow {
+	es := l.InstanceEvents(pi, inst)
 	p := l.Header.Policies[pi]
-	found := false
-	for _, e := range es {
-		if e.Seq == seq && sim.EvKind(e.Kind) == sim.EvArrive {
-			found = true
-			break
-		}
+	row := func(lane string, from, to int64, label string) timelineRow {
+		return row(l.lane(inst, lane), from, to, label)
 	}
-	if !found {
-		return nil, badInputf("explain: request %d: not in the log of policy %q (no such seq, or past the log's cap)", seq, p.Name)
-	}
-	fmt.Fprintf(w, "request %d, policy %s\n", seq, p.Name)
+	fmt.Fprintf(w, "request %d, policy %s%s\n", seq, p.Name, l.instanceName(inst))
 	truncNote(w, p)
 	var rows []timelineRow
 	var arrival int64
@@ -327,10 +414,11 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 	var refs []string
 	var first int64
 	admitted := int64(-1) // the first admission (logged when the request finishes)
+	since := int64(-1)    // the arrival its record counts from (requests.csv's)
 	prefilled := false
 	for _, e := range es {
 		if e.Seq == seq && sim.EvKind(e.Kind) == sim.EvAdmit {
-			admitted = e.Time
+			admitted, since = e.Time, e.A
 			break
 		}
 	}
@@ -346,7 +434,15 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 		switch k {
 		case sim.EvArrive:
 			arrival = e.Time
-			add(e.Time, "arrival: %s, %s", plural(e.A, "prompt token"), plural(e.B, "output token"))
+			if since >= 0 && since < e.Time {
+				// A disaggregated decode: handed over by the prefill
+				// instance; its record, and requests.csv, count from the
+				// request's arrival at the prefill instance.
+				add(e.Time, "arrival from the prefill instance (the request arrived at %s): %s, %s", ms(since), plural(e.A, "prompt token"), plural(e.B, "output token"))
+				arrival = since
+			} else {
+				add(e.Time, "arrival: %s, %s", plural(e.A, "prompt token"), plural(e.B, "output token"))
+			}
 			rows = append(rows, row("request", e.Time, e.Time, "arrival"))
 		case sim.EvRef:
 			refs = append(refs, fmt.Sprintf("%d:%s", e.Block, l.tiersOf(e.Aux)))
@@ -407,7 +503,7 @@ func explainRequest(w io.Writer, l *eventLog, pi int, seq int64) ([]timelineRow,
 		fmt.Fprintf(w, "  %12s  %s\n", ms(ln.t), ln.txt)
 	}
 	fmt.Fprintf(w, "break-even: %s\n", breakEven(l, requestLoads(es, seq)))
-	return rows, nil
+	return rows
 }
 
 // stepsIn counts the steps that start in [from, to): those a request
@@ -428,7 +524,7 @@ func breakEven(l *eventLog, sp loadSpan) string {
 		return "no loads into HBM: nothing to weigh"
 	}
 	var parts []string
-	for t := range int8(8) {
+	for t := int8(-1); t < 8; t++ { // -1: another node's HBM
 		if n := sp.perTier[t]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", l.tier(t), n))
 		}
@@ -458,10 +554,11 @@ func commas(n int64) string {
 	return s
 }
 
-// explainBlock writes block id's journey in policy pi: its copies, what
-// ended each, and the requests that referenced it.
-func explainBlock(w io.Writer, l *eventLog, pi int, id int64) ([]timelineRow, error) {
-	es := l.Events[pi]
+// explainBlock writes block id's journey in policy pi on instance inst (0
+// in a single run), whose log names it: its copies, what ended each, and
+// the requests that referenced it.
+func explainBlock(w io.Writer, l *eventLog, pi, inst int, id int64) []timelineRow {
+	es := l.InstanceEvents(pi, inst)
 	p := l.Header.Policies[pi]
 	var rows []timelineRow
 	var where uint8             // tiers holding a copy, as the log tells
@@ -522,9 +619,9 @@ func explainBlock(w io.Writer, l *eventLog, pi int, id int64) ([]timelineRow, er
 		}
 	}
 	if !seen {
-		return nil, badInputf("explain: block %d: not in the log of policy %q (no such block, or past the log's cap)", id, p.Name)
+		return nil // instances() chose inst for holding it
 	}
-	fmt.Fprintf(w, "block %d, policy %s\n", id, p.Name)
+	fmt.Fprintf(w, "block %d, policy %s%s\n", id, p.Name, l.instanceName(inst))
 	truncNote(w, p)
 	for _, s := range lines {
 		fmt.Fprintln(w, s)
@@ -538,40 +635,58 @@ func explainBlock(w io.Writer, l *eventLog, pi int, id int64) ([]timelineRow, er
 	}
 	fmt.Fprintf(w, "at the log's end: in %s\n", l.tiersOf(where))
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].From < rows[j].From })
-	return rows, nil
+	for i := range rows {
+		rows[i].Lane = l.lane(inst, rows[i].Lane)
+	}
+	return rows
 }
 
 // explainSummary counts, per policy and source tier, the loaded hits whose
-// request's loads took longer than recomputing them would have.
-func explainSummary(w io.Writer, l *eventLog, only string) {
+// request's loads took longer than recomputing them would have: over
+// every instance of a cluster's log, or instance inst alone when >= 0.
+func explainSummary(w io.Writer, l *eventLog, only string, inst int) {
 	fmt.Fprintf(w, "hits slower than recompute (a request's loads took longer than recomputing their tokens in the same step model)\n")
+	if l.cluster() {
+		if inst >= 0 {
+			fmt.Fprintf(w, "instance %d of the cluster\n", inst)
+		} else {
+			fmt.Fprintf(w, "every instance of the cluster (each request weighed on the instance that ran it; --instance N for one)\n")
+		}
+	}
 	fmt.Fprintf(w, "%-16s %-10s %14s %14s %10s\n", "policy", "tier", "loaded blocks", "slower blocks", "requests")
 	for pi, p := range l.Header.Policies {
 		if only != "" && p.Name != only {
 			continue
 		}
-		seqs := map[int64]bool{}
-		var order []int64
-		for _, e := range l.Events[pi] {
-			if sim.EvKind(e.Kind) == sim.EvBreakEven && !seqs[e.Seq] {
-				seqs[e.Seq] = true
-				order = append(order, e.Seq)
-			}
-		}
 		loaded, slower, slowReqs := map[int8]int{}, map[int8]int{}, map[int8]int{}
-		for _, s := range order {
-			sp := requestLoads(l.Events[pi], s)
-			slow := sp.have && sp.blocks > 0 && sp.end-sp.start > sp.reNs
-			for t, n := range sp.perTier {
-				loaded[t] += n
-				if slow {
-					slower[t] += n
-					slowReqs[t]++
+		for i := range l.InstanceCount(pi) {
+			if inst >= 0 && i != inst {
+				continue
+			}
+			es := l.InstanceEvents(pi, i)
+			seqs := map[int64]bool{}
+			var order []int64
+			for _, e := range es {
+				if sim.EvKind(e.Kind) == sim.EvBreakEven && !seqs[e.Seq] {
+					seqs[e.Seq] = true
+					order = append(order, e.Seq)
+				}
+			}
+			for _, s := range order {
+				sp := requestLoads(es, s)
+				slow := sp.have && sp.blocks > 0 && sp.end-sp.start > sp.reNs
+				for t, n := range sp.perTier {
+					loaded[t] += n
+					if slow {
+						slower[t] += n
+						slowReqs[t]++
+					}
 				}
 			}
 		}
 		rows := 0
-		for t := range int8(8) {
+		for t := int8(-1); t < 8; t++ { // -1: another node's HBM
+
 			if loaded[t] == 0 {
 				continue
 			}

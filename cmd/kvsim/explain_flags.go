@@ -6,14 +6,14 @@ import "flag"
 // each, about 22 MB of events.bin per policy at the cap.
 const DefaultTraceEventsMax = 500_000
 
-// traceEventsFlags are run's --trace-events and --trace-events-max.
+// traceEventsFlags are run's and sweep's --trace-events and --trace-events-max.
 type traceEventsFlags struct {
 	on  bool
 	max int
 }
 
 func addTraceEventsFlags(fs *flag.FlagSet, t *traceEventsFlags) {
-	fs.BoolVar(&t.on, "trace-events", false, "also write each scenario's events.bin, a per-event log for kvsim explain (docs/explain.md)")
+	fs.BoolVar(&t.on, "trace-events", false, "also write each results folder's events.bin (each sweep point's; a [cluster] run's instances in one),\na per-event log for kvsim explain (docs/explain.md)")
 	fs.IntVar(&t.max, "trace-events-max", DefaultTraceEventsMax, "keep at most `N` events per policy in events.bin (the rest are counted, not kept)")
 }
 

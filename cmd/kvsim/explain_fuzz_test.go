@@ -33,17 +33,25 @@ func FuzzExplainLog(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// The same records as a cluster's two instances' logs.
+	l.Header.Policies[0].Instances = []int64{5, 7}
+	if b, err = results.AppendEvents(nil, l); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := results.ParseEvents(data)
 		if err != nil {
 			return
 		}
 		lg := &eventLog{EventLog: l, dir: "d"}
-		explainSummary(io.Discard, lg, "")
+		explainSummary(io.Discard, lg, "", -1)
 		for pi := range l.Events {
-			for _, id := range []int64{0, 1} {
-				_, _ = explainRequest(io.Discard, lg, pi, id)
-				_, _ = explainBlock(io.Discard, lg, pi, id)
+			for inst := range l.InstanceCount(pi) {
+				for _, id := range []int64{0, 1} {
+					explainRequest(io.Discard, lg, pi, inst, id)
+					explainBlock(io.Discard, lg, pi, inst, id)
+				}
 			}
 		}
 	})

@@ -82,7 +82,7 @@ func runMrc(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// The page's paths are checked before the trace is read (minutes for a
 	// large one): a bad one is bad input naming the user's path.
 	if *htmlOut != "" {
-		if err := checkMRCPage(*htmlOut, *tracePath, *assets); err != nil {
+		if err := checkPage("mrc", *htmlOut, *assets, []role{{"--trace", *tracePath}}); err != nil {
 			return err
 		}
 	} else if *assets != "" {
@@ -213,33 +213,6 @@ func mrcBench(ctx context.Context, tr *mrc.Trace, specs []mrc.Spec, sizes []int,
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3g\t%.4f\t\n", r.Policy, r.SizeBlocks, r.AccessesPerSec/1e6, r.AllocsPerAccess, r.MissRatio)
 	}
 	return tw.Flush()
-}
-
-// checkMRCPage checks --html and --assets: the page can be written whole
-// (its folder exists and is writable, the page is not a folder), the
-// assets folder holds ECharts, and the page's assets/ can take a copy.
-func checkMRCPage(path, tracePath, assets string) error {
-	if err := checkOutFile("mrc: --html", path); err != nil {
-		return err
-	}
-	ins := []role{{"--trace", tracePath}}
-	if assets != "" {
-		ins = append(ins, role{"--assets'", filepath.Join(assets, report.EChartsFile)})
-	}
-	if err := checkNotInput("mrc: --html", path, ins); err != nil {
-		return err
-	}
-	if err := experiment.CheckReplace("mrc: --html", path, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
-		return err
-	}
-	if assets == "" {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(assets, report.EChartsFile)); err != nil {
-		return badInputf("mrc: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)",
-			filepath.Join(assets, report.EChartsFile))
-	}
-	return experiment.CheckAssetsDir("mrc: --html "+path, filepath.Dir(path), assets)
 }
 
 // writeMRCHTML renders the curves with the report package.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"kvsim/experiment"
+	"kvsim/report"
 	"kvsim/results"
 )
 
@@ -68,6 +69,47 @@ func checkNotInput(what, path string, others []role) error {
 		if o.path != "" && samePath(path, o.path) {
 			return badInputf("%s %s: is %s %s; give another path", what, path, o.what, o.path)
 		}
+	}
+	return nil
+}
+
+// checkPage checks, before any work, an --html page and its --assets (""
+// for none) for the command cmd: the page can be written whole, is none of
+// ins nor the assets' ECharts, replaces only a page kvsim made, and the
+// assets pass checkAssets. Plan, mrc and validate share it.
+func checkPage(cmd, path, assets string, ins []role) error {
+	what := cmd + ": --html"
+	if err := checkOutFile(what, path); err != nil {
+		return err
+	}
+	if assets != "" {
+		ins = append(ins, role{"--assets'", filepath.Join(assets, report.EChartsFile)})
+	}
+	if err := checkNotInput(what, path, ins); err != nil {
+		return err
+	}
+	if err := experiment.CheckReplace(what, path, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
+		return err
+	}
+	return checkAssets(cmd, path, assets)
+}
+
+// checkAssets checks --assets ("" for none) for the page at path: the
+// folder holds ECharts and the page's folder can take a copy of it.
+func checkAssets(cmd, path, assets string) error {
+	if assets == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(assets, report.EChartsFile)); err != nil {
+		return badInputf("%s: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)", cmd, filepath.Join(assets, report.EChartsFile))
+	}
+	return experiment.CheckAssetsDir(cmd+": --html "+path, filepath.Dir(path), assets)
+}
+
+// checkAssetsFlag refuses --assets without the --html page it is for.
+func checkAssetsFlag(cmd, html, assets string) error {
+	if assets != "" && html == "" {
+		return badInputf("%s: --assets is for the --html page; add --html FILE or drop --assets", cmd)
 	}
 	return nil
 }

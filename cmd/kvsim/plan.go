@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,7 +28,7 @@ var errNoneMeets = errors.New("plan: no configuration in the grid meets the SLO"
 // searches a grid of tier capacities, simulating only the points the
 // monotone search cannot infer (docs/plan.md).
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plan", "kvsim plan SCENARIO.toml --slo ttft_p99=MS[,tpot_p99=MS,attainment=0.99] --vary tier.NAME.capacity=A..B [--vary ...] [--budget $] [--steps N] [--out DIR] [--json]", stderr)
+	fs := newFlags("plan", "kvsim plan SCENARIO.toml --slo ttft_p99=MS[,tpot_p99=MS,attainment=0.99] --vary tier.NAME.capacity=A..B [--vary ...] [--budget $] [--steps N] [--margin SHARE] [--exhaustive] [--out DIR] [--json] [--html FILE [--assets DIR]]", stderr)
 	var o runOptions
 	sloFlag := fs.String("slo", "", "the targets, `TERMS`: ttft_p99=MS, tpot_p99=MS, attainment=SHARE (comma-separated)")
 	var varies setFlags
@@ -43,6 +42,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	htmlOut := fs.String("html", "", "also write the plan as an HTML page to `FILE`: $ against TTFT p99 of every simulated point, the Pareto front")
 	assets := fs.String("assets", "", "with --html: local ECharts 5 dist `DIR`; echarts.min.js is copied next to FILE")
 	exhaustive := fs.Bool("exhaustive", false, "simulate every point of the grid (to check the search)")
+	margin := fs.Float64("margin", experiment.DefaultPlanMargin, "skip a point unsimulated only when one with no less capacity misses the SLO by more than this `SHARE` of the target")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
 	pos, err := parseFlags(fs, args)
@@ -54,6 +54,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if o.workers < 1 || o.limit < 0 {
 		return badInputf("plan: --parallel must be >= 1 and --limit >= 0")
+	}
+	if !(*margin >= 0 && *margin <= 10) {
+		return badInputf("plan: --margin %v: want a share of the target in [0, 10], e.g. 0.25", *margin)
 	}
 	if *steps < 0 || *steps == 1 {
 		return badInputf("plan: --steps %d: want 0 (powers of two) or N >= 2", *steps)
@@ -102,33 +105,16 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			sets = append(sets, fmt.Sprintf("slo.tpot_ms=%g", slo.TPOTp99))
 		}
 	}
-	if *assets != "" && *htmlOut == "" {
-		return badInputf("plan: --assets is for the --html page; add --html FILE or drop --assets")
+	if err := checkAssetsFlag("plan", *htmlOut, *assets); err != nil {
+		return err
 	}
 	if *htmlOut != "" {
 		ins := []role{{"the scenario", pos[0]}, {"the hardware profile", base.Profile}}
 		if base.Workload.Gen == nil {
 			ins = append(ins, role{"the trace", base.Workload.Trace})
 		}
-		if *assets != "" {
-			ins = append(ins, role{"--assets'", filepath.Join(*assets, report.EChartsFile)})
-		}
-		if err := checkOutFile("plan: --html", *htmlOut); err != nil {
+		if err := checkPage("plan", *htmlOut, *assets, ins); err != nil {
 			return err
-		}
-		if err := checkNotInput("plan: --html", *htmlOut, ins); err != nil {
-			return err
-		}
-		if err := experiment.CheckReplace("plan: --html", *htmlOut, results.IsPage, "kvsim replaces only a page it made; move it or give another file"); err != nil {
-			return err
-		}
-		if *assets != "" {
-			if _, err := os.Stat(filepath.Join(*assets, report.EChartsFile)); err != nil {
-				return badInputf("plan: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)", filepath.Join(*assets, report.EChartsFile))
-			}
-			if err := experiment.CheckAssetsDir("plan: --html "+*htmlOut, filepath.Dir(*htmlOut), *assets); err != nil {
-				return err
-			}
 		}
 	}
 	p, err := experiment.LoadPlan(pos[0], sets, dims, nil)
@@ -151,7 +137,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	po := experiment.PlanOptions{Options: o.output("plan: --out", stderr), SLO: slo, Budget: budget, Exhaustive: *exhaustive}
+	po := experiment.PlanOptions{Options: o.output("plan: --out", stderr), SLO: slo, Budget: budget, Exhaustive: *exhaustive, Margin: *margin}
 	po.Limit, po.Workers = o.limit, o.workers
 	po.Done = func(k int, sum *results.Summary) {
 		if !*asJSON {
@@ -312,7 +298,12 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 	if r.OverBudget > 0 {
 		fmt.Fprintf(w, " within the $%g budget (%d over it)", r.Budget, r.OverBudget)
 	}
-	fmt.Fprintf(w, "; skipped %d (%d implied by monotonicity, %d dearer than a passing point)\n\n", r.Skipped, r.Implied, r.Dearer)
+	fp := ""
+	if r.FootprintBytes > 0 {
+		fp = " of " + scenario.FormatBytes(r.FootprintBytes)
+	}
+	fmt.Fprintf(w, "; skipped %d (%d implied by a point with more capacity missing by over %g%%, %d repeating a failing run, %d past the trace's footprint%s, %d dearer than a passing point)\n\n",
+		r.Skipped, r.Implied, 100*r.Margin, r.SameRun, r.BeyondFootprint, fp, r.Dearer)
 	if r.Best == nil {
 		fmt.Fprintln(w, "no configuration in the grid meets the SLO")
 	} else {
@@ -321,9 +312,12 @@ func printPlan(w io.Writer, p *experiment.Plan, r *experiment.PlanResult) {
 			valueLabel(p, b.Value), b.Policy, b.CostUSD, b.TTFTp99, b.TPOTp99, pct(b.HitRatio))
 		if f := r.NextCheaper; f != nil {
 			misses := strings.Join(f.Evidence.Misses, "; ")
-			if f.Inferred {
+			if f.SameRun {
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: its run is %s's (the tiers it changes never filled there), which misses %s\n",
+					valueLabel(p, f.Value), f.CostUSD, b.Policy, valueLabel(p, f.Evidence.Value), misses)
+			} else if f.Inferred {
 				// Its own numbers are unknown: the failing point that implies it.
-				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: %s, with no less capacity, misses %s\n",
+				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s, inferred: %s, with no less capacity, misses %s (over the margin)\n",
 					valueLabel(p, f.Value), f.CostUSD, b.Policy, valueLabel(p, f.Evidence.Value), misses)
 			} else {
 				fmt.Fprintf(w, "next cheaper: %s ($%.0f) fails with %s: %s\n", valueLabel(p, f.Value), f.CostUSD, b.Policy, misses)

@@ -51,6 +51,19 @@ func TestPlanCommand(t *testing.T) {
 	if r.Best == nil || r.Best.Point.Value != "20GiB,16GiB" || r.Simulated != 7 || len(r.Pareto) == 0 {
 		t.Errorf("--json: %+v", r)
 	}
+	// DRAM past the 400 requests' footprint (155.18 GiB): 512 GiB repeats
+	// 256 GiB, at each of the 4 HBM capacities.
+	fp := []string{"plan", "../../scenarios/hbm_dram.toml", "--limit", "400", "--parallel", "2", "--slo", "ttft_p99=400",
+		"--vary", "tier.hbm.capacity=5GiB..40GiB", "--vary", "tier.dram.capacity=64GiB..512GiB"}
+	stdout, _, _ = runKvsim(fp...)
+	if !strings.Contains(stdout, ", 4 past the trace's footprint of 155.18 GiB, ") {
+		t.Errorf("no footprint count in:\n%s", stdout)
+	}
+	j1, _, _ = runKvsim(append(fp, "--json")...)
+	r = experiment.PlanResult{}
+	if err := json.Unmarshal([]byte(j1), &r); err != nil || r.BeyondFootprint != 4 || r.FootprintBytes != 166628556800 {
+		t.Errorf("--json: %v: beyond_footprint %d, footprint_bytes %d", err, r.BeyondFootprint, r.FootprintBytes)
+	}
 	stdout, stderr, code = runKvsim(append(planArgs, "--slo", "ttft_p99=100")...)
 	if code != 1 || !strings.Contains(stdout, "no configuration in the grid meets the SLO") || !strings.Contains(stderr, "kvsim: plan: no configuration") {
 		t.Errorf("nothing meets: exit %d\n%s\n%s", code, stdout, stderr)
@@ -117,6 +130,8 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--vary", v}, "varied twice"},
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--budget", "lots"}, "--budget"},
 		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--steps", "1"}, "--steps"},
+		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--margin", "-0.1"}, "--margin"},
+		{[]string{s, "--slo", "ttft_p99=500", "--vary", v, "--margin", "NaN"}, "--margin"},
 		{[]string{"--slo", "ttft_p99=500", "--vary", v}, "exactly one SCENARIO"},
 	} {
 		stdout, stderr, code := runKvsim(append([]string{"plan"}, c.args...)...)

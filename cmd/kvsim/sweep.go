@@ -24,7 +24,7 @@ import (
 // value, every policy each time, and one table sets hit ratio and TTFT
 // against the hierarchy's cost.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... [--shard I/N | --emit slurm|k8s [--shards N]] SCENARIO.toml", stderr)
+	fs := newFlags("sweep", "kvsim sweep (--tier NAME --capacities LIST | --vary KEY --values LIST) [--out DIR] [--set KEY=VALUE]... [--trace-events] [--shard I/N | --emit slurm|k8s [--shards N]] SCENARIO.toml", stderr)
 	var o runOptions
 	tier := fs.String("tier", "", "the tier whose capacity varies (its name in the scenario)")
 	caps := fs.String("capacities", "", "comma-separated capacities to try (`LIST`, e.g. 64GiB,128GiB,256GiB)")
@@ -37,6 +37,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("quiet", false, "print nothing but errors (no table)")
 	addWaitFlag(fs, &o.wait)
 	addSetFlag(fs, &o.sets)
+	addTraceEventsFlags(fs, &o.trace)
 	shardFlag := fs.String("shard", "", "run only share `I/N` of the points (0-based: point k is shard k mod N's), into a --out the shards share; kvsim merge writes the index")
 	var em emitOptions
 	addEmitFlags(fs, &em)
@@ -60,6 +61,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if o.workers < 1 || o.limit < 0 {
 		return badInputf("sweep: --parallel must be >= 1 and --limit >= 0")
+	}
+	if o.trace.max < 1 {
+		return badInputf("sweep: --trace-events-max must be >= 1")
 	}
 	base, err := scenario.LoadWith(pos[0], o.sets)
 	if err != nil {
@@ -147,6 +151,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, f := range results.SetFiles {
 			outs = append(outs, filepath.Join(o.out, n, f))
 		}
+		if o.trace.on {
+			outs = append(outs, filepath.Join(o.out, n, results.EventsFile))
+		}
 	}
 	for _, p := range outs {
 		if err := checkNotInput("sweep: --out", p, ins); err != nil {
@@ -157,7 +164,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return em.write(stdout, fs, args, len(scs), o.out, o.assets, ins)
 	}
 	so := o.output("sweep: --out", stderr)
-	so.Limit, so.Workers = o.limit, o.workers
+	so.Limit, so.Workers, so.TraceEvents = o.limit, o.workers, o.trace.n()
 	var sums []*results.Summary
 	var reused []bool
 	if shard >= 0 {

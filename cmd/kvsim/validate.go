@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -64,34 +65,23 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	} else if *format == "bench" {
 		ins = append(ins, role{"the records' meta", filepath.Join(filepath.Dir(recPath), "meta.json")})
 	}
-	if *assets != "" {
-		ins = append(ins, role{"--assets'", filepath.Join(*assets, report.EChartsFile)})
-	}
-	outs := []struct {
-		flag, path string
-		ours       func(string) bool
-		other      role
-	}{{"validate: --json", *jsonOut, validate.IsResult, role{"--html", *htmlOut}},
-		{"validate: --html", *htmlOut, results.IsPage, role{"--json", *jsonOut}}}
-	for _, o := range outs {
-		if o.path == "" {
-			continue
+	if *jsonOut != "" {
+		jsIns := append(slices.Clone(ins), role{"--html", *htmlOut})
+		if *assets != "" {
+			jsIns = append(jsIns, role{"--assets'", filepath.Join(*assets, report.EChartsFile)})
 		}
-		if err := checkOutFile(o.flag, o.path); err != nil {
+		if err := checkOutFile("validate: --json", *jsonOut); err != nil {
 			return err
 		}
-		if err := checkNotInput(o.flag, o.path, append(ins, o.other)); err != nil {
+		if err := checkNotInput("validate: --json", *jsonOut, jsIns); err != nil {
 			return err
 		}
-		if err := experiment.CheckReplace(o.flag, o.path, o.ours, "kvsim replaces only a file validate made; move it or give another file"); err != nil {
+		if err := experiment.CheckReplace("validate: --json", *jsonOut, validate.IsResult, "kvsim replaces only a file validate made; move it or give another file"); err != nil {
 			return err
 		}
 	}
-	if *assets != "" {
-		if _, err := os.Stat(filepath.Join(*assets, report.EChartsFile)); err != nil {
-			return badInputf("validate: --assets: %s: not found (give ECharts' dist folder, e.g. node_modules/echarts/dist)", filepath.Join(*assets, report.EChartsFile))
-		}
-		if err := experiment.CheckAssetsDir("validate: --html "+*htmlOut, filepath.Dir(*htmlOut), *assets); err != nil {
+	if *htmlOut != "" {
+		if err := checkPage("validate", *htmlOut, *assets, append(ins, role{"--json", *jsonOut})); err != nil {
 			return err
 		}
 	}
