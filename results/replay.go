@@ -47,10 +47,12 @@ type Replay struct {
 type ReplayLive struct {
 	Speedup float64 `json:"speedup"`
 	Steps   int64   `json:"steps"`
-	// KeptUp says the replay kept up with its clock (arrival lag p99
-	// within LagLimitMs); if not, Compare's error figures are left out.
-	KeptUp       bool    `json:"kept_up"`
-	LagLimitMs   float64 `json:"lag_limit_ms"`
+	// KeptUp says the replay kept up with its clock: at most 1% of the
+	// requests were Disturbed (their arrival taken up later than 5% of
+	// their TTFT, or 1 ms if more); if not, Compare's error figures are
+	// left out.
+	KeptUp    bool `json:"kept_up"`
+	Disturbed int  `json:"disturbed"`
 	ArrivalLagMs LagMs   `json:"arrival_lag_ms"`
 	StepLagMs    LagMs   `json:"step_lag_ms"`
 	// Compare has, per metric (ttft, tpot, e2e, load_wait), the measured

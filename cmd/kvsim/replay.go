@@ -273,9 +273,11 @@ func printLive(w io.Writer, l *results.ReplayLive) {
 	}
 	fmt.Fprintf(w, "  %d steps; arrivals late by p50 %.3f / p99 %.3f / max %.3f ms; steps' ends late by p50 %.3f / p99 %.3f ms\n",
 		l.Steps, l.ArrivalLagMs.P50, l.ArrivalLagMs.P99, l.ArrivalLagMs.Max, l.StepLagMs.P50, l.StepLagMs.P99)
+	fmt.Fprintf(w, "  %d requests arrived late by more than 5%% of their TTFT (or 1 ms)", l.Disturbed)
 	if !l.KeptUp {
-		fmt.Fprintf(w, "  the replay could NOT keep up with its clock (arrival lag p99 over %.3g ms): errors not reported\n", l.LagLimitMs)
+		fmt.Fprintf(w, ": more than 1%%, the replay could NOT keep up with its clock; errors not reported")
 	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-10s %8s %23s %23s %23s %23s %7s\n", "measured/", "requests", "mean ms", "p50 ms", "p90 ms", "p99 ms", "MAPE")
 	for _, k := range []string{"ttft", "tpot", "e2e", "load_wait"} {
 		m := c[k]

@@ -88,6 +88,7 @@ type Result struct {
 	// StepLag how late each step's end was seen after its due time: the
 	// clock's and the machine's slack.
 	ArrivalLag, StepLag core.Hist
+	Lag                 map[int64]int64 // per request (trace position): its arrival's lag, ns
 	Checked, Corrupt    int64
 	Lost, StoreEvicted  []int64 // per tier
 	Errors              []string
@@ -291,6 +292,7 @@ func New(cfg core.Config, o Options, obs core.Observer) (*Body, error) {
 	}
 	b := &Body{o: o, nt: n, keys: map[int64][]*op{}, raw: o.Stores}
 	b.res.Lost, b.res.StoreEvicted, b.res.Warmed = make([]int64, n), make([]int64, n), make([]int, n)
+	b.res.Lag = map[int64]int64{}
 	for _, s := range o.Stores {
 		if _, ok := s.(store.Concurrent); ok || o.Virtual != nil {
 			b.stores = append(b.stores, s)
@@ -959,6 +961,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 			switch t.kind {
 			case tArrival:
 				b.res.ArrivalLag.Add(real - t.t)
+				b.res.Lag[next.Seq] = real - t.t
 				r := next
 				have = false
 				b.c.Arrive(now, &r)
