@@ -219,8 +219,8 @@ func (g *guarded) Has(b int32) bool {
 	return g.Store.Has(b)
 }
 
-// agent is the one goroutine that deletes from a tier's store and asks it
-// what it dropped (a store's capabilities stay with one goroutine): the
+// agent is the one goroutine that deletes from a tier's store, writes
+// computed payloads (HBM's), and asks it what it dropped (a store's capabilities stay with one goroutine): the
 // loop never waits on a store's lock, which a worker may hold through a
 // bucket's fdatasync.
 type agent struct {
@@ -422,6 +422,10 @@ func (b *Body) try(i *op) {
 		}
 		b.toAgent(o.to, i)
 	case opFill:
+		if b.o.Virtual == nil { // a payload's bytes: off the loop
+			b.toAgent(0, i)
+			return
+		}
 		if !b.stores[0].Has(o.blk) {
 			buf := b.lbuf[:o.n]
 			payload.Fill(buf, o.blk)
@@ -457,6 +461,7 @@ func (b *Body) agentNext(t int) {
 	if a.tasks == nil {
 		a.tasks = make(chan *op, 1)
 		st, raw := b.stores[t], b.raw[t]
+		buf := make([]byte, b.o.MaxBytes)
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
@@ -464,6 +469,11 @@ func (b *Body) agentNext(t int) {
 				switch o.kind {
 				case opDelete:
 					st.Delete(o.blk)
+				case opFill:
+					if !st.Has(o.blk) {
+						payload.Fill(buf[:o.n], o.blk)
+						o.putErr = st.Put(o.blk, buf[:o.n])
+					}
 				case opPoll:
 					if d, ok := raw.(store.Dropper); ok {
 						o.evicted, o.failed = d.Dropped()
@@ -503,7 +513,10 @@ func (b *Body) agentDone(now int64, i *op) {
 	a := b.agents[t]
 	a.busy = false
 	b.inFl--
-	if i.kind == opDelete {
+	if i.kind == opDelete || i.kind == opFill {
+		if i.putErr != nil {
+			b.fail(i.blk, t, i.putErr)
+		}
 		b.finish(i)
 	} else {
 		a.polled = false

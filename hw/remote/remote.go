@@ -35,6 +35,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -93,6 +94,10 @@ var ErrGone = fmt.Errorf("the server no longer holds it (evicted by maxmemory, f
 // Store is a store.Store over a Redis or Valkey server. It is driven
 // from one goroutine, like the body.
 type Store struct {
+	// mu guards the index and the queues, never a round trip: Put, Get,
+	// Delete and Has run from many goroutines at once, up to the pool's
+	// connections (store.Concurrent).
+	mu      sync.Mutex
 	c       *redis.Client
 	addr    string
 	run     string
@@ -104,8 +109,7 @@ type Store struct {
 	nw      int    // blocks written
 	dels    []int32
 	missing []int32 // found gone, not yet reported (Lost)
-	meta    [metaBytes]byte
-	keys    []any // scratch for MGET / DEL
+	keys    []any   // scratch for DEL
 	// After a failure to reach the server, commands fail at once until
 	// downUntil: a server behind a dead link would otherwise cost each
 	// move its dial timeout.
@@ -121,7 +125,11 @@ var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Flusher      = (*Store)(nil)
 	_ store.LossReporter = (*Store)(nil)
+	_ store.Concurrent   = (*Store)(nil)
 )
+
+// ConcurrentSafe implements store.Concurrent.
+func (s *Store) ConcurrentSafe() {}
 
 // errClosed is a command after Close.
 var errClosed = fmt.Errorf("remote store: %w", store.ErrClosed)
@@ -144,14 +152,40 @@ const downFor = time.Second
 
 // exec runs p, unless the server is taken as down. sent are the blocks
 // whose keys p deletes (queueDels): gone once it succeeds, queued again
-// if it fails.
+// if it fails. Called with s.mu held, which it keeps.
 func (s *Store) exec(p redis.Pipeliner, sent []int32) error {
+	if err := s.down(p, sent); err != nil {
+		return err
+	}
+	_, err := p.Exec(s.ctx())
+	return s.executed(err, sent)
+}
+
+// execUnlocked is exec with s.mu released for the round trip: called and
+// returning with it held.
+func (s *Store) execUnlocked(p redis.Pipeliner, sent []int32) error {
+	if err := s.down(p, sent); err != nil {
+		return err
+	}
+	ctx := s.ctx()
+	s.mu.Unlock()
+	_, err := p.Exec(ctx)
+	s.mu.Lock()
+	return s.executed(err, sent)
+}
+
+// down discards p when the server is taken as down.
+func (s *Store) down(p redis.Pipeliner, sent []int32) error {
 	if time.Now().Before(s.downUntil) {
 		p.Discard()
 		s.dels = append(s.dels, sent...)
 		return fmt.Errorf("not retried for %v after: %w", downFor, s.downErr)
 	}
-	_, err := p.Exec(s.ctx())
+	return nil
+}
+
+// executed takes p's outcome.
+func (s *Store) executed(err error, sent []int32) error {
 	var re redis.Error
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re) { // the connection, not a reply
 		s.downUntil, s.downErr = time.Now().Add(downFor), err
@@ -161,7 +195,7 @@ func (s *Store) exec(p redis.Pipeliner, sent []int32) error {
 		return err
 	}
 	for _, b := range sent {
-		if !s.Has(b) && s.written[b] {
+		if !s.has(b) && s.written[b] {
 			s.written[b] = false
 			s.nw--
 		}
@@ -247,7 +281,13 @@ func (s *Store) Key(b int32, suffix string) string {
 
 func (s *Store) Backend() string { return s.backend }
 
-func (s *Store) Has(b int32) bool { return b >= 0 && int(b) < len(s.held) && s.held[b] }
+func (s *Store) Has(b int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.has(b)
+}
+
+func (s *Store) has(b int32) bool { return b >= 0 && int(b) < len(s.held) && s.held[b] }
 
 func (s *Store) setHeld(b int32, v bool) {
 	if int(b) >= len(s.held) {
@@ -297,19 +337,22 @@ func keyStrings(ks []any) []string {
 // Put writes b's payload and metadata in one MSET (with the queued
 // deletes, in one round trip).
 func (s *Store) Put(b int32, data []byte) error {
-	if s.c == nil {
-		return errClosed
-	}
 	if b < 0 {
 		return fmt.Errorf("block %d: negative id", b)
 	}
-	m := s.meta[:]
+	var meta [metaBytes]byte
+	m := meta[:]
 	copy(m, metaMagic)
 	binary.LittleEndian.PutUint32(m[4:], metaFormat)
 	binary.LittleEndian.PutUint32(m[8:], uint32(b))
 	binary.LittleEndian.PutUint32(m[12:], uint32(len(data)))
 	binary.LittleEndian.PutUint32(m[16:], crc32.Checksum(data, castagnoli))
 	binary.LittleEndian.PutUint32(m[20:], 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		return errClosed
+	}
 	p := s.c.Pipeline()
 	sent := s.queueDels(p)
 	p.MSet(s.ctx(), s.Key(b, "kv_bytes"), data, s.Key(b, "metadata"), m)
@@ -318,7 +361,7 @@ func (s *Store) Put(b int32, data []byte) error {
 		s.written[b] = true
 		s.nw++
 	}
-	if err := s.exec(p, sent); err != nil {
+	if err := s.execUnlocked(p, sent); err != nil {
 		// The server may or may not have it: not ours to serve.
 		s.setHeld(b, false)
 		s.dels = append(s.dels, b)
@@ -330,16 +373,18 @@ func (s *Store) Put(b int32, data []byte) error {
 
 // Get reads b into dst and checks it against its metadata.
 func (s *Store) Get(b int32, dst []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.c == nil {
 		return 0, errClosed
 	}
-	if !s.Has(b) {
+	if !s.has(b) {
 		return 0, store.ErrNotStored
 	}
 	p := s.c.Pipeline()
 	sent := s.queueDels(p)
 	g := p.MGet(s.ctx(), s.Key(b, "metadata"), s.Key(b, "kv_bytes"))
-	if err := s.exec(p, sent); err != nil {
+	if err := s.execUnlocked(p, sent); err != nil {
 		s.forget(b)
 		return 0, fmt.Errorf("remote store %s: GET: %w", s.addr, err)
 	}
@@ -386,7 +431,9 @@ func (s *Store) forget(b int32) {
 
 // Delete queues b's keys for deletion with the next command.
 func (s *Store) Delete(b int32) {
-	if !s.Has(b) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.has(b) {
 		return
 	}
 	s.forget(b)
@@ -401,6 +448,8 @@ func (s *Store) Delete(b int32) {
 // A server that does not answer has lost them all, as far as kvsim can
 // tell.
 func (s *Store) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.c == nil {
 		return errClosed
 	}
@@ -438,18 +487,26 @@ func (s *Store) Flush() error {
 
 // Lost returns and forgets the blocks Flush found gone.
 func (s *Store) Lost() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	m := s.missing
 	s.missing = nil
 	return m
 }
 
 // Len is the number of blocks held.
-func (s *Store) Len() int { return s.n }
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
 
 // Close deletes every key this store may have left on the server, within
 // CleanupTimeout (tried even when the server was just found down: it is
 // the last chance), then disconnects. What it could not delete, Left says.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.c == nil {
 		return nil
 	}
