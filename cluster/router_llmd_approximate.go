@@ -8,7 +8,7 @@ import (
 func init() {
 	RegisterRouter(RouterSpec{Name: "llmd_approximate", Rank: 7,
 		Brief: "llm-d's approximate prefix scorer (no KV events), mixed as llmd_precise; the highest score",
-		Reads: "`Queued`, `KVUsage`", State: "an LRU of routed prefixes per instance",
+		Reads: "`Queued`, `KVUsage`", State: "an LRU of routed prefixes per instance; the metrics last scraped",
 		Keys: []param.Key{
 			{Name: "approx_lru_tokens", Type: param.Int, Default: int64(500000), Min: param.AtLeast1, Example: "500000",
 				Doc: "llmd_approximate: tokens of routed prefixes remembered per instance, least recent dropped (31250 blocks of 16)"},

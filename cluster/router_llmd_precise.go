@@ -10,7 +10,7 @@ import (
 func init() {
 	RegisterRouter(RouterSpec{Name: "llmd_precise", Rank: 6,
 		Brief: "llm-d's precise prefix scorer, mixed with queue and KV-utilisation scorers; the highest score",
-		Reads: "`Tiers`, `Queued`, `KVUsage`", State: "none",
+		Reads: "`Tiers`, `Queued`, `KVUsage`", State: "the metrics last scraped (`llmd_scrape_ms`)",
 		Keys: []param.Key{
 			{Name: "llmd_prefix_weight", Type: param.Number, Default: 3.0, Min: param.AtLeast0, Example: "3",
 				Doc: "llmd_precise, llmd_approximate: profile weight of the prefix scorer"},
