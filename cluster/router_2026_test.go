@@ -11,11 +11,14 @@ import (
 )
 
 // Hand-computed scores for llmd_precise, llmd_approximate and kv_cost's
-// Dynamo terms. Blocks are 100 tokens (BlockTokens) throughout.
+// Dynamo terms. Blocks are 100 tokens (BlockTokens) throughout; the llm-d
+// routers read their metrics live unless a test sets llmd_scrape_ms (the
+// tests change a fake View between routes at time 0).
 
 func params2026(set map[string]any) Params {
 	p := DefaultParams()
 	p.BlockTokens = 100
+	p.Keys.Set("llmd_scrape_ms", 0.0)
 	for k, x := range set {
 		p.Keys.Set(k, x)
 	}
@@ -146,6 +149,94 @@ func TestLLMDApproximateByHand(t *testing.T) {
 	route(t, l, req(200, 1, 2), newFake(2))
 	if m := l.trees[0].match([]core.Block{1, 2, 3}); m != 2 {
 		t.Fatalf("limited: remembers %d", m)
+	}
+}
+
+// TestLLMDScrapeByHand: the queue and KV scorers read the metrics taken at
+// the first arrival of each llmd_scrape_ms interval, in both llm-d routers.
+// Prefix weight 1 (the benchmark's approximate profile); queue and KV 1.
+func TestLLMDScrapeByHand(t *testing.T) {
+	ms := int64(1e6)
+	for _, name := range []string{"llmd_precise", "llmd_approximate"} {
+		l := mustRouter(t, name, params2026(map[string]any{"llmd_scrape_ms": 50.0, "llmd_prefix_weight": 1.0}))
+		live := mustRouter(t, name, params2026(map[string]any{"llmd_prefix_weight": 1.0}))
+		v := newFake(2)
+		at := func(now int64) int {
+			i, _ := l.Route(now, req(200, 1, 2), v)
+			return i
+		}
+		// Nothing held or routed, queues equal; 0 is 0.2 used:
+		// 1 + 0.8 = 1.8 < 1 + 1 = 2. (approximate: 1 then remembers 1, 2.)
+		v.usage[0] = 0.2
+		if i := at(10 * ms); i != 1 {
+			t.Fatalf("%s at 10 ms: %d, want 1", name, i)
+		}
+		// 1 fills to 0.9. Live: 1.8 > 1.1, to 0. Scraped at 10 ms (the
+		// interval 0..50 ms): 0.2 and 0 still, to 1 (approximate: 1 + 2 on 1).
+		v.usage[1] = 0.9
+		if i, _ := live.Route(40*ms, req(200, 5, 6), v); i != 0 {
+			t.Fatalf("%s live at 40 ms: %d, want 0", name, i)
+		}
+		if i := at(40 * ms); i != 1 {
+			t.Fatalf("%s at 40 ms (scraped at 10 ms): %d, want 1", name, i)
+		}
+		// 50 ms, a new interval; 1's queue is 3 (queue score 0, 0's 1):
+		// 1 + 0.8 on 0 against 0 + 0.1 on 1 (approximate: + 1 on 1: 1.1).
+		// To 0 (approximate: 0 now remembers 1, 2 too).
+		v.queued[1] = 3
+		if i := at(50 * ms); i != 0 {
+			t.Fatalf("%s at 50 ms: %d, want 0", name, i)
+		}
+		// 1 drains and empties, unseen in this interval: 1.8 against 0.1
+		// (approximate: 2.8 against 1.1), to 0.
+		v.queued[1], v.usage[1] = 0, 0
+		if i := at(99 * ms); i != 0 {
+			t.Fatalf("%s at 99 ms (scraped at 50 ms): %d, want 0", name, i)
+		}
+		// 100 ms: 1 seen empty: 1.8 against 2 (approximate: 2.8 against 3), to 1.
+		if i := at(100 * ms); i != 1 {
+			t.Fatalf("%s at 100 ms: %d, want 1", name, i)
+		}
+	}
+}
+
+// TestLLMDApproximateBytesPerToken: the LRU and the match limit, counted in
+// 4-byte tokens, cover approx_*_tokens x 4 / approx_bytes_per_token of the
+// prompt's tokens.
+func TestLLMDApproximateBytesPerToken(t *testing.T) {
+	keys := func(b float64) map[string]any {
+		return map[string]any{"approx_max_tokens": int64(400), "approx_lru_tokens": int64(400), "approx_bytes_per_token": b}
+	}
+	// 8 bytes a token: 400 x 4 / 8 = 200 tokens, 2 blocks of 100, for both.
+	l := newLLMDApprox(params2026(keys(8)))
+	if l.maxTok != 200 || l.lruTok != 200 {
+		t.Fatalf("8 bytes a token: limits %d, %d; want 200, 200", l.maxTok, l.lruTok)
+	}
+	v := newFake(1)
+	route(t, l, req(400, 1, 2, 3, 4), v)
+	if m := l.trees[0].match([]core.Block{1, 2, 3, 4}); m != 2 {
+		t.Fatalf("8 bytes a token: remembers %d of 1..4, want 2", m)
+	}
+	// The LRU holds 2 blocks: 7, 8 push 1, 2 out.
+	route(t, l, req(200, 7, 8), v)
+	if a, b := l.trees[0].match([]core.Block{1, 2}), l.trees[0].match([]core.Block{7, 8}); a != 0 || b != 2 {
+		t.Fatalf("8 bytes a token: 1, 2 -> %d, 7, 8 -> %d; want 0, 2", a, b)
+	}
+	// 4 bytes a token (the scorer's own count, the default): 400 tokens,
+	// 4 blocks: all of 1..4 remembered; then 7, 8 push out the least
+	// recent leaves, 4 and 3.
+	l = newLLMDApprox(params2026(keys(4)))
+	route(t, l, req(400, 1, 2, 3, 4), v)
+	if m := l.trees[0].match([]core.Block{1, 2, 3, 4}); m != 4 {
+		t.Fatalf("4 bytes a token: remembers %d of 1..4, want 4", m)
+	}
+	route(t, l, req(200, 7, 8), v)
+	if a, b := l.trees[0].match([]core.Block{1, 2, 3, 4}), l.trees[0].match([]core.Block{7, 8}); a != 2 || b != 2 {
+		t.Fatalf("4 bytes a token: 1..4 -> %d, 7, 8 -> %d; want 2, 2", a, b)
+	}
+	// 2 bytes a token: 800 tokens, 8 blocks.
+	if l = newLLMDApprox(params2026(keys(2))); l.maxTok != 800 || l.lruTok != 800 {
+		t.Fatalf("2 bytes a token: limits %d, %d; want 800, 800", l.maxTok, l.lruTok)
 	}
 }
 

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"math"
+
 	"kvsim/core"
 	"kvsim/param"
 )
@@ -8,7 +10,7 @@ import (
 func init() {
 	RegisterRouter(RouterSpec{Name: "llmd_precise", Rank: 6,
 		Brief: "llm-d's precise prefix scorer, mixed with queue and KV-utilisation scorers; the highest score",
-		Reads: "`Tiers`, `Queued`, `KVUsage`", State: "none",
+		Reads: "`Tiers`, `Queued`, `KVUsage`", State: "the metrics last scraped (`llmd_scrape_ms`)",
 		Keys: []param.Key{
 			{Name: "llmd_prefix_weight", Type: param.Number, Default: 3.0, Min: param.AtLeast0, Example: "3",
 				Doc: "llmd_precise, llmd_approximate: profile weight of the prefix scorer"},
@@ -22,6 +24,8 @@ func init() {
 				Doc: "llmd_precise: score of a prefix block whose fastest copy is in tier 1 (llm-d's cpu medium)"},
 			{Name: "llmd_storage_weight", Type: param.Number, Default: 0.3, Min: param.AtLeast0, Example: "0.3",
 				Doc: "llmd_precise: score of a prefix block whose fastest copy is in tier 2 or below (storage; llm-d's open proposal)"},
+			{Name: "llmd_scrape_ms", Type: param.Number, Default: 50.0, Min: param.AtLeast0, Example: "50",
+				Doc: "llmd_precise, llmd_approximate: interval at which the queue and KV-utilisation scorers' metrics are scraped (ms; 0: read live)"},
 		},
 		New: func(p Params) Router { return newLLMDPrecise(p) }})
 }
@@ -31,29 +35,55 @@ type llmdMix struct {
 	prefixW, queueW, kvW float64
 	prefix               []float64 // per instance: the prefix scorer's score
 	seen                 []bool    // the prefix scorer scored it (precise: held block 0)
+	// The scraped metrics: read at the first arrival of scrape interval
+	// tick, held until the next interval (scrapeNs 0: read live).
+	scrapeNs int64
+	tick     int64
+	queued   []int
+	usage    []float64
 }
 
 func newLLMDMix(p Params) llmdMix {
 	g := func(k string) float64 { return p.Keys.Get(k).(float64) }
-	return llmdMix{prefixW: g("llmd_prefix_weight"), queueW: g("llmd_queue_weight"), kvW: g("llmd_kv_weight")}
+	return llmdMix{prefixW: g("llmd_prefix_weight"), queueW: g("llmd_queue_weight"), kvW: g("llmd_kv_weight"),
+		scrapeNs: int64(math.Round(g("llmd_scrape_ms") * 1e6)), tick: -1}
+}
+
+// metrics are the waiting queues and KV usage the queue and KV scorers
+// read at now: live, or as scraped at the first arrival of now's interval
+// (the gateway scrapes each pod every refresh interval; requests routed
+// since are not in the figures).
+func (m *llmdMix) metrics(now int64, v View, n int) {
+	if m.scrapeNs > 0 && now/m.scrapeNs == m.tick && len(m.queued) == n {
+		return
+	}
+	m.tick = -1
+	if m.scrapeNs > 0 {
+		m.tick = now / m.scrapeNs
+	}
+	m.queued, m.usage = m.queued[:0], m.usage[:0]
+	for i := range n {
+		m.queued = append(m.queued, v.Queued(i))
+		m.usage = append(m.usage, v.KVUsage(i))
+	}
 }
 
 // pick sums the weighted scores and takes the highest, the lowest index on
 // ties (llm-d's max-score picker shuffles equal ones). The queue scorer is
 // min-max over the waiting queues (all equal: 1 each); the KV one 1 - usage.
-func (m *llmdMix) pick(v View, n int) int {
+func (m *llmdMix) pick(now int64, v View, n int) int {
+	m.metrics(now, v, n)
 	qlo, qhi := int(^uint(0)>>1), -1
-	for i := range n {
-		q := v.Queued(i)
+	for _, q := range m.queued {
 		qlo, qhi = min(qlo, q), max(qhi, q)
 	}
 	best, bestScore := 0, -1.0
 	for i := range n {
 		queue := 1.0
 		if qhi > qlo {
-			queue = float64(qhi-v.Queued(i)) / float64(qhi-qlo)
+			queue = float64(qhi-m.queued[i]) / float64(qhi-qlo)
 		}
-		s := m.prefixW*m.prefix[i] + m.queueW*queue + m.kvW*(1-v.KVUsage(i))
+		s := m.prefixW*m.prefix[i] + m.queueW*queue + m.kvW*(1-m.usage[i])
 		if s > bestScore {
 			best, bestScore = i, s
 		}
@@ -108,7 +138,7 @@ func newLLMDPrecise(p Params) *llmdPrecise {
 
 func (*llmdPrecise) Name() string { return "llmd_precise" }
 
-func (l *llmdPrecise) Route(_ int64, r *core.Request, v View) (int, bool) {
+func (l *llmdPrecise) Route(now int64, r *core.Request, v View) (int, bool) {
 	n := v.Instances()
 	if n <= 0 {
 		return 0, true
@@ -118,7 +148,7 @@ func (l *llmdPrecise) Route(_ int64, r *core.Request, v View) (int, bool) {
 		l.mix.prefix[i], l.mix.seen[i] = l.score(r, v, i)
 	}
 	l.mix.normalise()
-	return l.mix.pick(v, n), false
+	return l.mix.pick(now, v, n), false
 }
 
 // score is LongestPrefixScorer's for instance i: the sum, over the leading

@@ -325,10 +325,15 @@
 //	                              # >= 0; default 0.8
 //	llmd_storage_weight = 0.3     # llmd_precise: score of a prefix block whose fastest copy is in tier 2 or below (storage;
 //	                              # llm-d's open proposal); >= 0; default 0.3
+//	llmd_scrape_ms = 50           # llmd_precise, llmd_approximate: interval at which the queue and KV-utilisation scorers' metrics are scraped (ms;
+//	                              # 0: read live); >= 0; default 50
 //	approx_lru_tokens = 500000    # llmd_approximate: tokens of routed prefixes remembered per instance, least recent dropped (31250 blocks of 16);
 //	                              # >= 1; default 500000
 //	approx_max_tokens = 4096      # llmd_approximate: the longest prefix matched, in tokens (256 blocks of 16);
 //	                              # >= 1; default 4096
+//	approx_bytes_per_token = 4    # llmd_approximate: the prompt text's bytes per token;
+//	                              # the scorer counts 4 a token, so its LRU and match limit cover approx_*_tokens x 4 / this tokens;
+//	                              # > 0; default 4
 //	nic_bandwidth = "25GB/s"      # each node's NIC, each direction, full duplex (25GB/s = 200 Gbit/s): the pool's
 //	                              # cross-node reads and writes and disaggregation's KV transfers pass both ends';
 //	                              # > 0; default "25GB/s"
