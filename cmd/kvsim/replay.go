@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -80,10 +81,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.mirror && o.sequential {
 		return badInputf("replay: --mirror and --sequential are two other modes; give one (neither: the live replay)")
 	}
-	if o.speedup < 0 || math.IsNaN(o.speedup) || math.IsInf(o.speedup, 0) {
-		return badInputf("replay: --speedup %g: must be a number > 0", o.speedup)
-	}
-	if o.speedup > 0 {
+	speedupSet := false
+	fs.Visit(func(f *flag.Flag) { speedupSet = speedupSet || f.Name == "speedup" })
+	if speedupSet {
+		if !(o.speedup > 0) || math.IsInf(o.speedup, 0) {
+			return badInputf("replay: --speedup %g: must be a number > 0", o.speedup)
+		}
 		o.sets = append(o.sets, "workload.speedup="+strconv.FormatFloat(o.speedup, 'g', -1, 64))
 	}
 	tracePath := pos[0]

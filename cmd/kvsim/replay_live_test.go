@@ -113,6 +113,7 @@ func TestReplayLiveRefuses(t *testing.T) {
 		{[]string{"--mirror", "--sequential"}, "--mirror and --sequential"},
 		{[]string{"--speedup", "-2"}, "--speedup -2: must be a number > 0"},
 		{[]string{"--speedup", "NaN"}, "--speedup NaN"},
+		{[]string{"--speedup", "0"}, "--speedup 0: must be a number > 0"},
 	} {
 		_, stderr, code := runKvsim(append(append([]string{"replay", "--real", "--dir", dir}, c.args...), synthetic)...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
