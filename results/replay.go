@@ -51,18 +51,18 @@ type ReplayLive struct {
 	// requests were Disturbed (their arrival taken up later than 5% of
 	// their TTFT, or 1 ms if more); if not, Compare's error figures are
 	// left out.
-	KeptUp    bool `json:"kept_up"`
-	Disturbed int  `json:"disturbed"`
-	ArrivalLagMs LagMs   `json:"arrival_lag_ms"`
-	StepLagMs    LagMs   `json:"step_lag_ms"`
+	KeptUp       bool  `json:"kept_up"`
+	Disturbed    int   `json:"disturbed"`
+	ArrivalLagMs LagMs `json:"arrival_lag_ms"`
+	StepLagMs    LagMs `json:"step_lag_ms"`
 	// Compare has, per metric (ttft, tpot, e2e, load_wait), the measured
 	// and predicted mean and percentiles and the errors, in kvsim
 	// validate's form; PerRequest each request's [measured, predicted].
-	Compare    json.RawMessage `json:"compare"`
+	Compare json.RawMessage `json:"compare"`
 	// Measured and Predicted are each run in summary.json's policy form
 	// (the fields a single run of one instance fills).
-	Measured  *Policy `json:"measured"`
-	Predicted *Policy `json:"predicted"`
+	Measured   *Policy         `json:"measured"`
+	Predicted  *Policy         `json:"predicted"`
 	PerRequest json.RawMessage `json:"per_request,omitempty"`
 	Notes      []string        `json:"notes,omitempty"`
 }
