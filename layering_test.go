@@ -34,10 +34,10 @@ var allowed = map[string][]string{
 	"scenario":   {"core", "param", "policy", "trace", "cluster", "tierkind", "results", "internal/endpoint", "internal/tomlguard"},
 	"workload":   {"core", "policy", "trace"},
 	"sim":        {"core", "policy"},
-	"cluster":    {"core", "param", "policy", "sim"},
+	"cluster":    {"core", "param", "policy", "sim", "internal/minheap"},
 	"hw":         {"core", "policy", "hw/accel", "hw/bucket", "hw/hostmem", "hw/store", "hw/ioengine", "hw/payload", "hw/remote", "hw/rdmastore", "hw/blockdev"},
 	// hw's parts, by device: each imports only the parts below it.
-	"hw/live":              {"core", "core/sched", "hw/store", "hw/ioengine", "hw/payload"}, // the live body: the core and the step scheduler on a clock, moves on the stores
+	"hw/live":              {"core", "core/sched", "hw/store", "hw/ioengine", "hw/payload", "internal/minheap"}, // the live body: the core and the step scheduler on a clock, moves on the stores
 	"hw/ioengine":          {"hw/internal/sys"},
 	"hw/payload":           {},
 	"hw/store":             {},           // the store contract and its capabilities: standard library only
@@ -62,9 +62,10 @@ var allowed = map[string][]string{
 	"validate":             {"core", "policy", "trace", "scenario", "sim", "workload", "experiment", "report"},                                                                   // a real run's records replayed and compared (kvsim validate)
 	"internal/testenv":     {},                                                                                                                                                   // test helpers for _test.go files (testHelpers); no package lists them
 	"internal/golden":      {},
-	"internal/endpoint":    {},                 // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
-	"internal/tomlguard":   {},                 // size and nesting limits checked before any TOML is decoded (scenario, results)
-	"internal/atomicfile":  {},                 // writing a file whole (temporary + rename), and the temporaries' names
+	"internal/endpoint":    {}, // a remote_dram endpoint's one parser (scenario, hw/remote, hw/rdmastore)
+	"internal/tomlguard":   {}, // size and nesting limits checked before any TOML is decoded (scenario, results)
+	"internal/atomicfile":  {},
+	"internal/minheap":     {},                 // a binary heap over a slice, ordered by a function (cluster's follow-ups, the live body's timers)                 // writing a file whole (temporary + rename), and the temporaries' names
 	"internal/coretest":    {"core", "policy"}, // driving a core by hand in tests (testHelpers)
 	"cmd":                  nil,                // the leaf: flags, printing and exit codes over all of the above
 }

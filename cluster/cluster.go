@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"kvsim/core"
+	"kvsim/internal/minheap"
 	"kvsim/sim"
 )
 
@@ -409,7 +410,7 @@ type routing struct {
 	obs      func(inst int, r *core.Record)
 	rejected core.Record
 	sessions core.Sessions
-	follow   followHeap // released turns, by arrival
+	follow   []core.Request // released turns, a heap by arrival (followBefore)
 	err      error
 }
 
@@ -469,7 +470,7 @@ func (rt *routing) user(inst int, r *core.Record) {
 	for i := range next {
 		q := next[i]
 		q.Blocks = append([]core.Block(nil), q.Blocks...)
-		rt.follow.push(q)
+		minheap.Push(&rt.follow, q, followBefore)
 	}
 }
 
@@ -483,7 +484,7 @@ func (rt *routing) NextTime() (int64, bool) {
 
 // Fire implements sim.External: the earliest released turn arrives.
 func (rt *routing) Fire() error {
-	q := rt.follow.pop()
+	q := minheap.Pop(&rt.follow, followBefore)
 	if q.Arrival > core.MaxTime {
 		return &sim.LimitError{Key: "timestamp", Line: q.Line, Msg: fmt.Sprintf(
 			"request %d arrives after its session's previous turn, past the simulated-time limit", q.Seq)}
@@ -491,48 +492,9 @@ func (rt *routing) Fire() error {
 	return rt.route(&q, true)
 }
 
-// followHeap is a min-heap of requests by (Arrival, Seq).
-type followHeap []core.Request
-
-func (h followHeap) less(i, j int) bool {
-	return h[i].Arrival < h[j].Arrival || (h[i].Arrival == h[j].Arrival && h[i].Seq < h[j].Seq)
-}
-
-func (h *followHeap) push(r core.Request) {
-	*h = append(*h, r)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *followHeap) pop() core.Request {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && a.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < n && a.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
+// followBefore orders released turns by (Arrival, Seq).
+func followBefore(a, b *core.Request) bool {
+	return a.Arrival < b.Arrival || (a.Arrival == b.Arrival && a.Seq < b.Seq)
 }
 
 // disagg hands each finished prefill over to a decode instance.

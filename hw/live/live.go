@@ -34,6 +34,7 @@ import (
 	"kvsim/hw/ioengine"
 	"kvsim/hw/payload"
 	"kvsim/hw/store"
+	"kvsim/internal/minheap"
 )
 
 // Options configure a live body.
@@ -146,48 +147,8 @@ type timer struct {
 	op   *op
 }
 
-type timers []timer
-
-func (h timers) less(i, j int) bool {
-	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
-}
-
-func (h *timers) push(x timer) {
-	*h = append(*h, x)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *timers) pop() timer {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	*h = a[:n]
-	a = a[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && a.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < n && a.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	return top
-}
+// timerBefore orders timers by (time, sequence).
+func timerBefore(a, b *timer) bool { return a.t < b.t || a.t == b.t && a.seq < b.seq }
 
 // guarded serialises a store that is not store.Concurrent.
 type guarded struct {
@@ -267,7 +228,7 @@ type Body struct {
 	lbuf   []byte // the loop's own buffer (fills, verification)
 	larna  *ioengine.Arena
 
-	tm  timers
+	tm  []timer
 	tsq uint64
 
 	pend      []int32 // per request: loads in flight
@@ -559,7 +520,7 @@ func (b *Body) dispatch(l *link) {
 		i.started = b.now()
 		if b.o.Virtual != nil {
 			b.copyBlock(i, b.lbuf)
-			b.tm.push(timer{t: b.vnow + max(b.o.Virtual(l.from, l.to, int64(i.n)), 0), seq: b.seq(), kind: tMoveDone, op: i})
+			minheap.Push(&b.tm, timer{t: b.vnow + max(b.o.Virtual(l.from, l.to, int64(i.n)), 0), seq: b.seq(), kind: tMoveDone, op: i}, timerBefore)
 			continue
 		}
 		if l.work == nil {
@@ -829,7 +790,7 @@ func (b *Body) Decode(_ int64, req core.ReqID, tokens int) { b.sch.Decode(req, t
 
 // Wake implements core.Mover.
 func (b *Body) Wake(at int64, req core.ReqID) {
-	b.tm.push(timer{t: at, seq: b.seq(), kind: tWake, req: req})
+	minheap.Push(&b.tm, timer{t: at, seq: b.seq(), kind: tWake, req: req}, timerBefore)
 }
 
 // Preempted implements core.Mover.
@@ -901,7 +862,7 @@ func (b *Body) kick(now int64) {
 	d := int64(math.Round(ns))
 	b.res.Steps++
 	b.res.BusyNs += d
-	b.tm.push(timer{t: now + d, seq: b.seq(), kind: tStep})
+	minheap.Push(&b.tm, timer{t: now + d, seq: b.seq(), kind: tStep}, timerBefore)
 }
 
 // Run replays src: requests arrive at their Arrival on the body's clock
@@ -936,7 +897,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 		}
 		next.Blocks = append([]core.Block(nil), next.Blocks...)
 		have = true
-		b.tm.push(timer{t: next.Arrival, seq: b.seq(), kind: tArrival})
+		minheap.Push(&b.tm, timer{t: next.Arrival, seq: b.seq(), kind: tArrival}, timerBefore)
 		return nil
 	}
 	if err := readNext(); err != nil {
@@ -969,7 +930,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 			}
 		}
 		for real := b.now(); len(b.tm) > 0 && b.tm[0].t <= real; {
-			t := b.tm.pop()
+			t := minheap.Pop(&b.tm, timerBefore)
 			now := at(t.t)
 			switch t.kind {
 			case tArrival:

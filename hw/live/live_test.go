@@ -13,6 +13,7 @@ import (
 	"kvsim/hw/payload"
 	"kvsim/hw/store"
 	"kvsim/internal/coretest"
+	"kvsim/internal/minheap"
 	"kvsim/policy"
 )
 
@@ -189,12 +190,12 @@ func TestDeleteWaitsForRead(t *testing.T) {
 	if !stores[1].Has(7) {
 		t.Fatal("the drop ran while the read was in flight")
 	}
-	tm := b.tm.pop() // the first move's completion
+	tm := minheap.Pop(&b.tm, timerBefore) // the first move's completion
 	b.moveDone(tm.t, tm.op)
 	if got := len(b.tm); got != 1 {
 		t.Fatalf("%d moves in flight after the first; want the third started", got)
 	}
-	tm = b.tm.pop()
+	tm = minheap.Pop(&b.tm, timerBefore)
 	b.moveDone(tm.t, tm.op)
 	if !stores[1].Has(7) || !stores[0].Has(7) {
 		t.Fatal("block 7 should be in both tiers: read, deleted, written back")
