@@ -100,14 +100,7 @@ func summarize(sc *scenario.Scenario, runs []policyRun) *results.Summary {
 			a := float64(r.slo.met) / float64(r.slo.total)
 			pol.SLOAttainment = &a
 		}
-		if st.BlockAccesses > 0 {
-			var hits int64
-			for _, h := range st.Hits {
-				hits += h
-			}
-			pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
-			pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
-		}
+		pol.HitRatio, pol.BlockHitRatio = HitRatios(&st)
 		pipe := func(bytes, transfers, busy int64) results.Link {
 			u := 0.0
 			if r.res.End > 0 {
@@ -154,4 +147,17 @@ func timeSeries(name string, sc *scenario.Scenario, s *sim.Series) results.TimeS
 	}
 	ts.PrefillTokens, ts.DecodeSeqs, ts.Preemptions = s.PrefillTokens, s.DecodeSeqs, s.Preemptions
 	return ts
+}
+
+// HitRatios are a run's prefix hits (in any tier) and blocks resident
+// anywhere, each over its block accesses; 0 without accesses.
+func HitRatios(st *core.Stats) (hit, block float64) {
+	if st.BlockAccesses == 0 {
+		return 0, 0
+	}
+	var hits int64
+	for _, h := range st.Hits {
+		hits += h
+	}
+	return float64(hits) / float64(st.BlockAccesses), float64(st.BlockHits) / float64(st.BlockAccesses)
 }

@@ -338,13 +338,6 @@ func policySummary(sc *scenario.Scenario, pi int, st core.Stats, recs []core.Rec
 	if end > 0 {
 		pol.OutputTokensPerS = float64(out) / (float64(end) / 1e9)
 	}
-	if st.BlockAccesses > 0 {
-		var hits int64
-		for _, h := range st.Hits {
-			hits += h
-		}
-		pol.HitRatio = float64(hits) / float64(st.BlockAccesses)
-		pol.BlockHitRatio = float64(st.BlockHits) / float64(st.BlockAccesses)
-	}
+	pol.HitRatio, pol.BlockHitRatio = experiment.HitRatios(&st)
 	return pol
 }
