@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,11 @@ const synthetic = "../../traces/synthetic.jsonl"
 
 func replayIn(t *testing.T, dir string, extra ...string) (*results.Replay, string) {
 	t.Helper()
-	args := append(append(append([]string{}, replaySSD...), "--dir", dir), extra...)
+	base := replaySSD
+	if slices.Contains(extra, "--sequential") { // the other mode than --mirror
+		base = slices.DeleteFunc(slices.Clone(base), func(a string) bool { return a == "--mirror" })
+	}
+	args := append(append(append([]string{}, base...), "--dir", dir), extra...)
 	stdout, stderr, code := runKvsim(append(args, synthetic)...)
 	if code != 0 {
 		t.Fatalf("%v: status %d: %s", extra, code, stderr)
