@@ -82,6 +82,7 @@ var testExtra = map[string][]string{
 	"sim":          {"trace", "workload"},
 	"cluster":      {"trace", "workload"},    // as sim
 	"hw/hostmem":   {"hw/payload"},           // stores are checked with the replay's payloads
+	"core/sched":   {"policy"},               // an LRU for the core it drives by hand
 	"hw/live":      {"hw/hostmem", "policy"}, // memory stores and an LRU under the live body
 	"hw/remote":    {"hw/payload"},
 	"hw/rdmastore": {"hw/payload"},
