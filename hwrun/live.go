@@ -230,48 +230,60 @@ func liveReport(rep *results.Replay, lr *live.Result, pred map[int64]core.Record
 	return vr, nil
 }
 
-// finishLive runs the simulator on the same scenario and trace as the
-// live replay, fills rep.Live with the two side by side, and writes the
-// measured requests.csv and replay.html (CDFs of both) into o.Dir.
-func (o ReplayOptions) finishLive(ctx context.Context, sc *scenario.Scenario, pi int, cfg sim.Config, scale float64, rep *results.Replay, lr *live.Result) error {
-	var notes []string
-	if cfg.GPU.Engine != sim.EngineBatched {
-		notes = append(notes, "the scenario's simple engine runs as the batched engine on both sides (its rates mapped to a step model)")
-	}
-	pred := map[int64]core.Record{}
-	var predRecs []core.Record
+// prediction is the simulator's run of the scenario a live replay runs.
+type prediction struct {
+	bySeq map[int64]core.Record
+	recs  []core.Record
+	res   *sim.Result
+}
+
+// predictLive runs the simulator on the scenario and trace of a live
+// replay, before the replay: a trace the simulator refuses (times past
+// its range, out of order) is refused before any real work or wait.
+func (o ReplayOptions) predictLive(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, scale float64) (*prediction, error) {
+	p := &prediction{bySeq: map[int64]core.Record{}}
 	ps, err := sim.New(predictConfig(cfg, scale), func(r *core.Record) {
 		c := *r
 		c.HitBlocks = nil
-		pred[r.Seq] = c
-		predRecs = append(predRecs, c)
+		p.bySeq[r.Seq] = c
+		p.recs = append(p.recs, c)
 	})
 	if err != nil {
-		return experiment.BadInputf("%s: %v", sc.Path, err)
+		return nil, experiment.BadInputf("%s: %v", sc.Path, err)
 	}
 	topt := experiment.TraceOptions(sc, false, o.Limit)
 	rd, err := experiment.OpenTrace(ctx, sc, topt)
 	if err != nil {
-		return experiment.TraceError(sc, err)
+		return nil, experiment.TraceError(sc, err)
 	}
 	defer rd.Close()
 	src, err := experiment.RequestSource(sc, rd, topt)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pres, err := ps.Run(experiment.Interruptible(ctx, src, nil))
-	if err != nil {
+	if p.res, err = ps.Run(experiment.Interruptible(ctx, src, nil)); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return experiment.TraceError(sc, err)
+		return nil, experiment.TraceError(sc, err)
 	}
-	vr, err := liveReport(rep, lr, pred, sc.Workload.Speedup, notes)
+	return p, nil
+}
+
+// finishLive fills rep.Live with the live run and its prediction side by
+// side, and writes the measured requests.csv and replay.html (CDFs of
+// both) into o.Dir.
+func (o ReplayOptions) finishLive(sc *scenario.Scenario, pi int, cfg sim.Config, pr *prediction, rep *results.Replay, lr *live.Result) error {
+	var notes []string
+	if cfg.GPU.Engine != sim.EngineBatched {
+		notes = append(notes, "the scenario's simple engine runs as the batched engine on both sides (its rates mapped to a step model)")
+	}
+	vr, err := liveReport(rep, lr, pr.bySeq, sc.Workload.Speedup, notes)
 	if err != nil {
 		return err
 	}
 	rep.Live.Measured = policySummary(sc, pi, lr.Stats, lr.Records, lr.WallNs)
-	rep.Live.Predicted = policySummary(sc, pi, pres.Stats, predRecs, pres.End)
+	rep.Live.Predicted = policySummary(sc, pi, pr.res.Stats, pr.recs, pr.res.End)
 	if err := writeLiveRequests(o.Dir, sc.Policies[pi].Name, experiment.TierNames(sc), lr.Records); err != nil {
 		return err
 	}

@@ -241,7 +241,11 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 	var stats core.Stats
 	var lr *live.Result
 	var lb *live.Body
+	var pr *prediction
 	if isLive {
+		if pr, err = o.predictLive(ctx, sc, cfg, scale); err != nil {
+			return nil, err
+		}
 		cc := cfg.Core
 		cc.Cost = s
 		lb, err = live.New(cc, live.Options{Stores: stores, RealBytes: realBytes, MaxBytes: o.BlockBytes, ModelBytes: modelBytesOf(sc, realBytes),
@@ -374,7 +378,7 @@ func Replay(ctx context.Context, sc *scenario.Scenario, pi int, o ReplayOptions)
 		rep.Links[sc.Tiers[l.From].Name+"->"+sc.Tiers[l.To].Name] = rl
 	}
 	if isLive {
-		if err := o.finishLive(ctx, sc, pi, cfg, scale, rep, lr); err != nil {
+		if err := o.finishLive(sc, pi, cfg, pr, rep, lr); err != nil {
 			return nil, err
 		}
 	}

@@ -122,7 +122,6 @@ type op struct {
 	n        int // real bytes
 	issued   int64
 	started  int64
-	done     bool
 	// worker results
 	getErr, putErr error
 	corrupt        bool
@@ -594,7 +593,7 @@ func (b *Body) finish(i *op) {
 		ks[1] = b.key(o.blk, o.from)
 		nk = 2
 	}
-	i.done = true
+
 	b.freeO = append(b.freeO, i)
 	for _, k := range ks[:nk] {
 		q := b.keys[k]
@@ -886,6 +885,7 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 
 	var next core.Request
 	var have, eof bool
+	var last int64
 	readNext := func() error {
 		err := src.Next(&next)
 		if err == io.EOF {
@@ -895,6 +895,10 @@ func (b *Body) Run(src core.Source) (*Result, error) {
 		if err != nil {
 			return err
 		}
+		if next.Arrival < last || next.Arrival > core.MaxTime {
+			return fmt.Errorf("live: request %d arrives at %d ns, before the one ahead of it or past the time limit", next.Seq, next.Arrival)
+		}
+		last = next.Arrival
 		next.Blocks = append([]core.Block(nil), next.Blocks...)
 		have = true
 		minheap.Push(&b.tm, timer{t: next.Arrival, seq: b.seq(), kind: tArrival}, timerBefore)
